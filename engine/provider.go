@@ -1,0 +1,65 @@
+// Package engine runs substate's workflow language: it parses and validates
+// definitions, executes them durably, invokes tasks over NATS and emits the
+// engine's status events. It also defines Provider, the interface every
+// workflow engine substate can drive implements (the built-in engine here,
+// AWS Step Functions in engine/stepfunctions).
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/substatehq/substate"
+)
+
+// Provider is a workflow engine that substate can create workflows on, start
+// executions on and ask for an execution's current status.
+type Provider interface {
+	// Name returns the provider's name.
+	Name() substate.Provider
+	// EnsureWorkflow creates the workflow if it does not exist yet and returns
+	// its reference (a name, or an ARN); an existing one is left as it is.
+	EnsureWorkflow(ctx context.Context, w Workflow) (string, error)
+	// Start starts an execution under a caller-given name. Starting the same
+	// name with the same input again returns the existing execution with
+	// Existing set; a different input is an ECONFLICT error.
+	Start(ctx context.Context, req StartRequest) (Execution, error)
+	// Describe returns the execution's current status, as the raw provider
+	// evidence and the canonical event it maps to. Unknown ids are ENOTFOUND.
+	Describe(ctx context.Context, executionID string) (Status, error)
+	// Stop ends a running execution with an error and cause.
+	Stop(ctx context.Context, executionID, errorType, cause string) error
+	// DeleteWorkflow deletes a workflow by reference.
+	DeleteWorkflow(ctx context.Context, ref string) error
+}
+
+// Workflow is a workflow definition to create on a provider.
+type Workflow struct {
+	Name       string
+	Definition []byte // the provider's own language (substate YAML/JSON, or ASL JSON)
+}
+
+// StartRequest asks a provider to start one execution.
+type StartRequest struct {
+	Workflow string          // reference returned by EnsureWorkflow
+	Name     string          // execution name, the idempotency key
+	TenantID string          // the tenant the execution provisions
+	Input    json.RawMessage // execution input, a JSON object
+}
+
+// Execution identifies a started execution.
+type Execution struct {
+	ID        string // provider execution id (engine: the name; Step Functions: the ARN)
+	Name      string
+	Workflow  string
+	StartedAt time.Time
+	Existing  bool // the execution already existed with the same input
+}
+
+// Status is an execution's current status: the raw provider evidence, ready to
+// publish on SUBSTATE_RAW, and the canonical event it maps to.
+type Status struct {
+	Raw   substate.RawEvent
+	Event substate.EventData
+}

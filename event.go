@@ -1,0 +1,117 @@
+package substate
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// CloudEvents attributes of every canonical event.
+const (
+	CloudEventsSpecVersion = "1.0"
+	EventType              = "io.substate.execution.substate.v1"
+	EventContentType       = "application/json"
+	// CloudEventsMediaType is the Content-Type header of a structured CloudEvent.
+	CloudEventsMediaType = "application/cloudevents+json"
+)
+
+// EventData is the canonical sub-state event: the data of the CloudEvent that
+// substate publishes on substate.events.<tenant>.
+type EventData struct {
+	TenantID    string   `json:"tenantId"`
+	Provider    Provider `json:"provider"`
+	ExecutionID string   `json:"executionId"`
+	Workflow    string   `json:"workflow"`
+	SubState    SubState `json:"subState"`
+	Verb        Verb     `json:"verb"`
+	Status      Status   `json:"status"`
+
+	// RetryCount is the number of retries (not attempts) of the execution.
+	// RetryCountKnown tells whether the provider reported it; when it did not,
+	// the projector infers retries from error/backing-off → running transitions.
+	RetryCount      int  `json:"retryCount"`
+	RetryCountKnown bool `json:"retryCountKnown"`
+
+	ErrorMessage  string `json:"errorMessage"`
+	ErrorType     string `json:"errorType"`
+	ProviderState string `json:"providerState"`
+
+	OccurredAt         time.Time `json:"occurredAt"`
+	ExecutionStartedAt time.Time `json:"executionStartedAt"`
+
+	// Revision orders events of one execution; see Revision.
+	Revision Revision `json:"revision"`
+	Terminal bool     `json:"terminal"`
+}
+
+// Validate reports the first missing or invalid field as an EINVALID error.
+func (d *EventData) Validate() error {
+	switch {
+	case d.TenantID == "":
+		return Errorf(ENOTENANT, "event has no tenant id")
+	case d.ExecutionID == "":
+		return Errorf(EINVALID, "event has no execution id")
+	case !d.SubState.Valid():
+		return Errorf(EINVALID, "event has invalid sub-state %q", d.SubState)
+	}
+	if _, err := ParseProvider(string(d.Provider)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Normalize fills Verb, Status and Terminal from SubState when they are unset.
+func (d *EventData) Normalize() {
+	if d.Verb == "" {
+		d.Verb = d.SubState.Verb()
+	}
+	if d.Status == "" {
+		d.Status = d.SubState.Status()
+	}
+	d.Terminal = d.SubState.Terminal()
+}
+
+// Event is a CloudEvents 1.0 structured-mode envelope around EventData.
+type Event struct {
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Subject         string    `json:"subject"`
+	Time            time.Time `json:"time"`
+	DataContentType string    `json:"datacontenttype"`
+	Data            EventData `json:"data"`
+}
+
+// NewEvent wraps data in a CloudEvent with the given id. The source names the
+// provider, the subject is the tenant id and the time is when it occurred.
+func NewEvent(id string, data EventData) Event {
+	return Event{
+		SpecVersion:     CloudEventsSpecVersion,
+		ID:              id,
+		Source:          "/substate/" + string(data.Provider),
+		Type:            EventType,
+		Subject:         data.TenantID,
+		Time:            data.OccurredAt,
+		DataContentType: EventContentType,
+		Data:            data,
+	}
+}
+
+// MarshalEvent encodes e as structured CloudEvents JSON.
+func MarshalEvent(e Event) ([]byte, error) { return json.Marshal(e) }
+
+// UnmarshalEvent decodes structured CloudEvents JSON and checks that it is a
+// canonical substate event.
+func UnmarshalEvent(b []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, WrapError(EINVALID, err, "decode cloudevent")
+	}
+	if e.SpecVersion != CloudEventsSpecVersion || e.Type != EventType {
+		return Event{}, Errorf(EINVALID, "not a substate event (specversion %q, type %q)", e.SpecVersion, e.Type)
+	}
+	if err := e.Data.Validate(); err != nil {
+		return Event{}, err
+	}
+	return e, nil
+}

@@ -1,0 +1,63 @@
+package substate
+
+import "context"
+
+// RawKind names the shape of a raw provider payload; it is the part of the
+// raw subject after "substate.raw." and tells the normalizer which decoder to use.
+type RawKind string
+
+// The raw payload kinds.
+const (
+	// RawEventBridge is one EventBridge "Step Functions Execution Status Change" event.
+	RawEventBridge RawKind = "stepfunctions.eventbridge"
+	// RawStepFunctionsPoll is a DescribeExecution result with recent history,
+	// read by the reconciler.
+	RawStepFunctionsPoll RawKind = "stepfunctions.poll"
+	// RawRestate is one sys_invocation row (webhook or admin-API poll).
+	RawRestate RawKind = "restate.invocation"
+	// RawEngine is one status event of the built-in engine (EngineEvent).
+	RawEngine RawKind = "engine.status"
+)
+
+// RawKinds lists every raw kind.
+var RawKinds = []RawKind{RawEventBridge, RawStepFunctionsPoll, RawRestate, RawEngine}
+
+// Provider returns the provider the kind belongs to.
+func (k RawKind) Provider() Provider {
+	switch k {
+	case RawEventBridge, RawStepFunctionsPoll:
+		return ProviderStepFunctions
+	case RawRestate:
+		return ProviderRestate
+	case RawEngine:
+		return ProviderEngine
+	}
+	return ""
+}
+
+// RawEvent is a provider payload as received, before mapping. Body keeps the
+// provider's original bytes; ID is the provider's own event id and becomes
+// the Nats-Msg-Id so a redelivered source event has no second effect.
+type RawEvent struct {
+	Kind   RawKind
+	ID     string
+	Body   []byte
+	Header map[string]string // extra headers to keep as evidence (optional)
+}
+
+// RawPublisher puts raw events on SUBSTATE_RAW and returns once JetStream
+// acknowledged them (the effect is durable).
+type RawPublisher interface {
+	PublishRaw(ctx context.Context, ev RawEvent) error
+}
+
+// Mapper turns one raw event into canonical events. Its errors are permanent:
+// an EINVALID or ENOTENANT error sends the raw event to the dead-letter stream.
+type Mapper interface {
+	Map(ev RawEvent) ([]EventData, error)
+}
+
+// EventPublisher publishes canonical events and returns once each is durable.
+type EventPublisher interface {
+	PublishEvents(ctx context.Context, events []Event) error
+}

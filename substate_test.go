@@ -1,0 +1,115 @@
+package substate_test
+
+import (
+	"testing"
+
+	"github.com/substatehq/substate"
+)
+
+func TestParseSubState(t *testing.T) {
+	for _, s := range substate.SubStates {
+		t.Run(string(s), func(t *testing.T) {
+			got, err := substate.ParseSubState(" " + string(s) + " ")
+			if err != nil || got != s {
+				t.Fatalf("ParseSubState(%q) = %q, %v", s, got, err)
+			}
+		})
+	}
+	t.Run("ErrInvalid", func(t *testing.T) {
+		_, err := substate.ParseSubState("paused")
+		if got, want := substate.ErrorCode(err), substate.EINVALID; got != want {
+			t.Fatalf("code = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestSubStateTables(t *testing.T) {
+	tests := []struct {
+		s        substate.SubState
+		verb     substate.Verb
+		status   substate.Status
+		terminal bool
+	}{
+		{substate.StateRunning, substate.VerbExecuting, substate.StatusRunning, false},
+		{substate.StateWaiting, substate.VerbWaiting, substate.StatusPaused, false},
+		{substate.StateBackingOff, substate.VerbRetrying, substate.StatusRunning, false},
+		{substate.StateError, substate.VerbFailing, substate.StatusRunning, false},
+		{substate.StateSucceeded, substate.VerbCompleted, substate.StatusCompleted, true},
+		{substate.StateFailed, substate.VerbFailed, substate.StatusFailed, true},
+	}
+	for _, tt := range tests {
+		if got := tt.s.Verb(); got != tt.verb {
+			t.Errorf("%s.Verb() = %q, want %q", tt.s, got, tt.verb)
+		}
+		if got := tt.s.Status(); got != tt.status {
+			t.Errorf("%s.Status() = %q, want %q", tt.s, got, tt.status)
+		}
+		if got := tt.s.Terminal(); got != tt.terminal {
+			t.Errorf("%s.Terminal() = %v, want %v", tt.s, got, tt.terminal)
+		}
+	}
+}
+
+func TestStepFunctionsRevision(t *testing.T) {
+	order := []substate.Revision{
+		substate.StepFunctionsRevision(0, substate.RankActive, 0),
+		substate.StepFunctionsRevision(0, substate.RankActive, 12),
+		substate.StepFunctionsRevision(0, substate.RankTerminal, 0),
+		substate.StepFunctionsRevision(1, substate.RankActive, 0),
+		substate.StepFunctionsRevision(1, substate.RankActive, 40),
+		substate.StepFunctionsRevision(1, substate.RankTerminal, 0),
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] <= order[i-1] {
+			t.Fatalf("revision %d (%d) not above %d (%d)", i, order[i], i-1, order[i-1])
+		}
+	}
+	if max := substate.StepFunctionsRevision(8191, substate.RankTerminal, 1<<32-1); max >= 1<<53 {
+		t.Fatalf("max revision %d not below 2^53", max)
+	}
+}
+
+func TestEncodeToken(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"tenant-1", "tenant-1"},
+		{"acme.eu", "acme~2Eeu"},
+		{"a b*>", "a~20b~2A~3E"},
+		{"~", "~7E"},
+		{"", "~"},
+		{"é", "~C3~A9"},
+	}
+	for _, tt := range tests {
+		got := substate.EncodeToken(tt.in)
+		if got != tt.want {
+			t.Errorf("EncodeToken(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		back, err := substate.DecodeToken(got)
+		if err != nil || back != tt.in {
+			t.Errorf("DecodeToken(%q) = %q, %v; want %q", got, back, err, tt.in)
+		}
+	}
+	for _, bad := range []string{"~4", "~zz", "a~", "~41"} {
+		if _, err := substate.DecodeToken(bad); err == nil {
+			t.Errorf("DecodeToken(%q) succeeded, want error", bad)
+		}
+	}
+}
+
+func FuzzEncodeToken(f *testing.F) {
+	for _, s := range []string{"tenant", "a.b", "*", ">", " ", "~7E", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := substate.EncodeToken(s)
+		for i := 0; i < len(tok); i++ {
+			if c := tok[i]; c == '.' || c == '*' || c == '>' || c <= ' ' || c >= 0x7f {
+				t.Fatalf("EncodeToken(%q) = %q has byte %q", s, tok, c)
+			}
+		}
+		back, err := substate.DecodeToken(tok)
+		if err != nil || back != s {
+			t.Fatalf("round trip %q -> %q -> %q, %v", s, tok, back, err)
+		}
+		_, _ = substate.DecodeToken(s) // must not panic
+	})
+}

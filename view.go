@@ -1,0 +1,77 @@
+package substate
+
+import (
+	"context"
+	"time"
+)
+
+// TenantView is the current workflow status of one tenant, as served by
+// GET /v1/tenants/{id}. Unset fields are the empty string or 0.
+type TenantView struct {
+	TenantID             string    `json:"tenantId"`
+	WorkflowSubState     SubState  `json:"workflowSubState"`
+	WorkflowVerb         Verb      `json:"workflowVerb"`
+	WorkflowStatus       Status    `json:"workflowStatus"`
+	WorkflowExecutionID  string    `json:"workflowExecutionId"`
+	WorkflowRetryCount   int       `json:"workflowRetryCount"`
+	WorkflowErrorMessage string    `json:"workflowErrorMessage"`
+	Provider             Provider  `json:"provider"`
+	ProviderState        string    `json:"providerState"`
+	UpdatedAt            time.Time `json:"updatedAt"`
+	LastEventAt          time.Time `json:"lastEventAt"`
+}
+
+// Sequenced is a canonical event together with its stream sequence number in
+// SUBSTATE_EVENTS, the unit the projector applies.
+type Sequenced struct {
+	Seq   uint64
+	Event EventData
+}
+
+// Change is one real change of a tenant's view, published on the change feed
+// after the transaction that made it committed.
+type Change struct {
+	Seq      uint64     `json:"seq"`
+	TenantID string     `json:"tenantId"`
+	Old      TenantView `json:"old"`
+	New      TenantView `json:"new"`
+}
+
+// ApplyResult reports what one applied batch did.
+type ApplyResult struct {
+	Changes   []Change // real changes, in stream order
+	Unchanged int      // events that changed nothing (dirty check)
+	Stale     int      // events older than what the view already holds
+	Skipped   int      // events at or below the checkpoint (redeliveries)
+	Committed bool     // whether a write transaction was committed
+}
+
+// TenantFilter selects tenants for GET /v1/tenants.
+type TenantFilter struct {
+	SubState      SubState // "" for any
+	HasError      bool     // only tenants with an error message
+	MinRetryCount int      // only tenants with at least this many retries
+	SortRetryDesc bool     // order by retry count, highest first
+	Limit         int      // page size; 0 means the store's default
+	PageToken     string   // opaque token from a previous page
+}
+
+// TenantPage is one page of a tenant listing.
+type TenantPage struct {
+	Tenants       []TenantView `json:"tenants"`
+	NextPageToken string       `json:"nextPageToken"`
+}
+
+// ViewStore is the tenant view: it applies sequenced events with the rules of
+// the projection and answers queries from its indexes.
+type ViewStore interface {
+	// Apply applies a batch in one transaction, skipping sequences at or below
+	// the stored checkpoint and storing the batch's last sequence with it.
+	Apply(ctx context.Context, batch []Sequenced) (ApplyResult, error)
+	// Tenant returns one tenant's view or an ENOTFOUND error.
+	Tenant(ctx context.Context, id string) (TenantView, error)
+	// Tenants returns one page of tenants matching the filter.
+	Tenants(ctx context.Context, f TenantFilter) (TenantPage, error)
+	// Checkpoint returns the last applied stream sequence.
+	Checkpoint(ctx context.Context) (uint64, error)
+}
