@@ -142,3 +142,12 @@ func wantCode(tb testing.TB, err error, code string) {
 		tb.Fatalf("error code = %q (%v), want %q", got, err, code)
 	}
 }
+
+func mappingWithRules(tb testing.TB, rules ...string) *mapping.Mapper {
+	tb.Helper()
+	rs, err := mapping.ParseTenantRules(rules...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mapping.New(mapping.Config{Tenants: rs})
+}
