@@ -164,18 +164,15 @@ func sfnErrorMessage(errName, cause string) string {
 // or "" when cause is not such JSON.
 func causeMessage(cause string) string {
 	s := strings.TrimSpace(cause)
-	if len(s) < 2 || s[0] != '{' {
+	if len(s) < 2 || s[0] != '{' || !json.Valid([]byte(s)) {
 		return ""
 	}
-	var c struct {
-		ErrorMessage string `json:"errorMessage"`
-		Message      string `json:"message"`
+	for _, key := range [...]string{"errorMessage", "message", "Message"} {
+		if v, ok := member([]byte(s), key); ok {
+			if msg, ok := jsonString(v); ok && msg != "" {
+				return msg
+			}
+		}
 	}
-	if json.Unmarshal([]byte(s), &c) != nil {
-		return ""
-	}
-	if c.ErrorMessage != "" {
-		return c.ErrorMessage
-	}
-	return c.Message
+	return ""
 }

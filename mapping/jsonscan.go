@@ -1,7 +1,9 @@
 package mapping
 
 import (
+	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // lookupMembers returns the raw JSON value at the member path names of the
@@ -145,4 +147,21 @@ func skipNested(data []byte, i int) int {
 		i++
 	}
 	return -1
+}
+
+// jsonString decodes a raw JSON string value; it reports false for any
+// other value. Strings without escapes are not run through a decoder.
+func jsonString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
 }

@@ -222,6 +222,9 @@ func (r *TenantRule) fromInput(input []byte) (string, string) {
 
 // scalarTenant returns the tenant held by a raw JSON string or number.
 func scalarTenant(v json.RawMessage) (string, string) {
+	if s, ok := jsonString(v); ok {
+		return anyTenant(s)
+	}
 	var x any
 	if err := json.Unmarshal(v, &x); err != nil {
 		return "", "input is not JSON"
