@@ -1,0 +1,178 @@
+package mapping
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/substatehq/substate"
+)
+
+// The EventBridge envelope values of a Step Functions status change.
+const (
+	EventBridgeSource     = "aws.states"
+	EventBridgeDetailType = "Step Functions Execution Status Change"
+)
+
+// eventBridgeEvent is an EventBridge event carrying a Step Functions
+// execution status change. Only the fields mapping reads are declared.
+type eventBridgeEvent struct {
+	ID         string          `json:"id"`
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Time       time.Time       `json:"time"`
+	ReplayName string          `json:"replay-name"` // set on events replayed from an archive
+	Detail     *sfnStatusEvent `json:"detail"`
+}
+
+// sfnStatusEvent is the detail of a status change; every field after output
+// is optional.
+type sfnStatusEvent struct {
+	ExecutionARN    string       `json:"executionArn"`
+	StateMachineARN string       `json:"stateMachineArn"`
+	Name            string       `json:"name"`
+	Status          string       `json:"status"`
+	StartDate       epochMillis  `json:"startDate"`
+	StopDate        epochMillis  `json:"stopDate"`
+	Input           *string      `json:"input"`
+	InputDetails    *dataDetails `json:"inputDetails"`
+	RedriveCount    int          `json:"redriveCount"`
+	RedriveDate     epochMillis  `json:"redriveDate"`
+	Error           string       `json:"error"`
+	Cause           string       `json:"cause"`
+}
+
+// dataDetails says whether input or output was included in an event.
+type dataDetails struct {
+	Included *bool `json:"included"`
+}
+
+// MapEventBridge maps an EventBridge "Step Functions Execution Status
+// Change" event to its canonical event.
+func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
+	var ev eventBridgeEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return substate.EventData{}, substate.WrapError(substate.EINVALID, err, "decode eventbridge event")
+	}
+	if ev.Source != EventBridgeSource || ev.DetailType != EventBridgeDetailType {
+		return substate.EventData{}, substate.Errorf(substate.EINVALID,
+			"eventbridge event %q is not a step functions status change (source %q, detail-type %q)",
+			ev.ID, ev.Source, ev.DetailType)
+	}
+	d := ev.Detail
+	if d == nil || d.ExecutionARN == "" || d.Status == "" {
+		return substate.EventData{}, substate.Errorf(substate.EINVALID,
+			"eventbridge event %q: detail has no executionArn or status", ev.ID)
+	}
+	out := substate.EventData{
+		Provider:           substate.ProviderStepFunctions,
+		ExecutionID:        d.ExecutionARN,
+		Workflow:           stateMachineName(d.StateMachineARN, d.ExecutionARN),
+		ProviderState:      d.Status,
+		ErrorType:          d.Error,
+		ErrorMessage:       sfnErrorMessage(d.Error, d.Cause),
+		ExecutionStartedAt: d.StartDate.Time,
+	}
+	r := m.resolve(substate.ProviderStepFunctions, d.Status, CondNone)
+	apply(&out, r)
+	out.OccurredAt = sfnOccurredAt(out.Terminal, d.StopDate.Time, d.RedriveDate.Time, d.StartDate.Time, ev.Time)
+	out.Revision = substate.StepFunctionsRevision(d.RedriveCount, sfnRank(out.Terminal), 0)
+	src := tenantSource{execution: d.ExecutionARN, name: d.Name, input: sfnInput(d.Input, d.InputDetails)}
+	if src.name == "" {
+		src.name = executionName(d.ExecutionARN)
+	}
+	tenant, err := m.tenants.resolve(&src)
+	if err != nil {
+		return substate.EventData{}, err
+	}
+	out.TenantID = tenant
+	return out, nil
+}
+
+func sfnRank(terminal bool) int {
+	if terminal {
+		return substate.RankTerminal
+	}
+	return substate.RankActive
+}
+
+// sfnOccurredAt is when a status happened: the stop date of a terminal
+// status, else the redrive or start date, else the fallback (envelope time).
+func sfnOccurredAt(terminal bool, stop, redrive, start, fallback time.Time) time.Time {
+	if terminal {
+		return firstSet(stop, fallback, redrive, start)
+	}
+	return firstSet(redrive, start, fallback)
+}
+
+// sfnInput returns the execution input JSON text, or nil when it was
+// excluded or absent.
+func sfnInput(input *string, details *dataDetails) []byte {
+	if input == nil || *input == "" {
+		return nil
+	}
+	if details != nil && details.Included != nil && !*details.Included {
+		return nil
+	}
+	return []byte(*input)
+}
+
+// stateMachineName returns the state machine's name from its ARN
+// (arn:aws:states:region:account:stateMachine:name[:version]) or, failing
+// that, from the execution ARN (…:execution:machine:name).
+func stateMachineName(machineARN, executionARN string) string {
+	if n := arnField(machineARN, 6); n != "" {
+		return n
+	}
+	return arnField(executionARN, 6)
+}
+
+// executionName returns the execution name from an execution ARN.
+func executionName(executionARN string) string { return arnField(executionARN, 7) }
+
+// arnField returns the i-th colon-separated field of an ARN, or "".
+func arnField(arn string, i int) string {
+	for range i {
+		_, rest, ok := strings.Cut(arn, ":")
+		if !ok {
+			return ""
+		}
+		arn = rest
+	}
+	field, _, _ := strings.Cut(arn, ":")
+	return field
+}
+
+// sfnErrorMessage is the human message of a Step Functions error: the
+// errorMessage inside cause when cause is JSON, else "error: cause", or
+// whichever of the two is set.
+func sfnErrorMessage(errName, cause string) string {
+	if msg := causeMessage(cause); msg != "" {
+		return msg
+	}
+	switch {
+	case errName != "" && cause != "":
+		return errName + ": " + cause
+	case cause != "":
+		return cause
+	}
+	return errName
+}
+
+// causeMessage returns the human message inside a JSON cause
+// ({"errorMessage": …} from Lambda, {"message": …} from other services),
+// or "" when cause is not such JSON.
+func causeMessage(cause string) string {
+	s := strings.TrimSpace(cause)
+	if len(s) < 2 || s[0] != '{' || !json.Valid([]byte(s)) {
+		return ""
+	}
+	for _, key := range [...]string{"errorMessage", "message", "Message"} {
+		if v, ok := member([]byte(s), key); ok {
+			if msg, ok := jsonString(v); ok && msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
+}

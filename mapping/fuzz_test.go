@@ -1,0 +1,116 @@
+package mapping_test
+
+import (
+	"testing"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
+)
+
+// fuzzMap feeds arbitrary bytes to the decoder of kind: it must never panic,
+// every error must carry an application code, and every event it does
+// return must be valid.
+func fuzzMap(f *testing.F, kind substate.RawKind, seeds ...[]byte) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"rows":null}`))
+	m := mapping.New(mapping.Config{Tenants: testRules(f)})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		evs, err := m.Map(substate.RawEvent{Kind: kind, ID: "fuzz", Body: body})
+		if err != nil {
+			if code := substate.ErrorCode(err); code != substate.EINVALID && code != substate.ENOTENANT {
+				t.Fatalf("error code %q: %v", code, err)
+			}
+			return
+		}
+		if len(evs) == 0 {
+			t.Fatal("no events and no error")
+		}
+		for _, ev := range evs {
+			if err := ev.Validate(); err != nil {
+				t.Fatalf("invalid event %+v: %v", ev, err)
+			}
+			if !ev.Verb.Valid() || ev.Status == "" || ev.Provider != kind.Provider() {
+				t.Fatalf("incomplete event %+v", ev)
+			}
+		}
+	})
+}
+
+func FuzzEventBridge(f *testing.F) {
+	var seeds [][]byte
+	for _, n := range fixtureNames(f, "sfn-status-*.json") {
+		seeds = append(seeds, fixture(f, n))
+	}
+	fuzzMap(f, substate.RawEventBridge, seeds...)
+}
+
+func FuzzPoll(f *testing.F) {
+	fuzzMap(f, substate.RawStepFunctionsPoll,
+		pollPayload(f, fixture(f, "sfn-describe-execution-failed.json"), fixture(f, "sfn-history-retry.json")),
+		backingOffPoll(f))
+}
+
+func FuzzRestate(f *testing.F) {
+	var seeds [][]byte
+	for _, n := range fixtureNames(f, "restate-invocation-*.json") {
+		seeds = append(seeds, fixture(f, n))
+	}
+	fuzzMap(f, substate.RawRestate, append(seeds, restateRow(f, "paused", map[string]any{"modified_at": 1718791247905}))...)
+}
+
+func FuzzEngine(f *testing.F) {
+	fuzzMap(f, substate.RawEngine, engineEvent(f, "error"), engineEvent(f, "teleporting"))
+}
+
+func FuzzParseHistory(f *testing.F) {
+	f.Add(fixture(f, "sfn-history-retry.json"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h, err := mapping.ParseHistory(body)
+		if err != nil {
+			return
+		}
+		if h.RetryCount < 0 || h.RetryCount > h.Events {
+			t.Fatalf("retry count %d of %d events", h.RetryCount, h.Events)
+		}
+	})
+}
+
+func FuzzParseTenantRule(f *testing.F) {
+	for _, s := range []string{"input:$.tenantId", "name:^(?P<tenant>[a-z]+)--", "restate:key", "engine", "input:$[?@.a]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := mapping.ParseTenantRule(s)
+		if err != nil {
+			if substate.ErrorCode(err) != substate.EINVALID {
+				t.Fatalf("error code %q: %v", substate.ErrorCode(err), err)
+			}
+			return
+		}
+		if _, err := mapping.ParseTenantRule(r.String()); err != nil {
+			t.Fatalf("rule %q does not parse back: %v", r, err)
+		}
+	})
+}
+
+func TestEventID(t *testing.T) {
+	raw := substate.RawEvent{Kind: substate.RawEventBridge, ID: "ev-1"}
+	a, b := mapping.EventID(raw, 0), mapping.EventID(raw, 0)
+	if a != b || len(a) != 64 {
+		t.Fatalf("EventID not deterministic hex sha-256: %q %q", a, b)
+	}
+	others := []string{
+		mapping.EventID(raw, 1),
+		mapping.EventID(substate.RawEvent{Kind: substate.RawRestate, ID: "ev-1"}, 0),
+		mapping.EventID(substate.RawEvent{Kind: substate.RawEventBridge, ID: "ev-2"}, 0),
+	}
+	for _, o := range others {
+		if o == a {
+			t.Errorf("EventID collides: %q", o)
+		}
+	}
+}

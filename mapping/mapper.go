@@ -1,0 +1,143 @@
+package mapping
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/substatehq/substate"
+)
+
+// Version is the version of the mapping. It is part of every canonical event
+// id, so re-normalizing the raw stream with a changed mapping publishes new
+// events instead of being deduplicated against the old ones. Bump it whenever
+// the mapping of an existing payload changes.
+const Version = "1"
+
+// EventID returns the deterministic id of the index-th canonical event mapped
+// from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
+func EventID(raw substate.RawEvent, index int) string {
+	h := sha256.New()
+	h.Write([]byte(raw.Kind))
+	h.Write([]byte{0})
+	h.Write([]byte(raw.ID))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, int64(index), 10))
+	h.Write([]byte{0})
+	h.Write([]byte(Version))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
+}
+
+// Config configures a Mapper.
+type Config struct {
+	// Tenants are the tenant resolution rules, tried in order. Empty means
+	// DefaultTenantRules.
+	Tenants TenantRules
+	// Logger receives the warning about an unknown provider state. Nil
+	// discards logs.
+	Logger *slog.Logger
+	// OnUnknown, when set, is called for every unknown provider state (for
+	// example to count it in a metric).
+	OnUnknown func(provider, state string)
+}
+
+// Mapper maps raw provider payloads to canonical events. It is safe for
+// concurrent use.
+type Mapper struct {
+	tenants   TenantRules
+	logger    *slog.Logger
+	onUnknown func(provider, state string)
+	unknown   [3]atomic.Uint64 // by provider, in substate.Providers order
+}
+
+var _ substate.Mapper = (*Mapper)(nil)
+
+// New returns a Mapper with the given configuration.
+func New(c Config) *Mapper {
+	m := &Mapper{tenants: c.Tenants, logger: c.Logger, onUnknown: c.OnUnknown}
+	if len(m.tenants) == 0 {
+		m.tenants = DefaultTenantRules()
+	}
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
+	return m
+}
+
+// Map decodes raw and maps it to canonical events, dispatching on its kind.
+// Undecodable payloads are EINVALID errors, unresolvable tenants ENOTENANT.
+func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
+	switch raw.Kind {
+	case substate.RawEventBridge:
+		ev, err := m.MapEventBridge(raw.Body)
+		if err != nil {
+			return nil, err
+		}
+		return []substate.EventData{ev}, nil
+	case substate.RawStepFunctionsPoll:
+		ev, err := m.MapPoll(raw.Body)
+		if err != nil {
+			return nil, err
+		}
+		return []substate.EventData{ev}, nil
+	case substate.RawRestate:
+		return m.MapRestate(raw.Body)
+	case substate.RawEngine:
+		ev, err := m.MapEngine(raw.Body)
+		if err != nil {
+			return nil, err
+		}
+		return []substate.EventData{ev}, nil
+	}
+	return nil, substate.Errorf(substate.EINVALID, "unknown raw kind %q", raw.Kind)
+}
+
+// Unknown returns how many unknown native states of provider p were mapped
+// to running since the Mapper was created.
+func (m *Mapper) Unknown(p substate.Provider) uint64 {
+	if i := providerIndex(p); i >= 0 {
+		return m.unknown[i].Load()
+	}
+	return 0
+}
+
+func providerIndex(p substate.Provider) int {
+	switch p {
+	case substate.ProviderStepFunctions:
+		return 0
+	case substate.ProviderRestate:
+		return 1
+	case substate.ProviderEngine:
+		return 2
+	}
+	return -1
+}
+
+// resolve returns the table row of a native state under a condition. An
+// unknown state maps to running, with a warning and a count.
+func (m *Mapper) resolve(p substate.Provider, state string, c Condition) Row {
+	if r, ok := lookup(p, state, c); ok {
+		return *r
+	}
+	if i := providerIndex(p); i >= 0 {
+		m.unknown[i].Add(1)
+	}
+	m.logger.Warn("unknown provider state, mapped to running", "provider", string(p), "state", state)
+	if m.onUnknown != nil {
+		m.onUnknown(string(p), state)
+	}
+	return unknownRow(p, state)
+}
+
+func unknownRow(p substate.Provider, state string) Row {
+	return row(p, state, CondNone, substate.StateRunning, "")
+}
+
+// apply copies a row's sub-state, verb and status into ev and normalizes it.
+func apply(ev *substate.EventData, r Row) {
+	ev.SubState, ev.Verb, ev.Status = r.SubState, r.Verb, r.Status
+	ev.Normalize()
+}

@@ -1,0 +1,124 @@
+package mapping_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+)
+
+func TestMapRestate(t *testing.T) {
+	m := newMapper(t)
+	mapOne := func(t *testing.T, body []byte) substate.EventData {
+		t.Helper()
+		evs := mustMap(t, m, substate.RawRestate, body)
+		if len(evs) != 1 {
+			t.Fatalf("got %d events, want 1", len(evs))
+		}
+		return evs[0]
+	}
+	t.Run("RetryCountIsAttemptsMinusOne", func(t *testing.T) {
+		tests := []struct {
+			attempts  any
+			want      int
+			wantKnown bool
+		}{{1, 0, true}, {4, 3, true}, {0, 0, true}, {nil, 0, false}}
+		for _, tt := range tests {
+			ev := mapOne(t, restateRow(t, "backing-off", map[string]any{"retry_count": tt.attempts}))
+			if ev.RetryCount != tt.want || ev.RetryCountKnown != tt.wantKnown {
+				t.Errorf("retry_count %v: got %d known %v, want %d known %v", tt.attempts, ev.RetryCount, ev.RetryCountKnown, tt.want, tt.wantKnown)
+			}
+		}
+	})
+	t.Run("ErrorMessage", func(t *testing.T) {
+		tests := []struct {
+			status   string
+			set      map[string]any
+			msg, typ string
+		}{
+			{"backing-off", map[string]any{"last_failure": "[500] boom", "last_failure_error_code": "RT0007"}, "[500] boom", "RT0007"},
+			{"paused", map[string]any{"last_failure": "[500] boom"}, "[500] boom", "500"},
+			{"running", map[string]any{"last_failure": "[500] boom"}, "[500] boom", "500"},
+			{"completed", map[string]any{"completion_result": "failure", "completion_failure": "[402] declined"}, "[402] declined", "402"},
+			{"completed", map[string]any{"completion_result": "success", "last_failure": "[500] old"}, "", ""},
+		}
+		for _, tt := range tests {
+			ev := mapOne(t, restateRow(t, tt.status, tt.set))
+			if ev.ErrorMessage != tt.msg || ev.ErrorType != tt.typ {
+				t.Errorf("%s %v: error %q type %q, want %q %q", tt.status, tt.set, ev.ErrorMessage, ev.ErrorType, tt.msg, tt.typ)
+			}
+		}
+	})
+	t.Run("Fields", func(t *testing.T) {
+		ev := mapOne(t, restateRow(t, "running", map[string]any{"target_service_name": nil}))
+		modified := time.Date(2024, 6, 19, 10, 0, 47, 905e6, time.UTC)
+		if ev.ExecutionID != "inv_1" || ev.Workflow != "Provision/acme/run" || ev.TenantID != "acme" ||
+			!ev.OccurredAt.Equal(modified) || ev.Revision != substate.Revision(modified.UnixMilli()) ||
+			!ev.ExecutionStartedAt.Equal(time.Date(2024, 6, 19, 10, 0, 41, 502e6, time.UTC)) {
+			t.Errorf("got %+v", ev)
+		}
+	})
+	t.Run("TimestampForms", func(t *testing.T) {
+		for _, v := range []any{"2024-06-19T10:00:47.905Z", "2024-06-19T10:00:47.905", "2024-06-19 10:00:47.905", 1718791247905} {
+			ev := mapOne(t, restateRow(t, "running", map[string]any{"modified_at": v}))
+			if got, want := ev.OccurredAt.UnixMilli(), int64(1718791247905); got != want {
+				t.Errorf("modified_at %v: occurredAt %d, want %d", v, got, want)
+			}
+		}
+	})
+	t.Run("SeveralRows", func(t *testing.T) {
+		body := []byte(`{"rows":[` + string(restateRow(t, "running", nil)) + `,` +
+			string(restateRow(t, "completed", map[string]any{"id": "inv_2", "completion_result": "success"})) + `]}`)
+		evs := mustMap(t, m, substate.RawRestate, body)
+		if len(evs) != 2 || evs[0].ExecutionID != "inv_1" || evs[1].SubState != substate.StateSucceeded {
+			t.Errorf("got %+v", evs)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		tests := map[string]string{
+			"NotJSON":     `nope`,
+			"EmptyRows":   `{"rows":[]}`,
+			"NoID":        string(restateRow(t, "running", map[string]any{"id": nil})),
+			"NoStatus":    string(restateRow(t, "running", map[string]any{"status": nil})),
+			"NoTimes":     string(restateRow(t, "running", map[string]any{"created_at": nil, "modified_at": nil})),
+			"BadTime":     string(restateRow(t, "running", map[string]any{"modified_at": "yesterday"})),
+			"RowsNotList": `{"rows":{}}`,
+		}
+		for name, body := range tests {
+			t.Run(name, func(t *testing.T) {
+				_, err := m.Map(substate.RawEvent{Kind: substate.RawRestate, Body: []byte(body)})
+				wantCode(t, err, substate.EINVALID)
+			})
+		}
+	})
+}
+
+func TestMapEngine(t *testing.T) {
+	m := newMapper(t)
+	start := time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC)
+	ev := substate.EngineEvent{
+		ID: "acme-1/7", TenantID: "acme", ExecutionID: "acme-1", Workflow: "provision", Seq: 7,
+		Status: substate.EngineBackingOff, RetryCount: 2, ErrorType: "ServiceUnavailable", Error: "no responders",
+		StartedAt: start, Time: start.Add(time.Minute),
+	}
+	got := mustMap(t, m, substate.RawEngine, mustJSON(t, ev))[0]
+	want := substate.EventData{
+		TenantID: "acme", Provider: substate.ProviderEngine, ExecutionID: "acme-1", Workflow: "provision",
+		SubState: substate.StateBackingOff, Verb: substate.VerbRetrying, Status: substate.StatusRunning,
+		RetryCount: 2, RetryCountKnown: true, ErrorMessage: "no responders", ErrorType: "ServiceUnavailable",
+		ProviderState: "backing-off", OccurredAt: start.Add(time.Minute), ExecutionStartedAt: start, Revision: 7,
+	}
+	if got != want {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, body := range []string{`"x"`, `{}`, `{"executionId":"a"}`, `{"executionId":"a","status":"running","seq":-1}`} {
+			_, err := m.Map(substate.RawEvent{Kind: substate.RawEngine, Body: []byte(body)})
+			wantCode(t, err, substate.EINVALID)
+		}
+	})
+	t.Run("ErrNoTenant", func(t *testing.T) {
+		_, err := m.Map(substate.RawEvent{Kind: substate.RawEngine, Body: []byte(`{"executionId":"a","status":"running"}`)})
+		wantCode(t, err, substate.ENOTENANT)
+	})
+}
