@@ -5,7 +5,7 @@ package substate
 // execution. Each provider fills it from its own order key:
 //
 //   - Step Functions: StepFunctionsRevision(redriveCount, rank, historyEventID),
-//     where RUNNING ranks below the terminal statuses of the same redrive epoch
+//     where PENDING_REDRIVE ranks below RUNNING and RUNNING below the terminal statuses of the same redrive epoch
 //     and a status read from history is ordered by its newest event id.
 //   - Restate: the row's modified_at in Unix milliseconds.
 //   - engine: the execution's emission sequence number.
@@ -15,8 +15,9 @@ type Revision uint64
 
 // Ranks of a Step Functions status inside one redrive epoch.
 const (
-	RankActive   = 0 // RUNNING (and states derived from it: backing-off, error)
-	RankTerminal = 1 // SUCCEEDED, FAILED, TIMED_OUT, ABORTED
+	RankPending  = 0 // PENDING_REDRIVE: a redrive was requested, nothing runs yet
+	RankActive   = 1 // RUNNING (and states derived from it: backing-off, error)
+	RankTerminal = 2 // SUCCEEDED, FAILED, TIMED_OUT, ABORTED
 )
 
 // StepFunctionsRevision packs a redrive epoch, a rank and a history event id

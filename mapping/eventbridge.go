@@ -76,7 +76,7 @@ func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
 	r := m.resolve(substate.ProviderStepFunctions, d.Status, CondNone)
 	apply(&out, r)
 	out.OccurredAt = sfnOccurredAt(out.Terminal, d.StopDate.Time, d.RedriveDate.Time, d.StartDate.Time, ev.Time)
-	out.Revision = substate.StepFunctionsRevision(d.RedriveCount, sfnRank(out.Terminal), 0)
+	out.Revision = substate.StepFunctionsRevision(d.RedriveCount, sfnRank(d.Status, out.Terminal), 0)
 	src := tenantSource{execution: d.ExecutionARN, name: d.Name, input: sfnInput(d.Input, d.InputDetails)}
 	if src.name == "" {
 		src.name = executionName(d.ExecutionARN)
@@ -89,9 +89,14 @@ func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
 	return out, nil
 }
 
-func sfnRank(terminal bool) int {
-	if terminal {
+// sfnRank orders a status inside one redrive epoch: PENDING_REDRIVE, then
+// RUNNING (and what history derives from it), then the terminal statuses.
+func sfnRank(status string, terminal bool) int {
+	switch {
+	case terminal:
 		return substate.RankTerminal
+	case status == "PENDING_REDRIVE":
+		return substate.RankPending
 	}
 	return substate.RankActive
 }
