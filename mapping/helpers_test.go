@@ -6,64 +6,25 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/mapping"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var fixturesOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, "shared", "fixtures")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
-		}
-		dir = parent
-	}
-})
-
-// fixture returns the bytes of a file under shared/fixtures/providers,
-// found by walking up from the working directory.
+// fixture returns the bytes of an embedded provider fixture.
 func fixture(tb testing.TB, name string) []byte {
 	tb.Helper()
-	dir, err := fixturesOnce()
-	if err != nil {
-		tb.Fatalf("find shared/fixtures above the working directory: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "providers", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return fixtures.Provider(name)
 }
 
 // fixtureNames returns the provider fixture names matching pattern.
 func fixtureNames(tb testing.TB, pattern string) []string {
 	tb.Helper()
-	dir, err := fixturesOnce()
-	if err != nil {
-		tb.Fatalf("find shared/fixtures above the working directory: %v", err)
-	}
-	paths, err := filepath.Glob(filepath.Join(dir, "providers", pattern))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, len(paths))
-	for i, p := range paths {
-		names[i] = filepath.Base(p)
-	}
-	return names
+	return fixtures.Providers(pattern)
 }
 
 // testRules are the tenant rules of the tests: the fixtures' inputs carry a
