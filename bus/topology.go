@@ -1,0 +1,160 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+)
+
+// Durable consumer names.
+const (
+	ConsumerNormalizer  = "substate-normalizer"
+	ConsumerEventBridge = "substate-eventbridge"
+	consumerProjector   = "substate-projector"
+)
+
+// ProjectorConsumer returns the durable consumer name of a projector
+// instance: every projector replica keeps its own view and its own consumer.
+func ProjectorConsumer(instance string) string {
+	if instance == "" {
+		return consumerProjector
+	}
+	return consumerProjector + "-" + substate.EncodeToken(instance)
+}
+
+// Retention limits one stream: messages older than MaxAge or beyond
+// MaxBytes are discarded oldest first. Zero means unlimited.
+type Retention struct {
+	MaxAge   time.Duration
+	MaxBytes int64
+}
+
+// Topology is the configuration of substate's streams.
+type Topology struct {
+	Raw, Events, DLQ Retention
+	// Duplicates is the window in which a repeated Nats-Msg-Id is dropped by
+	// the server; a redelivery after it is still harmless to the view.
+	Duplicates time.Duration
+	Replicas   int
+}
+
+// DefaultTopology keeps raw evidence and canonical events for 30 days, dead
+// letters for 90, and drops duplicates within 24 hours (EventBridge retries
+// a delivery for up to a day).
+func DefaultTopology() Topology {
+	const day = 24 * time.Hour
+	return Topology{
+		Raw:        Retention{MaxAge: 30 * day},
+		Events:     Retention{MaxAge: 30 * day},
+		DLQ:        Retention{MaxAge: 90 * day},
+		Duplicates: day,
+		Replicas:   1,
+	}
+}
+
+// StreamConfigs returns the configuration of the three streams.
+func (t Topology) StreamConfigs() []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
+		t.stream(substate.StreamRaw, substate.SubjectRawPrefix+">", t.Raw,
+			"provider status payloads as received: the evidence behind every canonical event"),
+		t.stream(substate.StreamEvents, substate.SubjectEventsPrefix+"*", t.Events,
+			"canonical sub-state events (CloudEvents 1.0 JSON), one subject per tenant"),
+		t.stream(substate.StreamDLQ, substate.SubjectDLQPrefix+">", t.DLQ,
+			"input substate could not process: original bytes and headers, reason and stage"),
+	}
+}
+
+func (t Topology) stream(name, subject string, r Retention, desc string) jetstream.StreamConfig {
+	maxBytes := r.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	replicas := max(t.Replicas, 1)
+	return jetstream.StreamConfig{
+		Name:        name,
+		Description: desc,
+		Subjects:    []string{subject},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		Storage:     jetstream.FileStorage,
+		MaxAge:      r.MaxAge,
+		MaxBytes:    maxBytes,
+		MaxMsgs:     -1,
+		Duplicates:  min(t.Duplicates, nonZero(r.MaxAge)),
+		Replicas:    replicas,
+		AllowDirect: true,
+	}
+}
+
+func nonZero(d time.Duration) time.Duration {
+	if d <= 0 {
+		return time.Duration(1<<63 - 1)
+	}
+	return d
+}
+
+// EnsureStreams creates or updates the three streams.
+func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
+	for _, cfg := range t.StreamConfigs() {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// ConsumerConfig returns a durable pull consumer configuration with explicit
+// acks. MaxDeliver is unlimited on purpose: substate dead-letters a message
+// itself after a bounded number of deliveries, with its reason, so the server
+// never drops one silently.
+func ConsumerConfig(name string, ackWait time.Duration, replicas int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    -1,
+		MaxAckPending: 20000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Replicas:      max(replicas, 1),
+	}
+}
+
+// EnsureConsumer creates or updates a durable consumer on stream.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	c, err := js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ensure consumer %s on %s: %w", cfg.Durable, stream, err)
+	}
+	return c, nil
+}
+
+// ConsumerFrom returns the durable consumer positioned to deliver stream
+// sequences after checkpoint. A consumer whose acknowledged floor is already
+// past the checkpoint (its view was lost or restored from an older copy) is
+// recreated from checkpoint+1, so the view is rebuilt instead of left behind.
+func ConsumerFrom(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, checkpoint uint64) (jetstream.Consumer, error) {
+	c, err := js.Consumer(ctx, stream, cfg.Durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("consumer %s: %w", cfg.Durable, err)
+	case c.CachedInfo().AckFloor.Stream <= checkpoint:
+		// Keep the start position it was created with: it cannot be updated.
+		info := c.CachedInfo().Config
+		cfg.DeliverPolicy, cfg.OptStartSeq = info.DeliverPolicy, info.OptStartSeq
+		return EnsureConsumer(ctx, js, stream, cfg)
+	default:
+		if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
+			return nil, fmt.Errorf("reset consumer %s: %w", cfg.Durable, err)
+		}
+	}
+	if checkpoint > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, checkpoint+1
+	}
+	return EnsureConsumer(ctx, js, stream, cfg)
+}

@@ -1,0 +1,216 @@
+package consumers
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/httpx"
+)
+
+// MaxIngestBody is the largest request body ingress accepts (1 MiB, what an
+// EventBridge API destination sends at most).
+const MaxIngestBody = 1 << 20
+
+// Ingress receives provider status changes over HTTP and puts them on
+// SUBSTATE_RAW. It answers 202 only after JetStream acknowledged every raw
+// event of the request, so a provider that retries on 5xx never loses one.
+type Ingress struct {
+	Publisher substate.RawPublisher
+	// APIKey, when set, is the X-Api-Key every EventBridge delivery must carry.
+	APIKey string
+	// Webhook, when set, verifies the Standard Webhooks signature of every
+	// Restate delivery.
+	Webhook *WebhookVerifier
+	// Ready reports whether NATS is reachable; while it is not, requests get
+	// 503 at once. Nil means always ready.
+	Ready   func() bool
+	Timeout time.Duration // publish timeout of one request; 0 means 5 s
+	Now     func() time.Time
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Handler returns the routes POST /v1/ingest/eventbridge and
+// POST /v1/ingest/restate.
+func (in *Ingress) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/ingest/eventbridge", in.endpoint(substate.ProviderStepFunctions, in.eventBridge))
+	mux.Handle("POST /v1/ingest/restate", in.endpoint(substate.ProviderRestate, in.restate))
+	return mux
+}
+
+// decodeFunc turns one authenticated request body into raw events.
+type decodeFunc func(r *http.Request, body []byte) ([]substate.RawEvent, error)
+
+// endpoint wraps a decoder with the steps every ingest route shares: body
+// limit, readiness, publishing, metrics and the error body.
+func (in *Ingress) endpoint(p substate.Provider, decode decodeFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := in.now()
+		n, err := in.ingest(r, decode)
+		in.observe(p, start, err)
+		if err != nil {
+			httpx.Error(w, r, err, in.Logger)
+			return
+		}
+		httpx.JSON(w, http.StatusAccepted, map[string]int{"accepted": n})
+	})
+}
+
+func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (int, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return 0, err
+	}
+	events, err := decode(r, body)
+	if err != nil {
+		return 0, err
+	}
+	if in.Ready != nil && !in.Ready() {
+		return 0, substate.Errorf(substate.EUNAVAILABLE, "nats is unavailable, retry later")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
+	defer cancel()
+	for _, ev := range events {
+		if err := in.Publisher.PublishRaw(ctx, ev); err != nil {
+			return 0, publishError(err)
+		}
+	}
+	return len(events), nil
+}
+
+// publishError turns a failed publish into what the caller should do:
+// retry later, unless the message itself was refused.
+func publishError(err error) error {
+	if substate.ErrorCode(err) == substate.ETOOLARGE {
+		return err
+	}
+	return substate.WrapError(substate.EUNAVAILABLE, err, "nats did not acknowledge the event, retry later")
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > MaxIngestBody {
+		return nil, substate.Errorf(substate.ETOOLARGE, "body of %d bytes is above the limit of %d", r.ContentLength, MaxIngestBody)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxIngestBody+1))
+	if err != nil {
+		return nil, substate.WrapError(substate.EINVALID, err, "read body")
+	}
+	if len(body) > MaxIngestBody {
+		return nil, substate.Errorf(substate.ETOOLARGE, "body is above the limit of %d bytes", MaxIngestBody)
+	}
+	return body, nil
+}
+
+func (in *Ingress) observe(p substate.Provider, start time.Time, err error) {
+	if in.Metrics == nil {
+		return
+	}
+	outcome := "accepted"
+	if err != nil {
+		outcome = substate.ErrorCode(err)
+	}
+	in.Metrics.Ingested.WithLabelValues(string(p), outcome).Inc()
+	in.Metrics.IngestLatency.WithLabelValues(string(p)).Observe(in.now().Sub(start).Seconds())
+}
+
+func (in *Ingress) now() time.Time {
+	if in.Now != nil {
+		return in.Now()
+	}
+	return time.Now()
+}
+
+// eventBridge decodes one EventBridge event or a JSON array of them. Each
+// must be an object with an id; what the event says is the normalizer's
+// business, so an unknown detail-type is accepted and dead-lettered there
+// with the provider's bytes kept as evidence.
+func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEvent, error) {
+	if in.APIKey != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), []byte(in.APIKey)) != 1 {
+		return nil, substate.Errorf(substate.EUNAUTHORIZED, "missing or wrong X-Api-Key header")
+	}
+	items, err := splitJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]substate.RawEvent, len(items))
+	for i, item := range items {
+		var env struct {
+			ID *string `json:"id"`
+		}
+		if err := json.Unmarshal(item, &env); err != nil {
+			return nil, substate.WrapError(substate.EINVALID, err, "event %d: not an EventBridge event object", i)
+		}
+		if env.ID == nil || *env.ID == "" {
+			return nil, substate.Errorf(substate.EINVALID, "event %d: missing \"id\"", i)
+		}
+		events[i] = substate.RawEvent{Kind: substate.RawEventBridge, ID: *env.ID, Body: item}
+	}
+	return events, nil
+}
+
+// restate decodes one sys_invocation row or {"rows":[…]}, verified by its
+// Standard Webhooks signature when a secret is configured. The webhook-id
+// identifies the delivery; unsigned deliveries (no secret, loopback only)
+// without one are identified by a hash of the body.
+func (in *Ingress) restate(r *http.Request, body []byte) ([]substate.RawEvent, error) {
+	if in.Webhook != nil {
+		if err := in.Webhook.Verify(body, r.Header); err != nil {
+			return nil, err
+		}
+	}
+	if !json.Valid(body) {
+		return nil, substate.Errorf(substate.EINVALID, "body is not valid JSON")
+	}
+	if t := firstByte(body); t != '{' {
+		return nil, substate.Errorf(substate.EINVALID, "body must be a sys_invocation row object or {\"rows\":[…]}")
+	}
+	id := r.Header.Get("webhook-id")
+	if id == "" {
+		sum := sha256.Sum256(body)
+		id = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return []substate.RawEvent{{Kind: substate.RawRestate, ID: id, Body: body}}, nil
+}
+
+// splitJSON returns the elements of a JSON array, or the body itself when it
+// is one object.
+func splitJSON(body []byte) ([]json.RawMessage, error) {
+	switch firstByte(body) {
+	case '{':
+		if !json.Valid(body) {
+			return nil, substate.Errorf(substate.EINVALID, "body is not valid JSON")
+		}
+		return []json.RawMessage{body}, nil
+	case '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(body, &items); err != nil {
+			return nil, substate.WrapError(substate.EINVALID, err, "body is not a valid JSON array")
+		}
+		if len(items) == 0 {
+			return nil, substate.Errorf(substate.EINVALID, "empty array: no events")
+		}
+		return items, nil
+	case 0:
+		return nil, substate.Errorf(substate.EINVALID, "empty body")
+	}
+	return nil, substate.Errorf(substate.EINVALID, "body must be a JSON object or an array of objects")
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}

@@ -1,0 +1,102 @@
+package consumers
+
+import (
+	"github.com/substatehq/substate"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the Prometheus metrics of the consumers.
+type Metrics struct {
+	Ingested       *prometheus.CounterVec   // provider, outcome
+	IngestLatency  *prometheus.HistogramVec // provider
+	Normalized     *prometheus.CounterVec   // provider
+	DeadLettered   *prometheus.CounterVec   // stage, reason
+	Naks           *prometheus.CounterVec   // stage
+	UnknownStates  *prometheus.CounterVec   // provider, state
+	Applied        prometheus.Counter
+	Unchanged      prometheus.Counter
+	Stale          prometheus.Counter
+	Redelivered    prometheus.Counter
+	Commits        prometheus.Counter
+	BatchSize      *prometheus.HistogramVec // stage
+	ConsumerLag    *prometheus.GaugeVec     // consumer
+	ChangesEmitted prometheus.Counter
+}
+
+// NewMetrics creates the metrics and registers them on reg when it is not nil.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_ingested_total", Help: "Ingest requests by provider and outcome.",
+		}, []string{"provider", "outcome"}),
+		IngestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "substate_ingest_duration_seconds", Help: "Ingest request duration until the JetStream ack.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}, []string{"provider"}),
+		Normalized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_normalized_total", Help: "Canonical events published by the normalizer.",
+		}, []string{"provider"}),
+		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_dead_lettered_total", Help: "Messages sent to SUBSTATE_DLQ by stage and reason code.",
+		}, []string{"stage", "reason"}),
+		Naks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_naks_total", Help: "Messages handed back for a delayed redelivery after a transient failure.",
+		}, []string{"stage"}),
+		UnknownStates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_unknown_states_total", Help: "Unknown provider states mapped to running.",
+		}, []string{"provider", "state"}),
+		Applied:        counter("substate_view_applied_total", "Events that changed the tenant view."),
+		Unchanged:      counter("substate_view_unchanged_total", "Events skipped because they changed nothing."),
+		Stale:          counter("substate_view_stale_total", "Events ignored as older than the view."),
+		Redelivered:    counter("substate_view_redelivered_total", "Events at or below the view checkpoint, skipped."),
+		Commits:        counter("substate_view_commits_total", "Write transactions committed by the projector."),
+		ChangesEmitted: counter("substate_changes_published_total", "Messages published on the change feed."),
+		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "substate_batch_size", Help: "Messages per fetched batch.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}, []string{"stage"}),
+		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "substate_consumer_lag", Help: "Messages not yet delivered to a durable consumer.",
+		}, []string{"consumer"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Ingested, m.IngestLatency, m.Normalized, m.DeadLettered, m.Naks,
+			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits,
+			m.ChangesEmitted, m.BatchSize, m.ConsumerLag)
+	}
+	return m
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// The helpers below accept a nil *Metrics, so components work without one.
+
+func (m *Metrics) observeBatch(stage string, n int) {
+	if m != nil {
+		m.BatchSize.WithLabelValues(stage).Observe(float64(n))
+	}
+}
+
+func (m *Metrics) countNormalized(events []substate.Event) {
+	if m == nil {
+		return
+	}
+	for i := range events {
+		m.Normalized.WithLabelValues(string(events[i].Data.Provider)).Inc()
+	}
+}
+
+func (m *Metrics) countNak(stage string) {
+	if m != nil {
+		m.Naks.WithLabelValues(stage).Inc()
+	}
+}
+
+func (m *Metrics) countDeadLetter(stage, code string) {
+	if m != nil {
+		m.DeadLettered.WithLabelValues(stage, code).Inc()
+	}
+}

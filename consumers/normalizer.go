@@ -1,0 +1,129 @@
+package consumers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+)
+
+// Normalizer is the durable pull consumer on SUBSTATE_RAW: it maps each raw
+// provider payload to canonical events, publishes them on SUBSTATE_EVENTS
+// and acknowledges the raw message only after every publish was
+// acknowledged. Input the mapper rejects goes to the dead-letter stream at
+// once with its reason.
+type Normalizer struct {
+	Consumer jetstream.Consumer
+	Mapper   substate.Mapper
+	// EventID is the deterministic id of the i-th canonical event of a raw
+	// event, so a redelivered or re-normalized raw event is deduplicated.
+	EventID     func(raw substate.RawEvent, i int) string
+	Events      substate.EventPublisher
+	DeadLetters substate.DeadLetterPublisher
+	Retry       Retry
+	BatchSize   int           // messages per batch; 0 means 256
+	Linger      time.Duration // wait for more messages of a batch; 0 means 2 ms
+	Metrics     *Metrics
+	Logger      *slog.Logger
+}
+
+// Run consumes until ctx is done, then finishes the batch in hand.
+func (n *Normalizer) Run(ctx context.Context) error {
+	p := puller{consumer: n.Consumer, batchSize: n.BatchSize, linger: n.Linger, logger: n.logger()}
+	return p.run(ctx, n.handle)
+}
+
+// normalized is one raw message and the canonical events it maps to.
+type normalized struct {
+	msg    jetstream.Msg
+	events []substate.Event
+}
+
+func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
+	n.Metrics.observeBatch(substate.StageNormalize, len(batch))
+	var ok []normalized
+	var out []substate.Event
+	for _, msg := range batch {
+		events, err := n.normalize(msg)
+		if err != nil {
+			n.deadLetter(ctx, msg, err)
+			continue
+		}
+		ok = append(ok, normalized{msg, events})
+		out = append(out, events...)
+	}
+	if err := n.Events.PublishEvents(ctx, out); err != nil {
+		for _, m := range ok {
+			n.Retry.fail(ctx, m.msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
+		}
+		return
+	}
+	for _, m := range ok {
+		n.Metrics.countNormalized(m.events)
+		ack(m.msg, n.logger())
+	}
+}
+
+// normalize maps one raw message to canonical events.
+func (n *Normalizer) normalize(msg jetstream.Msg) ([]substate.Event, error) {
+	raw, err := rawEvent(msg)
+	if err != nil {
+		return nil, err
+	}
+	data, err := n.Mapper.Map(raw)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]substate.Event, len(data))
+	for i := range data {
+		if err := data[i].Validate(); err != nil {
+			return nil, err
+		}
+		events[i] = substate.NewEvent(n.EventID(raw, i), data[i])
+	}
+	return events, nil
+}
+
+// rawEvent rebuilds the raw event of a message on substate.raw.<kind>. A
+// message published without an id is identified by its stream sequence.
+func rawEvent(msg jetstream.Msg) (substate.RawEvent, error) {
+	kind, ok := strings.CutPrefix(msg.Subject(), substate.SubjectRawPrefix)
+	if !ok {
+		return substate.RawEvent{}, substate.Errorf(substate.EINVALID, "subject %q is not a raw subject", msg.Subject())
+	}
+	id := msg.Headers().Get(substate.HeaderMsgID)
+	if id == "" {
+		meta, err := msg.Metadata()
+		if err != nil {
+			return substate.RawEvent{}, substate.WrapError(substate.EINVALID, err, "raw message has no id and no metadata")
+		}
+		id = "seq:" + strconv.FormatUint(meta.Sequence.Stream, 10)
+	}
+	return substate.RawEvent{Kind: substate.RawKind(kind), ID: id, Body: msg.Data()}, nil
+}
+
+func (n *Normalizer) deadLetter(ctx context.Context, msg jetstream.Msg, err error) {
+	n.Retry.deadLetter(ctx, msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
+}
+
+func (n *Normalizer) logger() *slog.Logger {
+	return cmp.Or(n.Logger, slog.New(slog.DiscardHandler))
+}
+
+func ack(msg jetstream.Msg, log *slog.Logger) {
+	if err := msg.Ack(); err != nil {
+		log.Warn("ack failed; the message will be redelivered and deduplicated", "subject", msg.Subject(), "err", err)
+	}
+}
+
+// reason is the dead-letter reason of err: its code and message.
+func reason(err error) string {
+	return fmt.Sprintf("%s: %s", substate.ErrorCode(err), err.Error())
+}

@@ -1,0 +1,80 @@
+package consumers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// puller reads a durable pull consumer and hands its messages over in
+// batches: a batch starts with the first message to arrive and takes what
+// else arrives within Linger, up to BatchSize. Under load batches fill at
+// once; when traffic is light a message waits at most Linger.
+type puller struct {
+	consumer  jetstream.Consumer
+	batchSize int
+	linger    time.Duration
+	logger    *slog.Logger
+}
+
+// run pulls until ctx is done, then drains: messages already delivered to
+// this process are still handed to handle (with a context that is not
+// cancelled) so none is left unacknowledged.
+func (p *puller) run(ctx context.Context, handle func(context.Context, []jetstream.Msg)) error {
+	size := cmp.Or(p.batchSize, 256)
+	it, err := p.consumer.Messages(jetstream.PullMaxMessages(2 * size))
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			it.Drain()
+		case <-done:
+			it.Stop()
+		}
+	}()
+	work := context.WithoutCancel(ctx)
+	batch := make([]jetstream.Msg, 0, size)
+	for {
+		closed := p.fill(it, &batch, size)
+		if len(batch) > 0 {
+			handle(work, batch)
+			batch = batch[:0]
+		}
+		if closed {
+			return nil
+		}
+	}
+}
+
+// fill blocks for the first message of a batch, then adds what arrives
+// within the linger time. It reports whether the iterator is closed.
+func (p *puller) fill(it jetstream.MessagesContext, batch *[]jetstream.Msg, size int) bool {
+	for len(*batch) < size {
+		var msg jetstream.Msg
+		var err error
+		if len(*batch) == 0 {
+			msg, err = it.Next()
+		} else {
+			msg, err = it.Next(jetstream.NextMaxWait(cmp.Or(p.linger, 2*time.Millisecond)))
+		}
+		switch {
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+			return true
+		case err != nil && len(*batch) > 0:
+			return false // linger over
+		case err != nil:
+			p.logger.Debug("pull consumer", "err", err)
+			continue
+		}
+		*batch = append(*batch, msg)
+	}
+	return false
+}

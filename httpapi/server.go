@@ -1,0 +1,125 @@
+// Package httpapi is substate's HTTP server: it mounts the ingest routes,
+// serves the tenant view queries, liveness and readiness, and the Prometheus
+// metrics. Every error response is {"error":{"code":…,"message":…}} with the
+// one status its code maps to.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/httpx"
+)
+
+// Server is the HTTP server of a substate worker.
+type Server struct {
+	Addr    string                  // listen address, host:port
+	Ingest  http.Handler            // the /v1/ingest/ routes; nil leaves them out
+	Views   substate.ViewStore      // the tenant view; nil leaves the queries out
+	Ready   func() error            // nil error means ready; nil func means always
+	Metrics http.Handler            // /metrics; nil leaves it out
+	Extra   map[string]http.Handler // more routes by pattern
+	Logger  *slog.Logger
+
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Open listens on Addr, so a bind error is returned here, and serves in the
+// background.
+func (s *Server) Open() error {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger().Error("http server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL returns the server's base URL, with the port it actually bound.
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String()
+}
+
+// Close stops accepting requests and waits up to ten seconds for the ones
+// in progress.
+func (s *Server) Close() error {
+	if s.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	if s.Ingest != nil {
+		mux.Handle("/v1/ingest/", s.Ingest)
+	}
+	if s.Views != nil {
+		mux.HandleFunc("GET /v1/tenants/{id}", s.getTenant)
+		mux.HandleFunc("GET /v1/tenants", s.listTenants)
+	}
+	if s.Metrics != nil {
+		mux.Handle("GET /metrics", s.Metrics)
+	}
+	for pattern, h := range s.Extra {
+		mux.Handle(pattern, h)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		httpx.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpx.Error(w, r, substate.Errorf(substate.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path), nil)
+	})
+	return s.recoverer(mux)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.Ready != nil {
+		if err := s.Ready(); err != nil {
+			httpx.Error(w, r, substate.WrapError(substate.EUNAVAILABLE, err, "not ready: %v", err), s.logger())
+			return
+		}
+	}
+	httpx.JSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// recoverer turns a handler panic into a 500 with the JSON error body.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.logger().Error("http handler panic", "path", r.URL.Path, "panic", v)
+				httpx.Error(w, r, substate.Errorf(substate.EINTERNAL, "internal error"), nil)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}

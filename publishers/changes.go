@@ -1,0 +1,40 @@
+package publishers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/substatehq/substate"
+)
+
+// Changes publishes tenant view changes on substate.changes.<tenant> as
+// core NATS messages: {"seq":…,"tenantId":…,"old":{…},"new":{…}}. Delivery
+// is at most once per subscriber, like any core NATS subject; a consumer
+// that must not miss one captures substate.changes.> in a stream of its own,
+// or reads the same transitions from SUBSTATE_EVENTS.
+type Changes struct {
+	Conn *nats.Conn
+}
+
+var _ substate.ChangePublisher = (*Changes)(nil)
+
+// PublishChanges publishes each change; the connection flushes them in the
+// background.
+func (p *Changes) PublishChanges(_ context.Context, changes []substate.Change) error {
+	for i := range changes {
+		body, err := json.Marshal(&changes[i])
+		if err != nil {
+			return fmt.Errorf("encode change: %w", err)
+		}
+		m := nats.NewMsg(substate.ChangesSubject(changes[i].TenantID))
+		m.Data = body
+		m.Header.Set(substate.HeaderContentType, "application/json")
+		if err := p.Conn.PublishMsg(m); err != nil {
+			return substate.WrapError(substate.EUNAVAILABLE, err, "publish change")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package publishers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+)
+
+// JetStream publishes substate's messages on JetStream and waits for the
+// server's acknowledgement, so a nil error means the message is stored.
+type JetStream struct {
+	JS jetstream.JetStream
+	// MaxInFlight bounds the asynchronous publishes of one PublishEvents
+	// call that await their acknowledgement; 0 means 1024.
+	MaxInFlight int
+	// Now stamps the received-at header of raw events.
+	Now func() time.Time
+}
+
+var (
+	_ substate.RawPublisher        = (*JetStream)(nil)
+	_ substate.EventPublisher      = (*JetStream)(nil)
+	_ substate.DeadLetterPublisher = (*JetStream)(nil)
+)
+
+// NewJetStream returns a publisher on js with the default settings.
+func NewJetStream(js jetstream.JetStream) *JetStream {
+	return &JetStream{JS: js, MaxInFlight: 1024, Now: time.Now}
+}
+
+// PublishRaw publishes a raw provider payload on substate.raw.<kind> with
+// the provider's event id as Nats-Msg-Id. A payload whose id the server
+// already holds is acknowledged as a duplicate and stored once.
+func (p *JetStream) PublishRaw(ctx context.Context, ev substate.RawEvent) error {
+	if ev.ID == "" {
+		return substate.Errorf(substate.EINVALID, "raw event has no id")
+	}
+	m := nats.NewMsg(substate.RawSubject(ev.Kind))
+	m.Data = ev.Body
+	for k, v := range ev.Header {
+		m.Header.Set(k, v)
+	}
+	m.Header.Set(substate.HeaderMsgID, ev.ID)
+	m.Header.Set(substate.HeaderReceivedAt, p.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := p.JS.PublishMsg(ctx, m); err != nil {
+		return unavailable(err, "publish raw event")
+	}
+	return nil
+}
+
+// PublishEvents publishes canonical events as structured CloudEvents on
+// substate.events.<tenant>, asynchronously with at most MaxInFlight awaiting
+// an acknowledgement, and returns once every one is acknowledged.
+func (p *JetStream) PublishEvents(ctx context.Context, events []substate.Event) error {
+	limit := p.MaxInFlight
+	if limit <= 0 {
+		limit = 1024
+	}
+	pending := make([]jetstream.PubAckFuture, 0, min(limit, len(events)))
+	for i := range events {
+		if len(pending) == limit {
+			if err := awaitAll(ctx, pending); err != nil {
+				return err
+			}
+			pending = pending[:0]
+		}
+		f, err := p.publishEvent(&events[i])
+		if err != nil {
+			return err
+		}
+		pending = append(pending, f)
+	}
+	return awaitAll(ctx, pending)
+}
+
+func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, error) {
+	body, err := substate.MarshalEvent(*e)
+	if err != nil {
+		return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
+	}
+	m := nats.NewMsg(substate.EventsSubject(e.Data.TenantID))
+	m.Data = body
+	m.Header.Set(substate.HeaderMsgID, e.ID)
+	m.Header.Set(substate.HeaderContentType, substate.CloudEventsMediaType)
+	f, err := p.JS.PublishMsgAsync(m)
+	if err != nil {
+		return nil, unavailable(err, "publish event")
+	}
+	return f, nil
+}
+
+func awaitAll(ctx context.Context, fs []jetstream.PubAckFuture) error {
+	for _, f := range fs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return unavailable(err, "publish event")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// PublishDeadLetter stores d on substate.dlq.<stage> with its original
+// headers and the reason, stage, subject and sequence as headers. A dead
+// letter of a stream message has a deterministic id, so dead-lettering it
+// twice (after a crash) keeps one copy.
+func (p *JetStream) PublishDeadLetter(ctx context.Context, d substate.DeadLetter) error {
+	m := nats.NewMsg(substate.DLQSubject(d.Stage))
+	m.Data = d.Body
+	for k, vs := range d.Header {
+		if k == substate.HeaderMsgID {
+			k = "Substate-Original-Msg-Id" // keep it without deduplicating on it
+		}
+		m.Header[k] = append([]string(nil), vs...)
+	}
+	m.Header.Set(substate.HeaderDLQReason, d.Reason)
+	m.Header.Set(substate.HeaderDLQStage, d.Stage)
+	m.Header.Set(substate.HeaderDLQSubject, d.Subject)
+	if d.Seq > 0 {
+		m.Header.Set(substate.HeaderDLQSeq, strconv.FormatUint(d.Seq, 10))
+		m.Header.Set(substate.HeaderMsgID, d.Stage+"/"+d.Subject+"/"+strconv.FormatUint(d.Seq, 10))
+	}
+	if _, err := p.JS.PublishMsg(ctx, m); err != nil {
+		return unavailable(err, "publish dead letter")
+	}
+	return nil
+}
+
+// unavailable marks a publish failure as EUNAVAILABLE unless the server
+// rejected the message itself.
+func unavailable(err error, op string) error {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return substate.WrapError(substate.ETOOLARGE, err, "%s: message too large for the nats server", op)
+	}
+	return substate.WrapError(substate.EUNAVAILABLE, err, "%s", op)
+}
