@@ -1,0 +1,134 @@
+package publishers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/publishers"
+)
+
+func newBus(tb testing.TB) *bus.Bus {
+	tb.Helper()
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	if err := bus.DefaultTopology().EnsureStreams(context.Background(), b.JetStream); err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func msgCount(tb testing.TB, b *bus.Bus, stream string) uint64 {
+	tb.Helper()
+	s, err := b.JetStream.Stream(context.Background(), stream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func event(tenant string, i int) substate.Event {
+	d := substate.EventData{TenantID: tenant, Provider: substate.ProviderEngine, ExecutionID: "x", SubState: substate.StateRunning}
+	d.Normalize()
+	return substate.NewEvent(fmt.Sprintf("id-%s-%d", tenant, i), d)
+}
+
+func TestPublishEvents(t *testing.T) {
+	b := newBus(t)
+	p := publishers.NewJetStream(b.JetStream)
+	p.MaxInFlight = 7 // fewer than the events, so the publisher waits in between
+	var events []substate.Event
+	for i := range 50 {
+		events = append(events, event("tenant.with dots", i))
+	}
+	ctx := context.Background()
+	if err := p.PublishEvents(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PublishEvents(ctx, events[:10]); err != nil { // republished: deduplicated by id
+		t.Fatal(err)
+	}
+	if n := msgCount(t, b, substate.StreamEvents); n != 50 {
+		t.Fatalf("events stream holds %d, want 50", n)
+	}
+	s, _ := b.JetStream.Stream(ctx, substate.StreamEvents)
+	m, err := s.GetLastMsgForSubject(ctx, substate.EventsSubject("tenant.with dots"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := substate.UnmarshalEvent(m.Data)
+	if err != nil || e.Data.TenantID != "tenant.with dots" || e.ID != "id-tenant.with dots-49" {
+		t.Fatalf("last event %+v, %v", e, err)
+	}
+}
+
+func TestPublishRawNeedsID(t *testing.T) {
+	b := newBus(t)
+	err := publishers.NewJetStream(b.JetStream).PublishRaw(context.Background(), substate.RawEvent{Kind: substate.RawEngine, Body: []byte("{}")})
+	if substate.ErrorCode(err) != substate.EINVALID {
+		t.Fatalf("got %v, want EINVALID", err)
+	}
+}
+
+func TestPublishDeadLetterOnce(t *testing.T) {
+	b := newBus(t)
+	p := publishers.NewJetStream(b.JetStream)
+	d := substate.DeadLetter{Stage: substate.StageNormalize, Reason: "invalid: bad", Subject: "substate.raw.x", Seq: 7,
+		Body: []byte("{"), Header: nats.Header{substate.HeaderMsgID: {"src-1"}, "X-Other": {"a", "b"}}}
+	for range 2 {
+		if err := p.PublishDeadLetter(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := msgCount(t, b, substate.StreamDLQ); n != 1 {
+		t.Fatalf("DLQ holds %d, want 1", n)
+	}
+	s, _ := b.JetStream.Stream(context.Background(), substate.StreamDLQ)
+	m, err := s.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Header
+	if h.Get("Substate-Original-Msg-Id") != "src-1" || len(h.Values("X-Other")) != 2 || h.Get(substate.HeaderDLQReason) != "invalid: bad" ||
+		h.Get(substate.HeaderDLQSeq) != "7" || h.Get(substate.HeaderDLQStage) != substate.StageNormalize || string(m.Data) != "{" {
+		t.Fatalf("dead letter headers %v body %q", h, m.Data)
+	}
+}
+
+func TestPublishChanges(t *testing.T) {
+	b := newBus(t)
+	sub, err := b.Conn.SubscribeSync(substate.SubjectChangesPrefix + ">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := substate.Change{Seq: 3, TenantID: "acme corp",
+		Old: substate.TenantView{TenantID: "acme corp", WorkflowSubState: substate.StateRunning},
+		New: substate.TenantView{TenantID: "acme corp", WorkflowSubState: substate.StateFailed, WorkflowErrorMessage: "boom"}}
+	if err := (&publishers.Changes{Conn: b.Conn}).PublishChanges(context.Background(), []substate.Change{ch}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got substate.Change
+	if err := json.Unmarshal(m.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != substate.ChangesSubject("acme corp") || got.New.WorkflowErrorMessage != "boom" || got.Old.WorkflowSubState != substate.StateRunning {
+		t.Fatalf("change on %s: %+v", m.Subject, got)
+	}
+}
