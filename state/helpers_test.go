@@ -158,3 +158,6 @@ func (s status) String() string {
 func statusOf(v substate.TenantView) status {
 	return status{v.WorkflowSubState, v.WorkflowExecutionID, v.WorkflowRetryCount, v.WorkflowErrorMessage}
 }
+
+// tenantID returns the i-th tenant id of a generated population.
+func tenantID(i int) string { return fmt.Sprintf("tenant-%05d", i) }
