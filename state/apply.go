@@ -1,0 +1,214 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/substatehq/substate"
+)
+
+// Apply applies a batch: events at or below the applied sequence are
+// skipped, the rest go through ApplyEvent in order. When any view changed,
+// the changed records, the records unchanged events left pending and the
+// batch's last sequence are written in one transaction; when none did, no
+// write transaction is opened (see the package doc). An invalid event
+// fails the whole batch with EINVALID before anything is applied.
+func (d *DB) Apply(ctx context.Context, batch []substate.Sequenced) (substate.ApplyResult, error) {
+	if err := ctx.Err(); err != nil {
+		return substate.ApplyResult{}, err
+	}
+	if err := validateBatch(batch); err != nil {
+		return substate.ApplyResult{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.db == nil {
+		return substate.ApplyResult{}, ErrClosed
+	}
+	w, err := d.plan(batch)
+	if err != nil {
+		return substate.ApplyResult{}, fmt.Errorf("apply batch: %w", err)
+	}
+	if w.changes() || d.pendingAfter(w) > d.PendingLimit {
+		if err := ctx.Err(); err != nil {
+			return substate.ApplyResult{}, err
+		}
+		if err := d.commit(w, w.last); err != nil {
+			return substate.ApplyResult{}, err
+		}
+		w.res.Committed = true
+	} else {
+		d.hold(w)
+	}
+	d.count(&w.res)
+	for i := range w.res.Changes {
+		LogChange(ctx, d.Logger, &w.res.Changes[i])
+	}
+	return w.res, nil
+}
+
+// validateBatch returns an EINVALID error for the first event the view
+// cannot store.
+func validateBatch(batch []substate.Sequenced) error {
+	for i := range batch {
+		ev := &batch[i].Event
+		err := ev.Validate()
+		switch {
+		case err != nil:
+		case len(ev.TenantID) > maxTenantID:
+			err = substate.Errorf(substate.EINVALID, "tenant id is longer than %d bytes", maxTenantID)
+		case !storable(ev.OccurredAt) || !storable(ev.ExecutionStartedAt):
+			err = substate.Errorf(substate.EINVALID, "event time outside the years 0 to 9999")
+		}
+		if err != nil {
+			return substate.WrapError(substate.EINVALID, err, "apply batch: event at sequence %d", batch[i].Seq)
+		}
+	}
+	return nil
+}
+
+// storable reports whether t fits a record (and a JSON view).
+func storable(t time.Time) bool {
+	return t.IsZero() || (t.Unix() >= minUnix && t.Unix() <= maxUnix)
+}
+
+// work is one batch being applied: the stored and the newest record of
+// every tenant it touches, and the result so far.
+type work struct {
+	now   time.Time
+	orig  map[string]*Record // as stored; nil when not stored yet
+	next  map[string]*Record // after the batch's events so far
+	dirty map[string]bool    // tenants to write: true when their view changed
+	order []string           // tenants in first-touch order
+	res   substate.ApplyResult
+	last  uint64
+}
+
+// plan applies the batch in memory, reading stored records in one read
+// transaction. d.mu must be held.
+func (d *DB) plan(batch []substate.Sequenced) (*work, error) {
+	w := &work{
+		now:   utc(d.Now()),
+		orig:  make(map[string]*Record),
+		next:  make(map[string]*Record),
+		dirty: make(map[string]bool),
+		last:  d.seq,
+	}
+	err := d.db.View(func(tx *bolt.Tx) error {
+		tenants := tx.Bucket(bucketTenants)
+		for i := range batch {
+			s := &batch[i]
+			if s.Seq <= w.last {
+				w.res.Skipped++
+				continue
+			}
+			w.last = s.Seq
+			rec, err := w.load(tenants, d.pending, s.Event.TenantID)
+			if err != nil {
+				return err
+			}
+			next, out := ApplyEvent(*rec, s.Event, w.now)
+			w.apply(s.Seq, rec, next, out)
+		}
+		return nil
+	})
+	return w, err
+}
+
+// load returns the tenant's newest record: from this batch, else the
+// pending one, else the stored one (the zero Record when there is none).
+func (w *work) load(tenants *bolt.Bucket, pending map[string]Record, id string) (*Record, error) {
+	if rec, ok := w.next[id]; ok {
+		return rec, nil
+	}
+	var orig *Record
+	if v := tenants.Get([]byte(id)); v != nil {
+		r, err := decodeRecord(id, v)
+		if err != nil {
+			return nil, fmt.Errorf("tenant %q: %w", id, err)
+		}
+		orig = &r
+	}
+	rec := &Record{View: substate.TenantView{TenantID: id}}
+	if p, ok := pending[id]; ok {
+		*rec = p
+	} else if orig != nil {
+		*rec = *orig
+	}
+	w.orig[id], w.next[id] = orig, rec
+	w.order = append(w.order, id)
+	return rec, nil
+}
+
+// apply records the outcome of the event at seq on rec.
+func (w *work) apply(seq uint64, rec *Record, next Record, out Outcome) {
+	id := next.View.TenantID
+	switch out {
+	case Stale:
+		w.res.Stale++
+		return
+	case Unchanged:
+		w.res.Unchanged++
+		if _, ok := w.dirty[id]; !ok {
+			w.dirty[id] = false
+		}
+	case Changed:
+		w.res.Changes = append(w.res.Changes, substate.Change{Seq: seq, TenantID: id, Old: rec.View, New: next.View})
+		w.dirty[id] = true
+	}
+	*rec = next
+}
+
+func (w *work) changes() bool { return len(w.res.Changes) > 0 }
+
+func (w *work) touched(id string) bool {
+	_, ok := w.dirty[id]
+	return ok
+}
+
+// write stores every tenant the batch changed or advanced.
+func (w *work) write(b *buckets) error {
+	for _, id := range w.order {
+		if !w.touched(id) {
+			continue
+		}
+		if err := b.put(w.orig[id], w.next[id]); err != nil {
+			return fmt.Errorf("tenant %q: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// pendingAfter is how many tenants would be pending if w were held.
+func (d *DB) pendingAfter(w *work) int {
+	n := len(d.pending)
+	for id := range w.dirty {
+		if _, ok := d.pending[id]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// hold keeps the records a batch without changes advanced in memory until
+// the next commit, and moves the applied sequence. d.mu must be held.
+func (d *DB) hold(w *work) {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	for id := range w.dirty {
+		d.pending[id] = *w.next[id]
+	}
+	d.seq = w.last
+}
+
+func (d *DB) count(r *substate.ApplyResult) {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	d.stats.Applied += uint64(len(r.Changes))
+	d.stats.Unchanged += uint64(r.Unchanged)
+	d.stats.Stale += uint64(r.Stale)
+	d.stats.Skipped += uint64(r.Skipped)
+}

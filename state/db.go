@@ -1,0 +1,248 @@
+package state
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/substatehq/substate"
+)
+
+// ErrClosed is returned by every method of a DB that is not open.
+var ErrClosed = substate.Errorf(substate.EUNAVAILABLE, "tenant view is not open")
+
+// Defaults of a DB made by NewDB.
+const (
+	DefaultLimit        = 100
+	DefaultMaxLimit     = 1000
+	DefaultPendingLimit = 16384
+	DefaultOpenTimeout  = 5 * time.Second
+)
+
+// Compile-time check that DB is a tenant view.
+var _ substate.ViewStore = (*DB)(nil)
+
+// DB is the tenant view in one bbolt file. Set its fields before Open; it
+// is safe for concurrent use once open, with one Apply at a time.
+type DB struct {
+	// Path is the bbolt file; its directory is created by Open.
+	Path string
+	// NoSync skips fsync on commit, for a rebuild into a new file that is
+	// renamed into place only after Sync.
+	NoSync bool
+	// Now is the clock that stamps UpdatedAt.
+	Now func() time.Time
+	// DefaultLimit is the page size of a listing that asks for none.
+	DefaultLimit int
+	// MaxLimit caps the page size of a listing.
+	MaxLimit int
+	// PendingLimit bounds how many tenants may have unchanged events held in
+	// memory (see the package doc); reaching it flushes them in one commit.
+	PendingLimit int
+	// OpenTimeout bounds the wait for the file lock another process holds.
+	OpenTimeout time.Duration
+	// Logger receives the change logs; nil discards them.
+	Logger *slog.Logger
+
+	db *bolt.DB
+	mu sync.Mutex // serializes Apply, Sync and Close
+
+	// pmu guards what readers see besides the file: pending, seq,
+	// checkpoint, stats. Apply takes it for writing only around a commit.
+	pmu        sync.RWMutex
+	pending    map[string]Record // unchanged-but-newer records not yet written
+	seq        uint64            // highest sequence applied, in memory
+	checkpoint uint64            // highest sequence committed
+	stats      Stats
+}
+
+// Stats counts what the DB did since Open.
+type Stats struct {
+	Commits   uint64 // write transactions committed
+	Applied   uint64 // events that changed a view
+	Unchanged uint64 // newer events the dirty check found nothing to write for
+	Stale     uint64 // events not newer than the view (late, duplicate, older execution)
+	Skipped   uint64 // events at or below the applied sequence (redeliveries)
+	Pending   int    // tenants whose unchanged events wait for the next commit
+}
+
+// NewDB returns a closed DB for the file at path with default settings.
+func NewDB(path string) *DB {
+	return &DB{
+		Path:         path,
+		Now:          time.Now,
+		DefaultLimit: DefaultLimit,
+		MaxLimit:     DefaultMaxLimit,
+		PendingLimit: DefaultPendingLimit,
+		OpenTimeout:  DefaultOpenTimeout,
+	}
+}
+
+// Open opens or creates the file, its buckets and reads the checkpoint.
+func (d *DB) Open() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.db != nil {
+		return errors.New("open tenant view: already open")
+	}
+	if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
+		return fmt.Errorf("open tenant view: %w", err)
+	}
+	db, err := bolt.Open(d.Path, 0o600, &bolt.Options{Timeout: d.OpenTimeout, NoSync: d.NoSync})
+	if err != nil {
+		return fmt.Errorf("open tenant view %s: %w", d.Path, err)
+	}
+	var cp uint64
+	if err := db.Update(func(tx *bolt.Tx) error { return initBuckets(tx, &cp) }); err != nil {
+		db.Close()
+		return fmt.Errorf("open tenant view %s: %w", d.Path, err)
+	}
+	d.pmu.Lock()
+	d.db, d.pending, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), cp, cp, Stats{}
+	d.pmu.Unlock()
+	return nil
+}
+
+// initBuckets creates missing buckets, checks the schema and reads the
+// checkpoint into cp.
+func initBuckets(tx *bolt.Tx, cp *uint64) error {
+	for _, name := range [][]byte{bucketTenants, bucketSubState, bucketError, bucketRetry, bucketMeta} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	switch v := meta.Get(keySchema); {
+	case v == nil:
+		if err := meta.Put(keySchema, []byte{schemaVersion}); err != nil {
+			return err
+		}
+	case len(v) != 1 || v[0] != schemaVersion:
+		return fmt.Errorf("unsupported schema version %v (want %d)", v, schemaVersion)
+	}
+	if v := meta.Get(keyCheckpoint); v != nil {
+		if len(v) != 8 {
+			return errors.New("corrupt checkpoint")
+		}
+		*cp = binary.BigEndian.Uint64(v)
+	}
+	return nil
+}
+
+// Close writes what unchanged events left pending and closes the file.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.db == nil {
+		return nil
+	}
+	err := d.flush()
+	d.pmu.Lock()
+	db := d.db
+	d.db = nil
+	d.pmu.Unlock()
+	if cerr := db.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close tenant view: %w", cerr))
+	}
+	return err
+}
+
+// Sync writes what unchanged events left pending and fsyncs the file: a
+// rebuild with NoSync calls it before renaming the file into place.
+func (d *DB) Sync() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.db == nil {
+		return ErrClosed
+	}
+	if err := d.flush(); err != nil {
+		return err
+	}
+	if err := d.db.Sync(); err != nil {
+		return fmt.Errorf("sync tenant view: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the counters since Open.
+func (d *DB) Stats() Stats {
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	s := d.stats
+	s.Pending = len(d.pending)
+	return s
+}
+
+// Checkpoint returns the last stream sequence whose effects are committed.
+// Sequences after it that changed nothing may already be applied in memory;
+// redelivering them is harmless.
+func (d *DB) Checkpoint(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return 0, ErrClosed
+	}
+	return d.checkpoint, nil
+}
+
+// flush commits the pending records and the applied sequence, if any are
+// pending. d.mu must be held.
+func (d *DB) flush() error {
+	if len(d.pending) == 0 {
+		return nil
+	}
+	return d.commit(nil, d.seq)
+}
+
+// commit writes the changed records of a batch and every pending record
+// with the checkpoint seq in one transaction, then clears pending. d.mu
+// must be held.
+func (d *DB) commit(w *work, seq uint64) error {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		b := bucketsOf(tx)
+		if err := d.writePending(&b, w); err != nil {
+			return err
+		}
+		if w != nil {
+			if err := w.write(&b); err != nil {
+				return err
+			}
+		}
+		return b.meta.Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))
+	})
+	if err != nil {
+		return fmt.Errorf("commit tenant view: %w", err)
+	}
+	clear(d.pending)
+	d.seq, d.checkpoint = seq, seq
+	d.stats.Commits++
+	return nil
+}
+
+// writePending writes the pending records the batch w does not write
+// itself. Pending records have the index keys of their stored version, by
+// the dirty check, so only the record is written.
+func (d *DB) writePending(b *buckets, w *work) error {
+	for id, rec := range d.pending {
+		if w != nil && w.touched(id) {
+			continue
+		}
+		if err := b.tenants.Put([]byte(id), encodeRecord(&rec)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

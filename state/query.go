@@ -1,0 +1,254 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/substatehq/substate"
+)
+
+// Tenant returns the view of one tenant, or an ENOTFOUND error.
+func (d *DB) Tenant(ctx context.Context, id string) (substate.TenantView, error) {
+	if err := ctx.Err(); err != nil {
+		return substate.TenantView{}, err
+	}
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return substate.TenantView{}, ErrClosed
+	}
+	if p, ok := d.pending[id]; ok {
+		return p.View, nil
+	}
+	var rec Record
+	found := false
+	err := d.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketTenants).Get([]byte(id))
+		if v == nil {
+			return nil
+		}
+		var err error
+		rec, err = decodeRecord(id, v)
+		found = err == nil
+		return err
+	})
+	switch {
+	case err != nil:
+		return substate.TenantView{}, fmt.Errorf("read tenant %q: %w", id, err)
+	case !found:
+		return substate.TenantView{}, substate.Errorf(substate.ENOTFOUND, "tenant %q not found", id)
+	}
+	return rec.View, nil
+}
+
+// Tenants returns one page of the tenants that match f. The filter picks
+// the index that serves it, which also fixes the order:
+//
+//   - SortRetryDesc: retry count, highest first, then tenant id descending;
+//     MinRetryCount ends the scan.
+//   - SubState: that sub-state's tenants by tenant id.
+//   - HasError: the tenants with an error message, by tenant id.
+//   - MinRetryCount: retry count from the minimum up, then tenant id.
+//   - otherwise every tenant by id.
+//
+// Other conditions of f are checked on each record the index yields.
+// Pages are keyset pages: a tenant that moves between indexes while a
+// client pages may be missed or seen twice, never anything else.
+func (d *DB) Tenants(ctx context.Context, f substate.TenantFilter) (substate.TenantPage, error) {
+	if err := ctx.Err(); err != nil {
+		return substate.TenantPage{}, err
+	}
+	limit, err := d.limit(&f)
+	if err != nil {
+		return substate.TenantPage{}, err
+	}
+	s := scanFor(&f)
+	fp := fingerprint(&f)
+	var after []byte
+	if f.PageToken != "" {
+		t, err := decodeToken(f.PageToken)
+		if err != nil || t.kind != s.kind || t.query != fp {
+			return substate.TenantPage{}, errBadToken
+		}
+		after = t.key
+	}
+	views, last, more, err := d.list(ctx, s, after, limit, matcher(&f))
+	if err != nil {
+		return substate.TenantPage{}, err
+	}
+	page := substate.TenantPage{Tenants: views}
+	if more {
+		page.NextPageToken = encodeToken(pageToken{kind: s.kind, query: fp, key: last})
+	}
+	return page, nil
+}
+
+// limit checks f and returns its page size.
+func (d *DB) limit(f *substate.TenantFilter) (int, error) {
+	switch {
+	case f.SubState != "" && !f.SubState.Valid():
+		return 0, substate.Errorf(substate.EINVALID, "unknown sub-state %q", f.SubState)
+	case f.MinRetryCount < 0:
+		return 0, substate.Errorf(substate.EINVALID, "minRetryCount must not be negative")
+	case f.Limit < 0:
+		return 0, substate.Errorf(substate.EINVALID, "limit must not be negative")
+	case f.Limit == 0:
+		return max(min(d.DefaultLimit, d.MaxLimit), 1), nil
+	}
+	return max(min(f.Limit, d.MaxLimit), 1), nil
+}
+
+func matcher(f *substate.TenantFilter) func(*substate.TenantView) bool {
+	return func(v *substate.TenantView) bool {
+		return (f.SubState == "" || v.WorkflowSubState == f.SubState) &&
+			(!f.HasError || v.WorkflowErrorMessage != "") &&
+			v.WorkflowRetryCount >= f.MinRetryCount
+	}
+}
+
+// Scan kinds, recorded in page tokens.
+const (
+	kindAll       = 1
+	kindSubState  = 2
+	kindError     = 3
+	kindRetryUp   = 4
+	kindRetryDown = 5
+	kindActive    = 6
+)
+
+// scan is a walk over one bucket's keys.
+type scan struct {
+	kind   byte
+	bucket []byte
+	prefix []byte              // every key of the walk starts with it
+	from   []byte              // where an ascending walk starts; nil: at prefix
+	desc   bool                // walk from the last key down
+	stop   func(k []byte) bool // true at the first key past the walk
+	id     func(k []byte) []byte
+}
+
+func scanFor(f *substate.TenantFilter) scan {
+	switch {
+	case f.SortRetryDesc:
+		minRetry := uint64(f.MinRetryCount)
+		return scan{kind: kindRetryDown, bucket: bucketRetry, desc: true, id: afterRetry,
+			stop: func(k []byte) bool { return len(k) < 8 || binary.BigEndian.Uint64(k) < minRetry }}
+	case f.SubState != "":
+		return scan{kind: kindSubState, bucket: bucketSubState, prefix: []byte{subStateCode(f.SubState)},
+			id: func(k []byte) []byte { return k[1:] }}
+	case f.HasError:
+		return scan{kind: kindError, bucket: bucketError, id: func(k []byte) []byte { return k }}
+	case f.MinRetryCount > 0:
+		return scan{kind: kindRetryUp, bucket: bucketRetry, from: retryKey(f.MinRetryCount, ""), id: afterRetry}
+	}
+	return scan{kind: kindAll, bucket: bucketTenants, id: func(k []byte) []byte { return k }}
+}
+
+// afterRetry returns the tenant id of a retry index key; nil, which names
+// no tenant, for a key too short to be one.
+func afterRetry(k []byte) []byte {
+	if len(k) < 8 {
+		return nil
+	}
+	return k[8:]
+}
+
+// list walks s from after (exclusive; nil: from the start) and returns up
+// to limit views that match, the key of the last one, and whether another
+// match follows.
+func (d *DB) list(ctx context.Context, s scan, after []byte, limit int, match func(*substate.TenantView) bool) (
+	views []substate.TenantView, last []byte, more bool, err error,
+) {
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return nil, nil, false, ErrClosed
+	}
+	views = make([]substate.TenantView, 0, min(limit, 64))
+	err = d.db.View(func(tx *bolt.Tx) error {
+		c, tenants := tx.Bucket(s.bucket).Cursor(), tx.Bucket(bucketTenants)
+		n := 0
+		for k := s.first(c, after); k != nil && s.within(k); k = s.step(c) {
+			if n++; n%1024 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			v, err := d.viewAt(tenants, s.id(k))
+			if err != nil {
+				return err
+			}
+			if !match(&v) {
+				continue
+			}
+			if len(views) == limit {
+				more = true
+				return nil
+			}
+			views, last = append(views, v), append(last[:0], k...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("list tenants: %w", err)
+	}
+	return views, last, more, nil
+}
+
+// viewAt returns the view of the tenant an index key names, with what
+// pending unchanged events moved. d.pmu must be held.
+func (d *DB) viewAt(tenants *bolt.Bucket, id []byte) (substate.TenantView, error) {
+	if p, ok := d.pending[string(id)]; ok {
+		return p.View, nil
+	}
+	v := tenants.Get(id)
+	if v == nil {
+		return substate.TenantView{}, fmt.Errorf("index names missing tenant %q", id)
+	}
+	rec, err := decodeRecord(string(id), v)
+	if err != nil {
+		return substate.TenantView{}, fmt.Errorf("tenant %q: %w", id, err)
+	}
+	return rec.View, nil
+}
+
+// first positions c on the first key of the walk after the key after.
+func (s *scan) first(c *bolt.Cursor, after []byte) []byte {
+	switch {
+	case s.desc && after == nil:
+		k, _ := c.Last()
+		return k
+	case s.desc:
+		if k, _ := c.Seek(after); k == nil {
+			k, _ = c.Last()
+			return k
+		}
+		k, _ := c.Prev()
+		return k
+	case after == nil:
+		k, _ := c.Seek(append(append([]byte(nil), s.prefix...), s.from...))
+		return k
+	}
+	k, _ := c.Seek(after)
+	if bytes.Equal(k, after) {
+		k, _ = c.Next()
+	}
+	return k
+}
+
+func (s *scan) step(c *bolt.Cursor) []byte {
+	var k []byte
+	if s.desc {
+		k, _ = c.Prev()
+	} else {
+		k, _ = c.Next()
+	}
+	return k
+}
+
+// within reports whether k still belongs to the walk.
+func (s *scan) within(k []byte) bool {
+	return bytes.HasPrefix(k, s.prefix) && (s.stop == nil || !s.stop(k))
+}
