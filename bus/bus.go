@@ -81,7 +81,9 @@ func (b *Bus) connect(addr string, c Config) error {
 		// ingress answers 503 instead of holding the request.
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			b.logger.Warn("nats disconnected", "err", err)
+			if err != nil { // nil when the connection is closed on purpose
+				b.logger.Warn("nats disconnected", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.logger.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kong"
+)
+
+// CLI is the command tree. Every flag also reads SUBSTATE_<FLAG> from the
+// environment.
+type CLI struct {
+	Run     RunCmd     `cmd:"" help:"Run the worker: ingress, normalizer, projector and query API."`
+	Tenants TenantsCmd `cmd:"" help:"Query the tenant view of a running worker."`
+	Events  EventsCmd  `cmd:"" help:"Read canonical events from the bus."`
+}
+
+// Main runs one substate command; end-to-end tests drive it as main does.
+type Main struct {
+	Stdout, Stderr io.Writer
+	// Ready, when set, is called by long-running commands once they serve.
+	Ready func(w *Worker)
+}
+
+// NewMain returns a Main writing to the process's standard streams.
+func NewMain() *Main { return &Main{Stdout: os.Stdout, Stderr: os.Stderr} }
+
+// Run parses args, runs the command until it ends or ctx is done, and
+// returns the process exit code.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	var cli CLI
+	exit := -1
+	parser, err := kong.New(&cli,
+		kong.Name("substate"),
+		kong.Description("Canonical workflow sub-states for multi-tenant control planes, on NATS JetStream."),
+		kong.DefaultEnvars("SUBSTATE"),
+		kong.UsageOnError(),
+		kong.Writers(m.Stdout, m.Stderr),
+		kong.Exit(func(code int) { exit = code }),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Bind(m),
+	)
+	if err != nil {
+		fmt.Fprintln(m.Stderr, "substate:", err)
+		return 2
+	}
+	kctx, err := parser.Parse(args)
+	if exit >= 0 {
+		return exit // --help
+	}
+	if err != nil {
+		parser.Errorf("%s", err)
+		return 2
+	}
+	if err := kctx.Run(); err != nil {
+		return m.fail(err)
+	}
+	return 0
+}
+
+// exitError carries an exit code without a message of its own.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func (m *Main) fail(err error) int {
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, context.Canceled) {
+		return 0
+	}
+	fmt.Fprintln(m.Stderr, "substate:", err)
+	return 1
+}

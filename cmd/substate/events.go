@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+)
+
+// ClientFlags connect a command to the NATS a worker uses.
+type ClientFlags struct {
+	NATSURL   string `name:"nats-url" default:"nats://127.0.0.1:4222" help:"NATS server URL (a worker's embedded server listens on 127.0.0.1:4222 by default)."`
+	NATSCreds string `name:"nats-creds" type:"existingfile" help:"NATS credentials file."`
+	NATSTLSCA string `name:"nats-tls-ca" type:"existingfile" help:"CA certificate to verify the NATS server with."`
+}
+
+// Connect dials NATS and returns the connection with JetStream.
+func (f ClientFlags) Connect() (*nats.Conn, jetstream.JetStream, error) {
+	opts := []nats.Option{nats.Name("substate-cli")}
+	if f.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(f.NATSCreds))
+	}
+	if f.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(f.NATSTLSCA))
+	}
+	nc, err := nats.Connect(f.NATSURL, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to nats at %s (is \"substate run\" running?): %w", f.NATSURL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// EventsCmd is "substate events".
+type EventsCmd struct {
+	Tail EventsTailCmd `cmd:"" help:"Print canonical events as they arrive on SUBSTATE_EVENTS."`
+}
+
+// EventsTailCmd is "substate events tail".
+type EventsTailCmd struct {
+	Tenant      string        `help:"Only this tenant's events."`
+	Since       string        `help:"Start from this time (RFC 3339) or this long ago (e.g. 1h); default: new events only."`
+	FromStart   bool          `help:"Start from the oldest retained event."`
+	Count       int           `help:"Exit after this many events (0 = run until interrupted)."`
+	JSON        bool          `name:"json" help:"Print each CloudEvent as JSON."`
+	IdleTimeout time.Duration `help:"Exit when no event arrives for this long (0 = never)."`
+	ClientFlags `embed:""`
+}
+
+// Run prints events until interrupted, Count events, or the idle timeout.
+func (c *EventsTailCmd) Run(ctx context.Context, m *Main) error {
+	cfg, err := c.consumerConfig(time.Now())
+	if err != nil {
+		return err
+	}
+	nc, js, err := c.Connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cons, err := js.OrderedConsumer(ctx, substate.StreamEvents, cfg)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", substate.StreamEvents, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	go func() { <-ctx.Done(); it.Stop() }()
+	return c.print(m.Stdout, it)
+}
+
+func (c *EventsTailCmd) print(w io.Writer, it jetstream.MessagesContext) error {
+	for n := 0; c.Count == 0 || n < c.Count; n++ {
+		var opts []jetstream.NextOpt
+		if c.IdleTimeout > 0 {
+			opts = append(opts, jetstream.NextMaxWait(c.IdleTimeout))
+		}
+		msg, err := it.Next(opts...)
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			return nil
+		} else if errors.Is(err, nats.ErrTimeout) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if c.JSON {
+			fmt.Fprintf(w, "%s\n", msg.Data())
+			continue
+		}
+		e, err := substate.UnmarshalEvent(msg.Data())
+		if err != nil {
+			fmt.Fprintf(w, "undecodable event on %s: %v\n", msg.Subject(), err)
+			continue
+		}
+		fmt.Fprintln(w, eventLine(&e.Data))
+	}
+	return nil
+}
+
+func (c *EventsTailCmd) consumerConfig(now time.Time) (jetstream.OrderedConsumerConfig, error) {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
+	if c.Tenant != "" {
+		cfg.FilterSubjects = []string{substate.EventsSubject(c.Tenant)}
+	}
+	switch {
+	case c.FromStart:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	case c.Since != "":
+		t, err := parseSince(c.Since, now)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	}
+	return cfg, nil
+}
+
+// parseSince reads an RFC 3339 time or a duration before now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, substate.Errorf(substate.EINVALID, "--since %q: want an RFC 3339 time or a duration like 1h", s)
+	}
+	return t, nil
+}
+
+// eventLine is one readable line per canonical event.
+func eventLine(d *substate.EventData) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %-20s %-12s %-10s %-13s retries=%d exec=%s",
+		d.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z"), d.TenantID, d.SubState, d.Verb, d.Provider, d.RetryCount, shorten(d.ExecutionID, 60))
+	if d.ErrorMessage != "" {
+		fmt.Fprintf(&b, " error=%q", d.ErrorMessage)
+	}
+	return b.String()
+}

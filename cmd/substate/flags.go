@@ -1,0 +1,52 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/lmittmann/tint"
+)
+
+// LogFlags choose how logs look.
+type LogFlags struct {
+	LogFormat string     `enum:"text,json" default:"text" help:"Log format: text for humans (colored on a terminal), json for machines."`
+	LogLevel  slog.Level `default:"info" help:"Lowest level logged: debug, info, warn or error."`
+}
+
+// Logger returns the logger the flags describe, writing to stderr.
+func (f LogFlags) Logger() *slog.Logger {
+	if f.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: f.LogLevel}))
+	}
+	return slog.New(tint.NewHandler(os.Stderr, &tint.Options{
+		Level: f.LogLevel, TimeFormat: time.TimeOnly, NoColor: !isTerminal(os.Stderr),
+	}))
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// NATSFlags say where NATS is and how to reach it.
+type NATSFlags struct {
+	NATSURL      string `name:"nats-url" help:"Existing NATS server URL; without it an embedded server runs."`
+	NATSListen   string `name:"nats-listen" default:"127.0.0.1:4222" help:"Client address of the embedded NATS server."`
+	NATSCreds    string `name:"nats-creds" type:"existingfile" help:"NATS credentials file for --nats-url."`
+	NATSTLSCA    string `name:"nats-tls-ca" type:"existingfile" help:"CA certificate to verify the NATS server with."`
+	NATSTLSCert  string `name:"nats-tls-cert" type:"existingfile" help:"Client certificate for NATS (with --nats-tls-key)."`
+	NATSTLSKey   string `name:"nats-tls-key" type:"existingfile" help:"Client key for NATS."`
+	NATSSync     string `name:"nats-sync" enum:"default,always" default:"default" help:"Embedded server's disk sync: default flushes every 2 minutes (a process crash loses nothing, a power loss can lose the last interval); always flushes each write before acknowledging it (slower)."`
+	NATSReplicas int    `name:"replicas" default:"1" help:"Stream replicas on a NATS cluster (use 3 there)."`
+}
+
+// StreamFlags set the retention of substate's streams.
+type StreamFlags struct {
+	RawMaxAge      time.Duration `default:"720h" help:"How long SUBSTATE_RAW keeps provider payloads (0 = no limit)."`
+	RawMaxBytes    int64         `default:"0" help:"Size cap of SUBSTATE_RAW in bytes, oldest discarded first (0 = no limit)."`
+	EventsMaxAge   time.Duration `default:"720h" help:"How long SUBSTATE_EVENTS keeps canonical events (0 = no limit)."`
+	EventsMaxBytes int64         `default:"0" help:"Size cap of SUBSTATE_EVENTS in bytes (0 = no limit)."`
+	DLQMaxAge      time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
+	DedupeWindow   time.Duration `default:"24h" help:"Window in which a repeated source event id is dropped by JetStream."`
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/mapping"
+	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/state"
+)
+
+// WorkerFlags configure the worker; run, demo and bench share them.
+type WorkerFlags struct {
+	DataDir              string   `default:"./data" help:"Where the view (view.db) and the embedded NATS store (nats/) live."`
+	HTTPAddr             string   `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
+	IngestAPIKey         string   `help:"X-Api-Key that EventBridge deliveries must carry."`
+	RestateWebhookSecret string   `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`
+	TenantRule           []string `sep:"none" help:"Tenant resolution rule, repeatable, tried in order: input:<JSONPath on the execution input>, name:<regexp with a (?P<tenant>…) group on the execution name>, restate:key, engine:tenant. Default: input:$.tenantId, restate:key, engine:tenant." placeholder:"RULE"`
+	Instance             string   `help:"Name of this projector replica; each replica keeps its own view and durable consumer."`
+	BatchSize            int      `default:"512" help:"Messages per normalizer and projector batch."`
+	MaxDeliveries        int      `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
+	LogFlags             `embed:""`
+	NATSFlags            `embed:""`
+	StreamFlags          `embed:""`
+}
+
+// Worker is a running substate worker: NATS (embedded or not), the streams,
+// the view, the normalizer, the projector and the HTTP server.
+type Worker struct {
+	Flags   WorkerFlags
+	Logger  *slog.Logger
+	Bus     *bus.Bus
+	View    *state.DB
+	HTTP    *httpapi.Server
+	Metrics *consumers.Metrics
+	Mapper  *mapping.Mapper
+
+	registry   *prometheus.Registry
+	normalizer *consumers.Normalizer
+	projector  *consumers.Projector
+	closers    []func() error
+}
+
+// NewWorker returns a worker for the flags; Open starts it.
+func NewWorker(f WorkerFlags) *Worker {
+	return &Worker{Flags: f, Logger: f.Logger(), registry: prometheus.NewRegistry()}
+}
+
+// Open starts NATS, declares the streams and consumers, opens the view and
+// starts serving HTTP. On error everything opened so far is closed.
+func (w *Worker) Open(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+	if err := w.checkExposure(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(w.Flags.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	w.Metrics = consumers.NewMetrics(w.registry)
+	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openHTTP}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkExposure refuses a non-loopback HTTP address without ingest
+// credentials: anyone on the network could write tenant statuses.
+func (w *Worker) checkExposure() error {
+	if w.Flags.IngestAPIKey != "" || w.Flags.RestateWebhookSecret != "" {
+		return nil
+	}
+	if !loopback(w.Flags.HTTPAddr) {
+		return substate.Errorf(substate.EINVALID, "refusing to serve ingest on non-loopback address %s without credentials: set --ingest-api-key and/or --restate-webhook-secret", w.Flags.HTTPAddr)
+	}
+	return nil
+}
+
+func (w *Worker) openBus(context.Context) error {
+	f := w.Flags
+	b, err := bus.Open(bus.Config{
+		URL: f.NATSURL, Listen: f.NATSListen, StoreDir: filepath.Join(f.DataDir, "nats"), Sync: f.NATSSync,
+		CredsFile: f.NATSCreds, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
+		Name: "substate", Logger: w.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	w.Bus = b
+	w.closers = append(w.closers, b.Close)
+	if b.Embedded() {
+		w.Logger.Info("embedded nats server running", "url", b.ClientURL(), "store", filepath.Join(f.DataDir, "nats"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return w.topology().EnsureStreams(ctx, b.JetStream)
+}
+
+func (w *Worker) topology() bus.Topology {
+	f := w.Flags
+	return bus.Topology{
+		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
+		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
+		DLQ:        bus.Retention{MaxAge: f.DLQMaxAge},
+		Duplicates: f.DedupeWindow,
+		Replicas:   f.NATSReplicas,
+	}
+}
+
+func (w *Worker) openView(context.Context) error {
+	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, viewFile(w.Flags.Instance)))
+	if err := w.View.Open(); err != nil {
+		return fmt.Errorf("open view: %w", err)
+	}
+	w.closers = append(w.closers, w.View.Close)
+	return nil
+}
+
+// viewFile is view.db, or view-<instance>.db for a named replica sharing a
+// data directory with others.
+func viewFile(instance string) string {
+	if instance == "" {
+		return "view.db"
+	}
+	return "view-" + substate.EncodeToken(instance) + ".db"
+}
+
+func (w *Worker) openMapper(context.Context) error {
+	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
+	if err != nil {
+		return err
+	}
+	unknown := w.Metrics.UnknownStates
+	w.Mapper = mapping.New(mapping.Config{Tenants: rules, Logger: w.Logger, OnUnknown: func(p, s string) {
+		unknown.WithLabelValues(p, s).Inc()
+	}})
+	return nil
+}
+
+func (w *Worker) openNormalizer(ctx context.Context) error {
+	cfg := bus.ConsumerConfig(bus.ConsumerNormalizer, 30*time.Second, w.Flags.NATSReplicas)
+	c, err := bus.EnsureConsumer(ctx, w.Bus.JetStream, substate.StreamRaw, cfg)
+	if err != nil {
+		return err
+	}
+	pub := publishers.NewJetStream(w.Bus.JetStream)
+	w.normalizer = &consumers.Normalizer{
+		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
+		Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries}, BatchSize: w.Flags.BatchSize,
+		Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
+	}
+	return nil
+}
+
+func (w *Worker) openProjector(ctx context.Context) error {
+	cp, err := w.View.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	name := bus.ProjectorConsumer(w.Flags.Instance)
+	cfg := bus.ConsumerConfig(name, 30*time.Second, w.Flags.NATSReplicas)
+	c, err := bus.ConsumerFrom(ctx, w.Bus.JetStream, substate.StreamEvents, cfg, cp)
+	if err != nil {
+		return err
+	}
+	stream, err := w.Bus.JetStream.Stream(ctx, substate.StreamEvents)
+	if err != nil {
+		return err
+	}
+	w.projector = &consumers.Projector{
+		Consumer: c, Stream: stream, Store: w.View, Changes: &publishers.Changes{Conn: w.Bus.Conn},
+		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
+		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
+	}
+	return nil
+}
+
+func (w *Worker) openHTTP(context.Context) error {
+	in := &consumers.Ingress{
+		Publisher: publishers.NewJetStream(w.Bus.JetStream), APIKey: w.Flags.IngestAPIKey,
+		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
+	}
+	if s := w.Flags.RestateWebhookSecret; s != "" {
+		v, err := consumers.NewWebhookVerifier(s)
+		if err != nil {
+			return err
+		}
+		in.Webhook = v
+	}
+	w.HTTP = &httpapi.Server{
+		Addr: w.Flags.HTTPAddr, Ingest: in.Handler(), Views: w.View, Ready: w.ready,
+		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
+	}
+	if err := w.HTTP.Open(); err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	w.closers = append(w.closers, w.HTTP.Close)
+	w.Logger.Info("http listening", "url", w.HTTP.URL())
+	return nil
+}
+
+// ready is the readiness check: NATS connected, streams and consumers in
+// place, view open.
+func (w *Worker) ready() error {
+	if !w.Bus.Ready() {
+		return errors.New("nats is not connected")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, c := range []struct{ stream, consumer string }{
+		{substate.StreamRaw, bus.ConsumerNormalizer},
+		{substate.StreamEvents, bus.ProjectorConsumer(w.Flags.Instance)},
+	} {
+		if _, err := w.Bus.JetStream.Consumer(ctx, c.stream, c.consumer); err != nil {
+			return fmt.Errorf("consumer %s on %s: %w", c.consumer, c.stream, err)
+		}
+	}
+	if _, err := w.View.Checkpoint(ctx); err != nil {
+		return fmt.Errorf("view: %w", err)
+	}
+	return nil
+}
+
+// Run runs the consumers until ctx is done or one of them fails, then lets
+// each finish the batch in hand.
+func (w *Worker) Run(ctx context.Context) error {
+	return runGroup(ctx, w.normalizer.Run, w.projector.Run, w.watchLag)
+}
+
+// watchLag updates the consumer lag gauges every few seconds.
+func (w *Worker) watchLag(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		for _, c := range []jetstream.Consumer{w.normalizer.Consumer, w.projector.Consumer} {
+			if info, err := c.Info(ctx); err == nil {
+				w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops HTTP, closes the view and NATS, in reverse order of opening.
+func (w *Worker) Close() error {
+	var errs []error
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		errs = append(errs, w.closers[i]())
+	}
+	w.closers = nil
+	return errors.Join(errs...)
+}
+
+// runGroup runs every actor until the first one returns, then cancels the
+// others and waits for them; it returns the first error.
+func runGroup(ctx context.Context, actors ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(actors))
+	for i, a := range actors {
+		wg.Go(func() {
+			defer cancel()
+			errs[i] = a(ctx)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
