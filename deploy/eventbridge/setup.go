@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
+	"regexp"
 	"strings"
 
 	ebapi "github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -155,6 +156,8 @@ func (s *Setup) validate() error {
 	switch {
 	case s.Client == nil:
 		return substate.Errorf(substate.EINVALID, "eventbridge setup: no client")
+	case !validName.MatchString(s.Name):
+		return substate.Errorf(substate.EINVALID, "eventbridge setup: name prefix %q must be 1 to 43 letters, digits, '.', '-' or '_'", s.Name)
 	case err != nil || u.Scheme != "https" || u.Host == "":
 		return substate.Errorf(substate.EINVALID, "eventbridge setup: endpoint %q is not an https URL (API destinations call HTTPS only)", s.Endpoint)
 	case s.APIKey == "":
@@ -172,6 +175,10 @@ func (s *Setup) validate() error {
 	}
 	return nil
 }
+
+// validName is a name prefix that keeps every resource name within
+// EventBridge's rules (64 characters of [.\-_A-Za-z0-9]).
+var validName = regexp.MustCompile(`^[.\-_A-Za-z0-9]{1,43}$`)
 
 // IngestURL returns the ingress URL of a worker base URL: IngestPath
 // appended, unless the URL already ends with it.

@@ -3,6 +3,7 @@ package eventbridge_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -159,6 +160,8 @@ func TestApplyInvalid(t *testing.T) {
 		change func(*eventbridge.Setup)
 	}{
 		{"NoClient", func(s *eventbridge.Setup) { s.Client = nil }},
+		{"BadName", func(s *eventbridge.Setup) { s.Name = "sub state" }},
+		{"LongName", func(s *eventbridge.Setup) { s.Name = strings.Repeat("n", 44) }},
 		{"HTTPEndpoint", func(s *eventbridge.Setup) { s.Endpoint = "http://substate.example.com" }},
 		{"NoEndpoint", func(s *eventbridge.Setup) { s.Endpoint = "" }},
 		{"NoAPIKey", func(s *eventbridge.Setup) { s.APIKey = "" }},

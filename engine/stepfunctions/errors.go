@@ -54,11 +54,15 @@ var apiCodes = map[string]string{
 	"KmsAccessDeniedException":    substate.EUNAUTHORIZED,
 }
 
-// ErrorCode returns the substate error code of an AWS SDK error: the code
+// ErrorCode returns the substate error code of an AWS SDK error ("" for
+// nil): the code
 // of a known Step Functions error, EUNAVAILABLE for a 5xx answer or a
 // request that could not be sent (after the SDK's own retries), EINVALID
 // for parameters the SDK rejected before sending, and EINTERNAL otherwise.
 func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		if c, ok := apiCodes[api.ErrorCode()]; ok {

@@ -17,6 +17,7 @@ package stepfunctions
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -155,7 +156,7 @@ func (p *Provider) DeleteWorkflow(ctx context.Context, ref string) error {
 // stateMachineRef resolves a workflow reference: an ARN is used as it is,
 // a name is found with findStateMachine.
 func (p *Provider) stateMachineRef(ctx context.Context, ref string) (arn string, found bool, err error) {
-	if len(ref) > 4 && ref[:4] == "arn:" {
+	if strings.HasPrefix(ref, "arn:") {
 		return ref, true, nil
 	}
 	if err := checkName("state machine", ref); err != nil {

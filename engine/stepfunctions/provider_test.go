@@ -176,6 +176,9 @@ func TestErrors(t *testing.T) {
 }
 
 func TestErrorCode(t *testing.T) {
+	if got := stepfunctions.ErrorCode(nil); got != "" {
+		t.Fatalf("ErrorCode(nil) = %q, want none", got)
+	}
 	for code, want := range map[string]string{
 		"ExecutionDoesNotExist":     substate.ENOTFOUND,
 		"StateMachineDoesNotExist":  substate.ENOTFOUND,

@@ -51,7 +51,8 @@ func (s *Server) Events() []PutEventsEntry {
 
 // FailEntries makes PutEvents ask fn about every well-formed entry: a
 // non-empty code fails that entry with the code and message (a partial
-// failure), "" accepts it. Nil accepts every entry again.
+// failure), "" accepts it. Nil accepts every entry again. fn runs under the
+// server's lock: it must not call the server.
 func (s *Server) FailEntries(fn func(PutEventsEntry) (code, message string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

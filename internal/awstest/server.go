@@ -120,6 +120,9 @@ func (s *Server) ResetCalls() {
 // Fail answers the next n calls of op (any operation when op is "") with an
 // AWS error of the given HTTP status, code and message.
 func (s *Server) Fail(op string, n, status int, code, message string) {
+	if n <= 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures = append(s.failures, &injected{op: op, n: n, err: &apiError{status, code, message}})
