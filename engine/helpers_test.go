@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine/internal/natstest"
+)
+
+// epoch is the manual clock's start in every test.
+var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// harness is an engine on an embedded NATS server with a manual clock and
+// a recording publisher.
+type harness struct {
+	ns    *server.Server
+	nc    *nats.Conn
+	rec   *natstest.Recorder
+	clock *ManualClock
+	path  string
+	eng   *Engine
+}
+
+func newHarness(tb testing.TB) *harness {
+	tb.Helper()
+	ns := natstest.Server(tb)
+	h := &harness{ns: ns, nc: natstest.Conn(tb, ns), rec: &natstest.Recorder{},
+		clock: NewManualClock(epoch), path: filepath.Join(tb.TempDir(), "engine.db")}
+	h.open(tb)
+	return h
+}
+
+// open opens a new engine on the harness's store (after a close, it resumes).
+func (h *harness) open(tb testing.TB) *Engine {
+	tb.Helper()
+	e := NewEngine(h.path)
+	e.Conn, e.Publisher, e.Clock = h.nc, h.rec, h.clock
+	e.Logger = slog.New(slog.DiscardHandler)
+	e.Jitter = func() float64 { return 0.5 } // no jitter
+	e.ServeControl = false
+	e.TaskTimeout = 5 * time.Second
+	if err := e.Open(); err != nil {
+		tb.Fatalf("open engine: %v", err)
+	}
+	tb.Cleanup(func() { _ = e.Close() })
+	h.eng = e
+	return e
+}
+
+// start registers a definition and starts an execution of it.
+func (h *harness) start(tb testing.TB, def, name, input string) Execution {
+	tb.Helper()
+	ctx := context.Background()
+	ref, err := h.eng.EnsureWorkflow(ctx, Workflow{Definition: []byte(def)})
+	if err != nil {
+		tb.Fatalf("ensure workflow: %v", err)
+	}
+	x, err := h.eng.Start(ctx, StartRequest{Workflow: ref, Name: name, TenantID: "tenant-1", Input: json.RawMessage(input)})
+	if err != nil {
+		tb.Fatalf("start: %v", err)
+	}
+	return x
+}
+
+// final waits for the execution's succeeded or failed event.
+func (h *harness) final(tb testing.TB, name string) substate.EngineEvent {
+	tb.Helper()
+	return h.rec.WaitFor(tb, name, natstest.Status(substate.EngineSucceeded, substate.EngineFailed))
+}
+
+// output returns a finished execution's stored output.
+func (h *harness) output(tb testing.TB, name string) map[string]any {
+	tb.Helper()
+	r, err := h.eng.db.execution(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(r.Output, &out); err != nil {
+		tb.Fatalf("output %s: %v", r.Output, err)
+	}
+	return out
+}
+
+// statuses lists "state:status" of an execution's events, in order.
+func statuses(events []substate.EngineEvent, name string) string {
+	var out []string
+	for _, ev := range events {
+		if ev.ExecutionID == name {
+			out = append(out, ev.State+":"+ev.Status)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// echo is a task handler that replies with fields (and records requests).
+func echo(fields map[string]any, seen chan<- micro.Request) micro.HandlerFunc {
+	return func(req micro.Request) {
+		if seen != nil {
+			seen <- req
+		}
+		_ = req.RespondJSON(fields)
+	}
+}
+
+// sleepers waits until n goroutines sleep on the clock.
+func (h *harness) sleepers(tb testing.TB, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.clock.Sleepers() < n {
+		if time.Now().After(deadline) {
+			tb.Fatalf("want %d sleepers, have %d; events %s", n, h.clock.Sleepers(), natstest.Summary(h.rec.Events()))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
