@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v4"
 )
@@ -51,6 +53,10 @@ func Parse(file string, src []byte) (*Definition, error) {
 
 // load parses the YAML text into its root node, reporting syntax errors.
 func (p *parser) load(src []byte) *yaml.Node {
+	if len(bytes.TrimSpace(src)) == 0 {
+		p.errorf(nil, "", "definition is empty")
+		return nil
+	}
 	var doc yaml.Node
 	err := yaml.Load(src, &doc)
 	var le *yaml.LoadError
@@ -69,10 +75,11 @@ func (p *parser) load(src []byte) *yaml.Node {
 }
 
 func yamlMessage(le *yaml.LoadError) string {
+	msg := strings.TrimPrefix(le.Message, "yaml: ")
 	if le.ContextMsg != "" {
-		return le.Message + " (" + le.ContextMsg + ")"
+		return msg + " (" + le.ContextMsg + ")"
 	}
-	return le.Message
+	return msg
 }
 
 // workflow decodes the top-level mapping and every state.
