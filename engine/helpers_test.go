@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -123,3 +124,5 @@ func (h *harness) sleepers(tb testing.TB, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
