@@ -115,8 +115,12 @@ func (e *Engine) resume() error {
 // closes the store. Executions stay where they were, ready for the next Open.
 func (e *Engine) Close() error {
 	e.mu.Lock()
+	already := e.closed
 	e.closed = true
 	e.mu.Unlock()
+	if already {
+		return nil
+	}
 	var errs []error
 	if e.svc != nil {
 		errs = append(errs, e.svc.Stop())

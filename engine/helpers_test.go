@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine/internal/natstest"
@@ -126,3 +127,12 @@ func (h *harness) sleepers(tb testing.TB, n int) {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+func mustJetStream(tb testing.TB, nc *nats.Conn) jetstream.JetStream {
+	tb.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return js
+}

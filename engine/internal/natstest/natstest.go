@@ -121,9 +121,11 @@ func (p *JetStream) Events(tb testing.TB) []substate.EngineEvent {
 }
 
 // Recorder is a RawPublisher that keeps every engine event it is given.
-// Fail, when set, can refuse an event (the engine must then retry it).
+// Fail, when set, can refuse an event (the engine must then retry it);
+// Forward, when set, publishes the event on before it is recorded.
 type Recorder struct {
-	Fail func(ev substate.EngineEvent) error
+	Fail    func(ev substate.EngineEvent) error
+	Forward substate.RawPublisher
 
 	mu     sync.Mutex
 	events []substate.EngineEvent
@@ -141,6 +143,11 @@ func (r *Recorder) PublishRaw(ctx context.Context, raw substate.RawEvent) error 
 	}
 	if r.Fail != nil {
 		if err := r.Fail(ev); err != nil {
+			return err
+		}
+	}
+	if r.Forward != nil {
+		if err := r.Forward.PublishRaw(ctx, raw); err != nil {
 			return err
 		}
 	}
