@@ -40,7 +40,7 @@ func TestParse(t *testing.T) {
 		}
 	})
 	t.Run("Example", func(t *testing.T) {
-		if _, err := ParseFile("testdata/order_processing.yaml"); err != nil {
+		if _, err := ParseFile("demo/order_processing.yaml"); err != nil {
 			t.Fatal(err)
 		}
 	})
