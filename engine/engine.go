@@ -73,6 +73,7 @@ func (e *Engine) Open() error {
 	if e.Conn == nil || e.Publisher == nil {
 		return errors.New("open engine: Conn and Publisher are required")
 	}
+	e.defaults()
 	db, err := openStore(e.Path)
 	if err != nil {
 		return err
@@ -92,6 +93,22 @@ func (e *Engine) Open() error {
 		}
 	}
 	return nil
+}
+
+// defaults fills the fields an Engine built without NewEngine left unset.
+func (e *Engine) defaults() {
+	if e.Clock == nil {
+		e.Clock = SystemClock{}
+	}
+	if e.Logger == nil {
+		e.Logger = slog.Default()
+	}
+	if e.TaskTimeout <= 0 {
+		e.TaskTimeout = DefaultTaskTimeout
+	}
+	if e.Jitter == nil {
+		e.Jitter = rand.Float64
+	}
 }
 
 // resume starts a runner for every unfinished execution.

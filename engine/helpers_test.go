@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine/internal/natstest"
+	bolt "go.etcd.io/bbolt"
 )
 
 // epoch is the manual clock's start in every test.
@@ -37,8 +39,30 @@ func newHarness(tb testing.TB) *harness {
 	ns := natstest.Server(tb)
 	h := &harness{ns: ns, nc: natstest.Conn(tb, ns), rec: &natstest.Recorder{},
 		clock: NewManualClock(epoch), path: filepath.Join(tb.TempDir(), "engine.db")}
+	tb.Cleanup(func() { checkDB(tb, h.path) }) // runs after the engines' Close
 	h.open(tb)
 	return h
+}
+
+// checkDB runs bbolt's consistency check on a closed engine database.
+func checkDB(tb testing.TB, path string) {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		tb.Errorf("open db for check: %v", err)
+		return
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		var first error
+		for err := range tx.Check() {
+			first = cmp.Or(first, err)
+		}
+		return first
+	})
+	if err != nil {
+		tb.Errorf("db check: %v", err)
+	}
 }
 
 // open opens a new engine on the harness's store (after a close, it resumes).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -63,7 +64,9 @@ func (e *Engine) handleStart(req micro.Request) {
 		var body controlError
 		body.Error.Code, body.Error.Message = substate.ErrorCode(err), controlMessage(err)
 		data, _ := json.Marshal(body)
-		_ = req.Error(body.Error.Code, body.Error.Message, data)
+		// Headers are one line: the full message travels in the body.
+		desc := strings.ReplaceAll(body.Error.Message, "\n", "; ")
+		_ = req.Error(body.Error.Code, desc, data)
 		return
 	}
 	_ = req.RespondJSON(x)
