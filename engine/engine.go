@@ -119,8 +119,9 @@ func (e *Engine) resume() error {
 	}
 	for _, rec := range recs {
 		def, err := e.definition(rec.Definition)
-		if err != nil {
-			return fmt.Errorf("resume execution %q: %w", rec.ID, err)
+		if err != nil { // one bad record must not keep the others from running
+			e.Logger.Error("cannot resume execution", "execution", rec.ID, "err", err)
+			continue
 		}
 		e.Logger.Info("resuming execution", "execution", rec.ID, "state", rec.State, "phase", rec.Phase)
 		e.launch(rec, def)

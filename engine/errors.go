@@ -56,7 +56,7 @@ const (
 	// ErrTimeout is raised when a task did not reply within its timeout.
 	ErrTimeout = "TimeoutError"
 	// ErrServiceUnavailable is raised when no task service listens on the
-	// task's subject (or NATS is away). It is retryable: see DefaultRetry.
+	// task's subject (or NATS is away). It is retried even without a retry block (see the package documentation).
 	ErrServiceUnavailable = "ServiceUnavailable"
 	// ErrTaskFailed is raised for an error reply that names no error type.
 	ErrTaskFailed = "TaskFailed"

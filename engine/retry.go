@@ -25,7 +25,7 @@ const (
 	jitterSpread = 0.2
 )
 
-// DefaultRetry is the policy applied to ServiceUnavailable when the task's
+// defaultRetry is the policy applied to ServiceUnavailable when the task's
 // own retry block does not match it (or there is none): three retries after
 // one, two and four seconds, so a task service that is restarting does not
 // fail the execution.
