@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/micro"
@@ -44,6 +45,20 @@ func TestTask(t *testing.T) {
 		}
 		if got, want := statuses(h.rec.Events(), "x1"), "work:running done:succeeded"; got != want {
 			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+	t.Run("Parameters", func(t *testing.T) {
+		h := newHarness(t)
+		seen := make(chan micro.Request, 1)
+		natstest.Service(t, h.nc, "svc", "work", echo(map[string]any{"charged": true}, seen))
+		def := strings.Replace(taskThenSuccess, "next: done", "next: done\n    parameters:\n      sku.$: $.items[1].sku\n      currency: EUR", 1)
+		h.start(t, def, "x2", `{"items":[{"sku":"a"},{"sku":"b"}]}`)
+		h.final(t, "x2")
+		if got, want := string((<-seen).Data()), `{"currency":"EUR","sku":"b"}`; got != want {
+			t.Errorf("body %s, want %s", got, want)
+		}
+		if out := h.output(t, "x2"); out["charged"] != true || out["items"] == nil {
+			t.Errorf("output %v", out)
 		}
 	})
 }
