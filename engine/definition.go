@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // Definition is a parsed and validated workflow definition. It is immutable
 // once Parse returned it and safe for concurrent use.
@@ -97,13 +94,3 @@ func (s *state) successors() []ref {
 
 // terminal reports whether the state ends an execution.
 func (s *state) terminal() bool { return s.typ == typeSuccess || s.typ == typeFail }
-
-// sortedKeys returns m's keys in order (for deterministic messages).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
