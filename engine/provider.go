@@ -1,8 +1,3 @@
-// Package engine runs substate's workflow language: it parses and validates
-// definitions, executes them durably, invokes tasks over NATS and emits the
-// engine's status events. It also defines Provider, the interface every
-// workflow engine substate can drive implements (the built-in engine here,
-// AWS Step Functions in engine/stepfunctions).
 package engine
 
 import (
@@ -50,11 +45,11 @@ type StartRequest struct {
 
 // Execution identifies a started execution.
 type Execution struct {
-	ID        string // provider execution id (engine: the name; Step Functions: the ARN)
-	Name      string
-	Workflow  string
-	StartedAt time.Time
-	Existing  bool // the execution already existed with the same input
+	ID        string    `json:"id"` // provider execution id (engine: the name; Step Functions: the ARN)
+	Name      string    `json:"name"`
+	Workflow  string    `json:"workflow"`
+	StartedAt time.Time `json:"startedAt"`
+	Existing  bool      `json:"existing,omitempty"` // the execution already existed with the same input
 }
 
 // Status is an execution's current status: the raw provider evidence, ready to

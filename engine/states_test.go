@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine/internal/natstest"
+)
+
+const waitWorkflow = `
+name: waiting
+version: "1"
+startAt: pause
+states:
+  pause:
+    type: Wait
+    seconds: 90
+    next: until
+  until:
+    type: Wait
+    timestamp: "2030-01-02T03:10:00Z"
+    next: past
+  past:
+    type: Wait
+    timestamp: "2000-01-01T00:00:00Z"
+    next: done
+  done:
+    type: Success
+`
+
+// TestWait checks Wait by seconds, by timestamp, and a timestamp already
+// past, on the manual clock.
+func TestWait(t *testing.T) {
+	h := newHarness(t)
+	h.start(t, waitWorkflow, "w1", `{"keep":"me"}`)
+	h.rec.WaitFor(t, "w1", func(ev substate.EngineEvent) bool { return ev.State == "pause" })
+	h.sleepers(t, 1)
+	h.clock.Advance(89 * time.Second)
+	if n := len(h.rec.Events()); n != 1 {
+		t.Fatalf("%d events before the wait ended", n)
+	}
+	h.clock.Advance(time.Second) // 03:05:35
+	h.rec.WaitFor(t, "w1", func(ev substate.EngineEvent) bool { return ev.State == "until" })
+	h.sleepers(t, 1)
+	h.clock.Set(time.Date(2030, 1, 2, 3, 10, 0, 0, time.UTC))
+	ev := h.final(t, "w1")
+	if ev.Status != substate.EngineSucceeded {
+		t.Fatalf("final %+v", ev)
+	}
+	if got, want := statuses(h.rec.Events(), "w1"), "pause:waiting until:waiting past:waiting done:succeeded"; got != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if out := h.output(t, "w1"); out["keep"] != "me" {
+		t.Errorf("output %v, want the input passed through", out)
+	}
+}
+
+const failWorkflow = `
+name: failing
+version: "1"
+startAt: stop
+states:
+  stop:
+    type: Fail
+    error: OrderProcessingFailed
+    cause: Order could not be completed
+`
+
+func TestFail(t *testing.T) {
+	h := newHarness(t)
+	h.start(t, failWorkflow, "f1", `{}`)
+	ev := h.final(t, "f1")
+	if ev.Status != substate.EngineFailed || ev.ErrorType != "OrderProcessingFailed" || ev.Error != "Order could not be completed" {
+		t.Errorf("final %+v", ev)
+	}
+	if ev.TenantID != "tenant-1" || ev.Workflow != "failing" || !ev.StartedAt.Equal(epoch) {
+		t.Errorf("event identity %+v", ev)
+	}
+}
+
+const pollWorkflow = `
+name: polling
+version: "1"
+startAt: check
+states:
+  check:
+    type: Task
+    resource: svc.check
+    next: ready
+  ready:
+    type: Choice
+    choices:
+      - condition: {variable: $.ready, booleanEquals: true}
+        next: done
+    default: pause
+  pause:
+    type: Wait
+    seconds: 10
+    next: check
+  done:
+    type: Success
+`
+
+// TestPollingLoop runs a loop through a Choice state and checks that each
+// visit of the task gets its own idempotency key.
+func TestPollingLoop(t *testing.T) {
+	h := newHarness(t)
+	var calls atomic.Int32
+	keys := make(chan string, 5)
+	natstest.Service(t, h.nc, "svc", "check", func(req micro.Request) {
+		keys <- req.Headers().Get(substate.HeaderIdempotencyKey)
+		_ = req.RespondJSON(map[string]any{"ready": calls.Add(1) == 3})
+	})
+	h.start(t, pollWorkflow, "l1", `{}`)
+	for i := 0; i < 2; i++ {
+		h.sleepers(t, 1)
+		h.clock.Advance(10 * time.Second)
+	}
+	h.final(t, "l1")
+	want := "check:running pause:waiting check:running pause:waiting check:running done:succeeded"
+	if got := statuses(h.rec.Events(), "l1"); got != want {
+		t.Errorf("events\n%s\nwant\n%s", got, want)
+	}
+	for _, want := range []string{"l1/1/check/1", "l1/4/check/1", "l1/7/check/1"} {
+		if got := <-keys; got != want {
+			t.Errorf("key %q, want %q", got, want)
+		}
+	}
+}
