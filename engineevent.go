@@ -14,7 +14,7 @@ const (
 	EngineWaiting    = "waiting"     // in a Wait state
 	EngineBackingOff = "backing-off" // between two attempts of a task
 	EngineError      = "error"       // an attempt failed; a retry or catch may follow
-	EngineSucceeded  = "succeeded"   // reached a Success state (or a terminal Task)
+	EngineSucceeded  = "succeeded"   // reached a Success state
 	EngineFailed     = "failed"      // reached a Fail state or an uncaught error
 )
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -22,7 +21,7 @@ func ParseFile(name string) (*Definition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read definition: %w", err)
 	}
-	return Parse(filepath.Base(name), src)
+	return Parse(name, src)
 }
 
 // Parse parses and validates a YAML or JSON definition (JSON is parsed as

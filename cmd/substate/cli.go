@@ -13,9 +13,10 @@ import (
 // CLI is the command tree. Every flag also reads SUBSTATE_<FLAG> from the
 // environment.
 type CLI struct {
-	Run     RunCmd     `cmd:"" help:"Run the worker: ingress, normalizer, projector and query API."`
-	Tenants TenantsCmd `cmd:"" help:"Query the tenant view of a running worker."`
-	Events  EventsCmd  `cmd:"" help:"Read canonical events from the bus."`
+	Run      RunCmd      `cmd:"" help:"Run the worker: ingress, normalizer, projector and query API."`
+	Tenants  TenantsCmd  `cmd:"" help:"Query the tenant view of a running worker."`
+	Events   EventsCmd   `cmd:"" help:"Read canonical events from the bus."`
+	Workflow WorkflowCmd `cmd:"" help:"Validate workflow definitions and start executions."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.

@@ -18,6 +18,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
@@ -49,6 +50,7 @@ type Worker struct {
 	HTTP    *httpapi.Server
 	Metrics *consumers.Metrics
 	Mapper  *mapping.Mapper
+	Engine  *engine.Engine
 
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
@@ -77,7 +79,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
-	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openHTTP}
+	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openEngine, w.openHTTP}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -194,6 +196,21 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
 	}
+	return nil
+}
+
+// openEngine opens the built-in workflow engine, which resumes its
+// unfinished executions and serves the control endpoint the workflow start
+// command uses.
+func (w *Worker) openEngine(context.Context) error {
+	e := engine.NewEngine(filepath.Join(w.Flags.DataDir, "engine.db"))
+	e.Conn, e.Publisher, e.ServeControl = w.Bus.Conn, publishers.NewJetStream(w.Bus.JetStream), true
+	e.Logger = w.Logger.With("component", "engine")
+	if err := e.Open(); err != nil {
+		return fmt.Errorf("open engine: %w", err)
+	}
+	w.Engine = e
+	w.closers = append(w.closers, e.Close)
 	return nil
 }
 
