@@ -29,7 +29,7 @@ type EngineEvent struct {
 	Status      string    `json:"status"`      // one of the Engine* names
 	State       string    `json:"state"`       // the workflow state being executed
 	Attempt     int       `json:"attempt"`     // attempt number of the current task, from 1
-	RetryCount  int       `json:"retryCount"`  // retries of the current task so far
+	RetryCount  int       `json:"retryCount"`  // retries in the execution so far, over all its tasks
 	ErrorType   string    `json:"errorType,omitempty"`
 	Error       string    `json:"error,omitempty"` // human message (the cause)
 	NextRetryAt time.Time `json:"nextRetryAt,omitzero"`

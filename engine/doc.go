@@ -78,8 +78,9 @@
 // task attempt starts; error when one fails (with the error type and
 // message); backing-off with the retry number and NextRetryAt; waiting in a
 // Wait state; succeeded at Success; failed at Fail, on an uncaught error or
-// on Stop. Choice states emit nothing. RetryCount is per task: the retries
-// done so far (on backing-off, the retry being waited for).
+// on Stop. Choice states emit nothing. RetryCount counts the retries of the
+// whole execution, over all its tasks (on backing-off, including the retry
+// being waited for), so a failed execution keeps them in the view.
 //
 // Describe returns the newest event as Status.Raw and leaves Status.Event
 // zero: adapters do not import each other, so the caller maps it.

@@ -31,6 +31,7 @@ type record struct {
 	Step     uint64          `json:"step"` // states entered so far; tells loop iterations apart
 	Data     json.RawMessage `json:"data"` // the current state's input
 	Attempt  int             `json:"attempt,omitempty"`
+	Retries  int             `json:"retries,omitempty"` // retries in the whole execution so far
 	Deadline time.Time       `json:"deadline,omitzero"`
 
 	// Seq is the last emission sequence number assigned. Pending holds the

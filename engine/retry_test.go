@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,6 +118,17 @@ func TestRetryThenCatch(t *testing.T) {
 		t.Errorf("catcher input %+v, want the state input plus the error", input)
 	}
 	checkSeqs(t, h.rec.Events(), "r1")
+	// Retries count for the whole execution: the catcher's task and the end
+	// still report the two retries, so a failed run keeps them for audit.
+	var counts []string
+	for _, ev := range h.rec.Events() {
+		if ev.ExecutionID == "r1" {
+			counts = append(counts, fmt.Sprint(ev.RetryCount))
+		}
+	}
+	if got, want := strings.Join(counts, " "), "0 0 1 1 1 2 2 2 2 2"; got != want {
+		t.Errorf("retry counts %s, want %s", got, want)
+	}
 }
 
 // checkSeqs checks that an execution's events are numbered 1, 2, 3… with

@@ -155,7 +155,7 @@ func (e *Engine) finish(rec *record, status string, te *TaskError) *record {
 		rec.Error, rec.Cause = te.Type, te.Message
 	}
 	rec.emit(now, status, func(ev *substate.EngineEvent) {
-		ev.Attempt, ev.RetryCount = rec.Attempt, max(rec.Attempt-1, 0)
+		ev.Attempt, ev.RetryCount = rec.Attempt, rec.Retries
 		if te != nil {
 			ev.ErrorType, ev.Error = te.Type, te.Message
 		}
@@ -166,6 +166,6 @@ func (e *Engine) finish(rec *record, status string, te *TaskError) *record {
 // emitAttempt emits an event about the current task attempt.
 func (e *Engine) emitAttempt(rec *record, status string) {
 	rec.emit(e.Clock.Now(), status, func(ev *substate.EngineEvent) {
-		ev.Attempt, ev.RetryCount = rec.Attempt, rec.Attempt-1
+		ev.Attempt, ev.RetryCount = rec.Attempt, rec.Retries
 	})
 }

@@ -151,14 +151,14 @@ func mergeOutput(input, out any) any {
 func (e *Engine) failed(rec *record, st *state, te *TaskError) *record {
 	now := e.Clock.Now()
 	rec.emit(now, substate.EngineError, func(ev *substate.EngineEvent) {
-		ev.Attempt, ev.RetryCount = rec.Attempt, rec.Attempt-1
+		ev.Attempt, ev.RetryCount = rec.Attempt, rec.Retries
 		ev.ErrorType, ev.Error = te.Type, te.Message
 	})
 	if pol := retryFor(st, te.Type); pol != nil && rec.Attempt-1 < pol.maxAttempts {
-		retry := rec.Attempt
-		rec.Phase, rec.Deadline = phaseBackoff, now.Add(pol.delay(retry, e.Jitter()))
+		rec.Retries++
+		rec.Phase, rec.Deadline = phaseBackoff, now.Add(pol.delay(rec.Attempt, e.Jitter()))
 		rec.emit(now, substate.EngineBackingOff, func(ev *substate.EngineEvent) {
-			ev.Attempt, ev.RetryCount, ev.NextRetryAt = rec.Attempt, retry, rec.Deadline
+			ev.Attempt, ev.RetryCount, ev.NextRetryAt = rec.Attempt, rec.Retries, rec.Deadline
 			ev.ErrorType, ev.Error = te.Type, te.Message
 		})
 		return rec
