@@ -53,3 +53,14 @@ func (v *WebhookVerifier) Verify(body []byte, h http.Header) error {
 	}
 	return nil
 }
+
+// SignWebhook returns the webhook-signature header value a Standard
+// Webhooks sender computes for a delivery (what a Restate handler posting
+// to substate does).
+func SignWebhook(secret, id string, at time.Time, body []byte) (string, error) {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return "", substate.WrapError(substate.EINVALID, err, "webhook secret is not whsec_ followed by base64")
+	}
+	return wh.Sign(id, at, body)
+}

@@ -13,6 +13,7 @@ import (
 // CLI is the command tree. Every flag also reads SUBSTATE_<FLAG> from the
 // environment.
 type CLI struct {
+	Demo     DemoCmd     `cmd:"" help:"See substate work: the worker driven by real workflows and provider events until every tenant settles."`
 	Run      RunCmd      `cmd:"" help:"Run the worker: ingress, normalizer, projector and query API."`
 	Tenants  TenantsCmd  `cmd:"" help:"Query the tenant view of a running worker."`
 	Events   EventsCmd   `cmd:"" help:"Read canonical events from the bus."`

@@ -15,12 +15,14 @@ type LogFlags struct {
 }
 
 // Logger returns the logger the flags describe, writing to stderr.
-func (f LogFlags) Logger() *slog.Logger {
+func (f LogFlags) Logger() *slog.Logger { return f.loggerTo(os.Stderr) }
+
+func (f LogFlags) loggerTo(w *os.File) *slog.Logger {
 	if f.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: f.LogLevel}))
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: f.LogLevel}))
 	}
-	return slog.New(tint.NewHandler(os.Stderr, &tint.Options{
-		Level: f.LogLevel, TimeFormat: time.TimeOnly, NoColor: !isTerminal(os.Stderr),
+	return slog.New(tint.NewHandler(w, &tint.Options{
+		Level: f.LogLevel, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w),
 	}))
 }
 

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/engine/demo"
+)
+
+// DemoCmd is "substate demo": the worker on the embedded default, driven by
+// real traffic until every tenant has settled.
+type DemoCmd struct {
+	Tenants     int           `default:"8" help:"Tenants running the order workflow on the built-in engine."`
+	Timeout     time.Duration `default:"3m" help:"Give up when the tenants have not settled by then."`
+	WorkerFlags `embed:""`
+}
+
+// demoRun is one run of the demo.
+type demoRun struct {
+	w      *Worker
+	out    io.Writer
+	mu     sync.Mutex        // serializes output lines
+	expect map[string]string // tenant → the sub-state it should settle in
+	start  time.Time
+}
+
+// Run runs the demo and fails when a tenant settles other than expected.
+func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
+	w := NewWorker(c.WorkerFlags)
+	logs, err := c.logFile(w)
+	if err != nil {
+		return err
+	}
+	defer logs.Close()
+	if err := w.Open(ctx); err != nil {
+		return err
+	}
+	defer w.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	d := &demoRun{w: w, out: m.Stdout, expect: map[string]string{}, start: time.Now()}
+	err = d.run(ctx, c.Tenants, c.Timeout)
+	d.summary(ctx)
+	return err
+}
+
+// logFile sends the worker's logs to <data-dir>/demo.log, so the demo's
+// own lines stay readable.
+func (c *DemoCmd) logFile(w *Worker) (*os.File, error) {
+	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(c.DataDir, "demo.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w.Logger = c.LogFlags.loggerTo(f)
+	return f, nil
+}
+
+func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) error {
+	svc, err := demo.Register(d.w.Bus.Conn)
+	if err != nil {
+		return err
+	}
+	defer svc.Stop()
+	sub, err := d.w.Bus.Conn.Subscribe(substate.SubjectChangesPrefix+">", d.printChange)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	d.printf("substate demo: %d tenants on the built-in engine, 3 on Step Functions and Restate (through HTTP ingress at %s)\n\n", tenants, d.w.HTTP.URL())
+	if err := d.startEngine(ctx, tenants); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for _, s := range providerStories(d.start) {
+		d.expect[s.tenant] = s.want
+		wg.Go(func() { errs <- d.play(ctx, s) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return d.settle(ctx, timeout)
+}
+
+// startEngine starts the order workflow for each engine tenant, taking the
+// demo scenarios in turn.
+func (d *demoRun) startEngine(ctx context.Context, n int) error {
+	ref, err := d.w.Engine.EnsureWorkflow(ctx, engine.Workflow{Name: "order_processing_workflow", Definition: demo.Workflow})
+	if err != nil {
+		return err
+	}
+	run := d.start.UTC().Format("20060102T150405")
+	for i := range n {
+		s := demo.Scenarios[i%len(demo.Scenarios)]
+		tenant := s.TenantID
+		if i >= len(demo.Scenarios) {
+			tenant = fmt.Sprintf("%s-%d", s.TenantID, i/len(demo.Scenarios)+1)
+		}
+		d.expect[tenant] = s.Outcome
+		input := mergeInput(s.Input, tenant)
+		if _, err := d.w.Engine.Start(ctx, engine.StartRequest{Workflow: ref, Name: s.Name + "-" + tenant + "-" + run, TenantID: tenant, Input: input}); err != nil {
+			return err
+		}
+		d.printf("%-22s engine         %s\n", tenant, s.Story)
+	}
+	return nil
+}
+
+// mergeInput adds the tenant id to a scenario's input object.
+func mergeInput(in json.RawMessage, tenant string) json.RawMessage {
+	var m map[string]any
+	_ = json.Unmarshal(in, &m)
+	m["tenantId"] = tenant
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// play posts a provider tenant's events through the ingress, one every
+// 700 ms so the changes can be watched.
+func (d *demoRun) play(ctx context.Context, s providerStory) error {
+	d.printf("%-22s %-14s %s\n", s.tenant, s.provider, s.story)
+	for _, step := range s.steps {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(700 * time.Millisecond):
+		}
+		if err := d.post(ctx, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle waits until every tenant is in a terminal sub-state.
+func (d *demoRun) settle(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		pending := d.pending(ctx)
+		if len(pending) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: tenants not settled after %s: %v", timeout, pending)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// pending returns the tenants whose view is not terminal yet.
+func (d *demoRun) pending(ctx context.Context) []string {
+	var out []string
+	for _, t := range slices.Sorted(maps.Keys(d.expect)) {
+		v, err := d.w.View.Tenant(ctx, t)
+		if err != nil || !v.WorkflowSubState.Terminal() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// printChange prints one change-feed message as a line.
+func (d *demoRun) printChange(m *nats.Msg) {
+	var c substate.Change
+	if json.Unmarshal(m.Data, &c) != nil {
+		return
+	}
+	line := fmt.Sprintf("%6.1fs  %-22s %-11s → %-11s retries=%d", time.Since(d.start).Seconds(), c.TenantID,
+		dash(string(c.Old.WorkflowSubState)), c.New.WorkflowSubState, c.New.WorkflowRetryCount)
+	if e := c.New.WorkflowErrorMessage; e != "" {
+		line += fmt.Sprintf("  error=%q", shorten(e, 70))
+	}
+	d.printf("%s\n", line)
+}
+
+func (d *demoRun) printf(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, format, args...)
+}
