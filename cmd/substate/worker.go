@@ -35,6 +35,7 @@ type WorkerFlags struct {
 	Instance             string   `help:"Name of this projector replica; each replica keeps its own view and durable consumer."`
 	BatchSize            int      `default:"512" help:"Messages per normalizer and projector batch."`
 	MaxDeliveries        int      `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
+	ForwardFlags         `embed:""`
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
@@ -55,6 +56,7 @@ type Worker struct {
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
+	forwarder  *consumers.Forwarder // nil without --eventbridge-bus
 	closers    []func() error
 }
 
@@ -79,7 +81,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
-	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openEngine, w.openHTTP}
+	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openForwarder, w.openEngine, w.openHTTP}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -263,7 +265,11 @@ func (w *Worker) ready() error {
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	return runGroup(ctx, w.normalizer.Run, w.projector.Run, w.watchLag)
+	actors := []func(context.Context) error{w.normalizer.Run, w.projector.Run, w.watchLag}
+	if w.forwarder != nil {
+		actors = append(actors, w.forwarder.Run)
+	}
+	return runGroup(ctx, actors...)
 }
 
 // watchLag updates the consumer lag gauges every few seconds.
