@@ -103,7 +103,6 @@ func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) erro
 		p.next = last + 1
 	}
 	p.observe(res)
-	logChanges(p.logger(), res.Changes)
 	if p.Changes != nil && len(res.Changes) > 0 {
 		if err := p.Changes.PublishChanges(ctx, res.Changes); err != nil {
 			p.logger().Warn("change feed publish failed", "changes", len(res.Changes), "err", err)
@@ -162,21 +161,4 @@ func (p *Projector) deadLetter(ctx context.Context, m jetstream.Msg, err error) 
 
 func (p *Projector) logger() *slog.Logger {
 	return cmp.Or(p.Logger, slog.New(slog.DiscardHandler))
-}
-
-// logChanges logs each change as the design says: a sub-state change at
-// info, a retry count increase at warn, an error set or changed at error.
-func logChanges(log *slog.Logger, changes []substate.Change) {
-	for i := range changes {
-		o, n := &changes[i].Old, &changes[i].New
-		if o.WorkflowSubState != n.WorkflowSubState {
-			log.Info("sub-state changed", "tenant", n.TenantID, "old", string(o.WorkflowSubState), "new", string(n.WorkflowSubState), "execution", n.WorkflowExecutionID)
-		}
-		if n.WorkflowRetryCount > o.WorkflowRetryCount {
-			log.Warn("retry count increased", "tenant", n.TenantID, "count", n.WorkflowRetryCount, "error", n.WorkflowErrorMessage)
-		}
-		if n.WorkflowErrorMessage != "" && n.WorkflowErrorMessage != o.WorkflowErrorMessage {
-			log.Error("workflow error", "tenant", n.TenantID, "execution", n.WorkflowExecutionID, "error", n.WorkflowErrorMessage)
-		}
-	}
 }

@@ -135,6 +135,7 @@ func (w *Worker) topology() bus.Topology {
 
 func (w *Worker) openView(context.Context) error {
 	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, viewFile(w.Flags.Instance)))
+	w.View.Logger = w.Logger.With("component", "projector") // logs each committed change
 	if err := w.View.Open(); err != nil {
 		return fmt.Errorf("open view: %w", err)
 	}
