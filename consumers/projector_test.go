@@ -1,0 +1,224 @@
+package consumers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/state"
+)
+
+// openView opens a bbolt view in a temporary directory and checks the file
+// is consistent when the test ends.
+func openView(tb testing.TB) *state.DB {
+	tb.Helper()
+	db := state.NewDB(filepath.Join(tb.TempDir(), "view.db"))
+	if err := db.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// runProjector runs a projector on b into view until the test ends.
+func runProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.ConsumerConfig) {
+	tb.Helper()
+	ctx := context.Background()
+	cp, err := view.Checkpoint(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, cfg, cp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := b.JetStream.Stream(ctx, substate.StreamEvents)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, Changes: &publishers.Changes{Conn: b.Conn},
+		DeadLetters: publishers.NewJetStream(b.JetStream), Linger: time.Millisecond}
+	runInBackground(tb, p.Run)
+}
+
+func projectorConfig() jetstream.ConsumerConfig {
+	return bus.ConsumerConfig(bus.ProjectorConsumer(""), 30*time.Second, 1)
+}
+
+// sfn builds a Step Functions canonical event of an execution.
+func sfn(tenant, exec string, s substate.SubState, redrive, rank int, started time.Time, errMsg string) substate.Event {
+	d := substate.EventData{TenantID: tenant, Provider: substate.ProviderStepFunctions, ExecutionID: exec, Workflow: "provision",
+		SubState: s, ProviderState: string(s), ErrorMessage: errMsg, ExecutionStartedAt: started,
+		OccurredAt: started.Add(time.Duration(redrive*10+rank) * time.Second), Revision: substate.StepFunctionsRevision(redrive, rank, 0)}
+	d.Normalize()
+	return substate.NewEvent(fmt.Sprintf("%s/%s/%d/%d", exec, s, redrive, rank), d)
+}
+
+// changeCounter counts change-feed messages per tenant.
+type changeCounter struct {
+	mu      sync.Mutex
+	changes []substate.Change
+}
+
+func countChanges(tb testing.TB, nc *nats.Conn) *changeCounter {
+	tb.Helper()
+	cc := &changeCounter{}
+	sub, err := nc.Subscribe(substate.SubjectChangesPrefix+">", func(m *nats.Msg) {
+		var c substate.Change
+		if err := json.Unmarshal(m.Data, &c); err != nil {
+			tb.Errorf("change feed message: %v", err)
+		}
+		cc.mu.Lock()
+		cc.changes = append(cc.changes, c)
+		cc.mu.Unlock()
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sub.Unsubscribe() })
+	return cc
+}
+
+func (cc *changeCounter) len() int {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return len(cc.changes)
+}
+
+// TestProjectorScrambledHistory posts RUNNING, FAILED and a redriven
+// RUNNING → SUCCEEDED for a few tenants in scrambled order with duplicates:
+// the view ends as in order and the change feed carries one message per
+// real change.
+func TestProjectorScrambledHistory(t *testing.T) {
+	b := newBus(t)
+	view := openView(t)
+	changes := countChanges(t, b.Conn)
+	runProjector(t, b, view, projectorConfig())
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	redriven := []substate.Event{ // tenant a: fails, is redriven, succeeds
+		sfn("a", "exec-a", substate.StateRunning, 0, 1, t0, ""),
+		sfn("a", "exec-a", substate.StateFailed, 0, 2, t0, "quota exceeded"),
+		sfn("a", "exec-a", substate.StateRunning, 1, 1, t0, ""),
+		sfn("a", "exec-a", substate.StateSucceeded, 1, 2, t0, ""),
+	}
+	failed := []substate.Event{ // tenant b: fails
+		sfn("b", "exec-b", substate.StateRunning, 0, 1, t0, ""),
+		sfn("b", "exec-b", substate.StateFailed, 0, 2, t0, "card declined"),
+	}
+	running := []substate.Event{sfn("c", "exec-c", substate.StateRunning, 0, 1, t0, "")}
+	scrambled := []substate.Event{redriven[3], failed[1], redriven[0], running[0], failed[0], redriven[1], redriven[3], failed[1], redriven[2]}
+	if err := publishers.NewJetStream(b.JetStream).PublishEvents(context.Background(), scrambled); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the projector to catch up", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+
+	ctx := context.Background()
+	for tenant, want := range map[string]substate.SubState{"a": substate.StateSucceeded, "b": substate.StateFailed, "c": substate.StateRunning} {
+		v, err := view.Tenant(ctx, tenant)
+		if err != nil || v.WorkflowSubState != want {
+			t.Errorf("tenant %s: %s (%v), want %s", tenant, v.WorkflowSubState, err, want)
+		}
+	}
+	page, err := view.Tenants(ctx, substate.TenantFilter{HasError: true})
+	if err != nil || len(page.Tenants) != 1 || page.Tenants[0].TenantID != "b" || page.Tenants[0].WorkflowErrorMessage != "card declined" {
+		t.Errorf("tenants with an error: %+v %v, want b", page.Tenants, err)
+	}
+	stats := view.Stats()
+	waitFor(t, "the change feed", func() bool { return changes.len() >= int(stats.Applied) })
+	time.Sleep(50 * time.Millisecond) // nothing more may arrive
+	if got := changes.len(); got != int(stats.Applied) || got == 0 {
+		t.Fatalf("change feed carried %d messages for %d real changes", got, stats.Applied)
+	}
+	for _, c := range changes.changes {
+		if c.Old == c.New {
+			t.Errorf("change feed message without a change: %+v", c)
+		}
+	}
+}
+
+// TestProjectorUnchangedEventsWriteNothing republishes events that change
+// nothing under new ids: no write transaction, no change message.
+func TestProjectorUnchangedEventsWriteNothing(t *testing.T) {
+	b := newBus(t)
+	view := openView(t)
+	changes := countChanges(t, b.Conn)
+	runProjector(t, b, view, projectorConfig())
+	pub := publishers.NewJetStream(b.JetStream)
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	first := sfn("a", "exec-a", substate.StateFailed, 0, 2, t0, "boom")
+	if err := pub.PublishEvents(context.Background(), []substate.Event{first}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first event", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	commits := view.Stats().Commits
+	var again []substate.Event
+	for i := range 200 {
+		e := first
+		e.ID = fmt.Sprintf("again-%d", i)
+		again = append(again, e)
+	}
+	if err := pub.PublishEvents(context.Background(), again); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the repeats", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	if got := view.Stats().Commits; got != commits {
+		t.Fatalf("%d write transactions for 200 unchanged events, want 0", got-commits)
+	}
+	if changes.len() != 1 {
+		t.Fatalf("change feed carried %d messages, want 1", changes.len())
+	}
+}
+
+// TestProjectorReadsGaps starts the projector's consumer past events the
+// view has not seen (as when their delivery is still pending): the
+// projector reads them from the stream first.
+func TestProjectorReadsGaps(t *testing.T) {
+	b := newBus(t)
+	view := openView(t)
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	events := []substate.Event{
+		sfn("a", "exec-a", substate.StateRunning, 0, 1, t0, ""),
+		sfn("b", "exec-b", substate.StateFailed, 0, 2, t0, "boom"),
+		sfn("c", "exec-c", substate.StateRunning, 0, 1, t0, ""),
+	}
+	if err := publishers.NewJetStream(b.JetStream).PublishEvents(context.Background(), events); err != nil {
+		t.Fatal(err)
+	}
+	cfg := projectorConfig()
+	cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, 3
+	runProjector(t, b, view, cfg)
+	waitFor(t, "the projector", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	for _, tenant := range []string{"a", "b", "c"} {
+		if _, err := view.Tenant(context.Background(), tenant); err != nil {
+			t.Errorf("tenant %s: %v", tenant, err)
+		}
+	}
+	if cp, _ := view.Checkpoint(context.Background()); cp != 3 {
+		t.Errorf("checkpoint %d, want 3", cp)
+	}
+}
+
+func TestProjectorDeadLettersBadEvents(t *testing.T) {
+	b := newBus(t)
+	view := openView(t)
+	runProjector(t, b, view, projectorConfig())
+	if _, err := b.JetStream.Publish(context.Background(), substate.EventsSubject("x"), []byte(`{"specversion":"1.0","type":"other"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the dead letter", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
+	waitFor(t, "the ack", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	if m := streamMsgs(t, b.JetStream, substate.StreamDLQ)[0]; m.Header.Get(substate.HeaderDLQStage) != substate.StageProject {
+		t.Fatalf("stage %q", m.Header.Get(substate.HeaderDLQStage))
+	}
+}
