@@ -27,14 +27,15 @@ import (
 
 // WorkerFlags configure the worker; run, demo and bench share them.
 type WorkerFlags struct {
-	DataDir              string   `default:"./data" help:"Where the view (view.db) and the embedded NATS store (nats/) live."`
-	HTTPAddr             string   `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
-	IngestAPIKey         string   `help:"X-Api-Key that EventBridge deliveries must carry."`
-	RestateWebhookSecret string   `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`
-	TenantRule           []string `sep:"none" help:"Tenant resolution rule, repeatable, tried in order: input:<JSONPath on the execution input>, name:<regexp with a (?P<tenant>…) group on the execution name>, restate:key, engine:tenant. Default: input:$.tenantId, restate:key, engine:tenant." placeholder:"RULE"`
-	Instance             string   `help:"Name of this projector replica; each replica keeps its own view and durable consumer."`
-	BatchSize            int      `default:"512" help:"Messages per normalizer and projector batch."`
-	MaxDeliveries        int      `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
+	DataDir              string        `default:"./data" help:"Where the view (view.db) and the embedded NATS store (nats/) live."`
+	HTTPAddr             string        `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
+	IngestAPIKey         string        `help:"X-Api-Key that EventBridge deliveries must carry."`
+	RestateWebhookSecret string        `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`
+	TenantRule           []string      `sep:"none" help:"Tenant resolution rule, repeatable, tried in order: input:<JSONPath on the execution input>, name:<regexp with a (?P<tenant>…) group on the execution name>, restate:key, engine:tenant. Default: input:$.tenantId, restate:key, engine:tenant." placeholder:"RULE"`
+	Instance             string        `help:"Name of this projector replica; each replica keeps its own view and durable consumer."`
+	BatchSize            int           `default:"512" help:"Messages per normalizer and projector batch."`
+	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
+	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
 	ForwardFlags         `embed:""`
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
@@ -165,7 +166,7 @@ func (w *Worker) openMapper(context.Context) error {
 }
 
 func (w *Worker) openNormalizer(ctx context.Context) error {
-	cfg := bus.ConsumerConfig(bus.ConsumerNormalizer, 30*time.Second, w.Flags.NATSReplicas)
+	cfg := bus.ConsumerConfig(bus.ConsumerNormalizer, w.Flags.AckWait, w.Flags.NATSReplicas)
 	c, err := bus.EnsureConsumer(ctx, w.Bus.JetStream, substate.StreamRaw, cfg)
 	if err != nil {
 		return err
@@ -185,7 +186,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		return err
 	}
 	name := bus.ProjectorConsumer(w.Flags.Instance)
-	cfg := bus.ConsumerConfig(name, 30*time.Second, w.Flags.NATSReplicas)
+	cfg := bus.ConsumerConfig(name, w.Flags.AckWait, w.Flags.NATSReplicas)
 	c, err := bus.ConsumerFrom(ctx, w.Bus.JetStream, substate.StreamEvents, cfg, cp)
 	if err != nil {
 		return err
