@@ -1,0 +1,132 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/state"
+)
+
+// newServer serves a real view holding three tenants.
+func newServer(tb testing.TB, ready func() error) string {
+	tb.Helper()
+	db := state.NewDB(filepath.Join(tb.TempDir(), "view.db"))
+	if err := db.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	var batch []substate.Sequenced
+	for i, s := range []substate.SubState{substate.StateRunning, substate.StateError, substate.StateFailed} {
+		d := substate.EventData{TenantID: fmt.Sprintf("t%d", i), Provider: substate.ProviderEngine, ExecutionID: "x",
+			SubState: s, RetryCount: i, RetryCountKnown: true, Revision: 1, OccurredAt: time.Unix(100, 0)}
+		if s != substate.StateRunning {
+			d.ErrorMessage = "boom"
+		}
+		d.Normalize()
+		batch = append(batch, substate.Sequenced{Seq: uint64(i + 1), Event: d})
+	}
+	if _, err := db.Apply(context.Background(), batch); err != nil {
+		tb.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Views: db, Ready: ready, Extra: map[string]http.Handler{"GET /panic": mux}}
+	if err := s.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s.URL()
+}
+
+func get(tb testing.TB, url string, v any) (int, string) {
+	tb.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		tb.Errorf("%s: Content-Type %q", url, ct)
+	}
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	raw := json.RawMessage{}
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		tb.Fatalf("%s: body is not JSON: %v", url, err)
+	}
+	_ = json.Unmarshal(raw, &body)
+	if v != nil {
+		_ = json.Unmarshal(raw, v)
+	}
+	return resp.StatusCode, body.Error.Code
+}
+
+func TestTenantRoutes(t *testing.T) {
+	url := newServer(t, nil)
+	var one substate.TenantView
+	if code, _ := get(t, url+"/v1/tenants/t1", &one); code != 200 || one.WorkflowSubState != substate.StateError || one.WorkflowErrorMessage != "boom" {
+		t.Fatalf("get t1: %d %+v", code, one)
+	}
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"t0", "t1", "t2"}},
+		{"?subState=error", []string{"t1"}},
+		{"?hasError=true", []string{"t1", "t2"}},
+		{"?minRetryCount=1&sort=retryCount:desc", []string{"t2", "t1"}},
+	} {
+		var page substate.TenantPage
+		code, _ := get(t, url+"/v1/tenants"+tc.query, &page)
+		var got []string
+		for _, v := range page.Tenants {
+			got = append(got, v.TenantID)
+		}
+		if code != 200 || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("list %q: %d %v, want %v", tc.query, code, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		path   string
+		status int
+		code   string
+	}{
+		{"/v1/tenants/nobody", 404, substate.ENOTFOUND},
+		{"/v1/tenants?subState=sleeping", 400, substate.EINVALID},
+		{"/v1/tenants?hasError=maybe", 400, substate.EINVALID},
+		{"/v1/tenants?minRetryCount=-1", 400, substate.EINVALID},
+		{"/v1/tenants?limit=x", 400, substate.EINVALID},
+		{"/v1/tenants?sort=name", 400, substate.EINVALID},
+		{"/v1/tenants?pageToken=not-a-token", 400, substate.EINVALID},
+		{"/nowhere", 404, substate.ENOTFOUND},
+		{"/panic", 500, substate.EINTERNAL},
+	} {
+		if status, code := get(t, url+tc.path, nil); status != tc.status || code != tc.code {
+			t.Errorf("%s: %d %q, want %d %q", tc.path, status, code, tc.status, tc.code)
+		}
+	}
+}
+
+func TestHealth(t *testing.T) {
+	var notReady error
+	url := newServer(t, func() error { return notReady })
+	if code, _ := get(t, url+"/healthz", nil); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+	if code, _ := get(t, url+"/readyz", nil); code != 200 {
+		t.Errorf("readyz when ready: %d", code)
+	}
+	notReady = errors.New("nats is not connected")
+	if code, errCode := get(t, url+"/readyz", nil); code != 503 || errCode != substate.EUNAVAILABLE {
+		t.Errorf("readyz when not ready: %d %q", code, errCode)
+	}
+}
