@@ -97,7 +97,7 @@ func auditRow(tr *substate.Transition) []string {
 		strconv.FormatUint(tr.Seq, 10), occurred, dash(string(tr.Provider)), dash(shorten(tr.ExecutionID, 40)),
 		change(string(tr.Old.SubState), string(tr.New.SubState)),
 		change(strconv.Itoa(tr.Old.RetryCount), strconv.Itoa(tr.New.RetryCount)),
-		dash(shorten(tr.New.ErrorMessage, 50)), effect(tr),
+		dash(clip(tr.New.ErrorMessage, 50)), effect(tr),
 	}
 }
 
@@ -113,8 +113,11 @@ func change(old, new string) string {
 func effect(tr *substate.Transition) string {
 	switch tr.Outcome {
 	case substate.OutcomeChanged:
-		if tr.Old.SubState == "" {
+		switch {
+		case tr.Old.SubState == "":
 			return "changed: first event"
+		case tr.Old.ExecutionID != "" && tr.New.ExecutionID != tr.Old.ExecutionID:
+			return "changed: newer execution"
 		}
 		return "changed"
 	case substate.OutcomeUnchanged:
@@ -122,7 +125,7 @@ func effect(tr *substate.Transition) string {
 	case substate.OutcomeStale:
 		return "stale: older than the view"
 	case substate.OutcomeInvalid:
-		return "invalid: " + shorten(tr.Reason, 60)
+		return "invalid: " + clip(tr.Reason, 60)
 	}
 	return tr.Outcome
 }
@@ -198,4 +201,13 @@ func (t *table) write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// clip keeps the first n characters of a message, on one line.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
