@@ -103,3 +103,5 @@ func publishMsg(tb testing.TB, b *bus.Bus, subject, data string) {
 		tb.Fatal(err)
 	}
 }
+
+func newTestReader(b *bus.Bus) *replay.Reader { return &replay.Reader{JS: b.JetStream} }
