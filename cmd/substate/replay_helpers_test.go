@@ -66,7 +66,7 @@ func publishStory(tb testing.TB, b *bus.Bus, tenant string, steps []engineStep) 
 		body, _ := json.Marshal(ev)
 		// A unique raw id per step: a repeated step is a redelivery after
 		// the duplicate window, stored twice.
-		raw := substate.RawEvent{Kind: substate.RawEngine, ID: ev.ID + "#" + string(rune('a'+i)), Body: body}
+		raw := substate.RawEvent{Kind: substate.RawEngine, ID: tenant + ":" + ev.ID + "#" + string(rune('a'+i)), Body: body}
 		if err := pub.PublishRaw(context.Background(), raw); err != nil {
 			tb.Fatal(err)
 		}
