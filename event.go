@@ -80,6 +80,10 @@ type Event struct {
 	Time            time.Time `json:"time"`
 	DataContentType string    `json:"datacontenttype"`
 	Data            EventData `json:"data"`
+
+	// Raw names the raw message the event was mapped from. It travels in
+	// the HeaderRawSeq and HeaderRawID message headers, not in the JSON.
+	Raw RawRef `json:"-"`
 }
 
 // NewEvent wraps data in a CloudEvent with the given id. The source names the

@@ -102,7 +102,9 @@ func (b *Bus) connect(addr string, c Config) error {
 	if err != nil {
 		return fmt.Errorf("connect to nats %s: %w", redact(addr), err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	// An asynchronous publish whose ack never comes (the stream lost its
+	// leader mid-publish) fails after the timeout instead of waiting forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(10*time.Second))
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("jetstream: %w", err)

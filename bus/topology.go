@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -98,14 +99,28 @@ func nonZero(d time.Duration) time.Duration {
 	return d
 }
 
-// EnsureStreams creates or updates the three streams.
+// EnsureStreams creates the three streams, or updates those whose
+// configuration differs. A stream already as configured is left alone, so
+// a worker starts even while a cluster cannot place a change (a node down).
 func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
 	for _, cfg := range t.StreamConfigs() {
+		if s, err := js.Stream(ctx, cfg.Name); err == nil && sameStream(s.CachedInfo().Config, cfg) {
+			continue
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 		}
 	}
 	return nil
+}
+
+// sameStream reports whether an existing stream has the settings substate
+// declares.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return slices.Equal(have.Subjects, want.Subjects) && have.MaxAge == want.MaxAge &&
+		have.MaxBytes == want.MaxBytes && have.Duplicates == want.Duplicates &&
+		have.Replicas == want.Replicas && have.Description == want.Description &&
+		have.Retention == want.Retention && have.Discard == want.Discard && have.Storage == want.Storage
 }
 
 // ConsumerConfig returns a durable pull consumer configuration with explicit
@@ -124,13 +139,24 @@ func ConsumerConfig(name string, ackWait time.Duration, replicas int) jetstream.
 	}
 }
 
-// EnsureConsumer creates or updates a durable consumer on stream.
+// EnsureConsumer creates a durable consumer on stream, or updates it when
+// its settings differ; one already as configured is left alone.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	if c, err := js.Consumer(ctx, stream, cfg.Durable); err == nil && sameConsumer(c.CachedInfo().Config, cfg) {
+		return c, nil
+	}
 	c, err := js.CreateOrUpdateConsumer(ctx, stream, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("ensure consumer %s on %s: %w", cfg.Durable, stream, err)
 	}
 	return c, nil
+}
+
+// sameConsumer reports whether an existing consumer has the settings
+// substate declares (its start position cannot change and is not compared).
+func sameConsumer(have, want jetstream.ConsumerConfig) bool {
+	return have.AckPolicy == want.AckPolicy && have.AckWait == want.AckWait && have.MaxDeliver == want.MaxDeliver &&
+		have.MaxAckPending == want.MaxAckPending && have.Replicas == want.Replicas
 }
 
 // ConsumerFrom returns the durable consumer positioned to deliver stream

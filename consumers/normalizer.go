@@ -81,12 +81,17 @@ func (n *Normalizer) normalize(msg jetstream.Msg) ([]substate.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	ref := substate.RawRef{ID: raw.ID}
+	if meta, err := msg.Metadata(); err == nil {
+		ref.Seq = meta.Sequence.Stream
+	}
 	events := make([]substate.Event, len(data))
 	for i := range data {
 		if err := data[i].Validate(); err != nil {
 			return nil, err
 		}
 		events[i] = substate.NewEvent(n.EventID(raw, i), data[i])
+		events[i].Raw = ref // the audit trail back to the provider's payload
 	}
 	return events, nil
 }

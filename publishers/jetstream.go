@@ -89,6 +89,12 @@ func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, err
 	m.Data = body
 	m.Header.Set(substate.HeaderMsgID, e.ID)
 	m.Header.Set(substate.HeaderContentType, substate.CloudEventsMediaType)
+	if e.Raw.Seq > 0 {
+		m.Header.Set(substate.HeaderRawSeq, strconv.FormatUint(e.Raw.Seq, 10))
+	}
+	if e.Raw.ID != "" {
+		m.Header.Set(substate.HeaderRawID, e.Raw.ID)
+	}
 	f, err := p.JS.PublishMsgAsync(m)
 	if err != nil {
 		return nil, unavailable(err, "publish event")

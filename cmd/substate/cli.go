@@ -14,10 +14,15 @@ import (
 // environment.
 type CLI struct {
 	Demo     DemoCmd     `cmd:"" help:"See substate work: the worker driven by real workflows and provider events until every tenant settles."`
-	Run      RunCmd      `cmd:"" help:"Run the worker: ingress, normalizer, projector and query API."`
+	Run      RunCmd      `cmd:"" help:"Run the worker: ingress, normalizer, projector, engine and query API."`
 	Tenants  TenantsCmd  `cmd:"" help:"Query the tenant view of a running worker."`
 	Events   EventsCmd   `cmd:"" help:"Read canonical events from the bus."`
 	Workflow WorkflowCmd `cmd:"" help:"Validate workflow definitions and start executions."`
+
+	Audit       AuditCmd       `cmd:"" help:"Tell one tenant's history from the retained streams: each event and what it did to the view."`
+	Rebuild     RebuildCmd     `cmd:"" help:"Fold SUBSTATE_EVENTS into a fresh view file, as of now or of a past time."`
+	Verify      VerifyCmd      `cmd:"" help:"Check that a running worker's view equals a replay of SUBSTATE_EVENTS."`
+	Renormalize RenormalizeCmd `cmd:"" help:"Map SUBSTATE_RAW again with the current mapping into SUBSTATE_EVENTS, idempotently."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.

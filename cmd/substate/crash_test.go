@@ -25,15 +25,17 @@ import (
 // process is "substate run" in a child process (this test binary
 // re-executed, see TestMain), so it can be killed with a real signal.
 type process struct {
-	cmd            *exec.Cmd
-	httpURL, nats  string
-	dataDir, httpA string
+	cmd           *exec.Cmd
+	httpURL, nats string
 }
 
-func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string) *process {
+func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...string) *process {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--data-dir", dataDir,
-		"--http-addr", httpAddr, "--nats-listen", natsAddr, "--batch-size", "64", "--ack-wait", "2s")
+	args := []string{"-test.run=^$", "--", "run", "--data-dir", dataDir, "--http-addr", httpAddr, "--batch-size", "64", "--ack-wait", "2s"}
+	if natsAddr != "" {
+		args = append(args, "--nats-listen", natsAddr)
+	}
+	cmd := exec.Command(os.Args[0], append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
 	logs := &syncBuffer{}
 	cmd.Stderr = logs
@@ -45,9 +47,11 @@ func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string) *process {
 			tb.Logf("worker log:\n%s", logs.String())
 		}
 	})
-	p := &process{cmd: cmd, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr, dataDir: dataDir}
+	p := &process{cmd: cmd, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr}
 	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	eventually(tb, func() string {
+	// A worker on a cluster that is still electing leaders retries its
+	// start-up for up to 30 s.
+	eventuallyWithin(tb, 45*time.Second, func() string {
 		resp, err := http.Get(p.httpURL + "/readyz")
 		if err != nil {
 			return "worker not ready: " + err.Error()
@@ -70,8 +74,17 @@ func (p *process) kill(tb testing.TB) {
 func (p *process) terminate(tb testing.TB) {
 	tb.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.cmd.Wait(); err != nil {
-		tb.Fatalf("worker did not exit cleanly on SIGTERM: %v", err)
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			tb.Fatalf("worker did not exit cleanly on SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to the log
+		<-exited
+		tb.Fatal("worker did not exit within 30 s of SIGTERM")
 	}
 }
 
@@ -93,11 +106,13 @@ func restateRow(tenant string, step int) []byte {
 	return b
 }
 
+var ingestClient = &http.Client{Timeout: 10 * time.Second}
+
 // deliver posts a row until the worker acknowledges it, as Restate would.
 func deliver(url string, tenant string, step int) error {
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/ingest/restate", bytes.NewReader(restateRow(tenant, step)))
 	req.Header.Set("webhook-id", fmt.Sprintf("%s-%d", tenant, step))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := ingestClient.Do(req)
 	if err != nil {
 		return err
 	}
@@ -218,8 +233,8 @@ func readView(tb testing.TB, path string) map[string]substate.TenantView {
 	}
 }
 
-// referenceFold applies the retained event stream in order, one event at a
-// time, to a fresh view.
+// referenceFold applies the retained event stream of a stopped worker's
+// embedded server in order, one event at a time, to a fresh view.
 func referenceFold(tb testing.TB, dataDir string) map[string]substate.TenantView {
 	tb.Helper()
 	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dataDir, "nats")})
@@ -227,33 +242,61 @@ func referenceFold(tb testing.TB, dataDir string) map[string]substate.TenantView
 		tb.Fatal(err)
 	}
 	defer b.Close()
-	ctx := context.Background()
-	s, err := b.JetStream.Stream(ctx, substate.StreamEvents)
+	return foldStream(tb, b)
+}
+
+// referenceFoldURL folds the event stream of the NATS at url.
+func referenceFoldURL(tb testing.TB, url string) map[string]substate.TenantView {
+	tb.Helper()
+	b, err := bus.Open(bus.Config{URL: url})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	defer b.Close()
+	return foldStream(tb, b)
+}
+
+func foldStream(tb testing.TB, b *bus.Bus) map[string]substate.TenantView {
+	tb.Helper()
 	ref := state.NewDB(filepath.Join(tb.TempDir(), "ref.db"))
 	if err := ref.Open(); err != nil {
 		tb.Fatal(err)
 	}
-	for seq := uint64(1); ; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		} else if err != nil {
-			tb.Fatal(err)
-		}
+	for _, m := range allMsgs(tb, b, substate.StreamEvents) {
 		e, err := substate.UnmarshalEvent(m.Data)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if _, err := ref.Apply(ctx, []substate.Sequenced{{Seq: seq, Event: e.Data}}); err != nil {
+		if _, err := ref.Apply(context.Background(), []substate.Sequenced{{Seq: m.Sequence, Event: e.Data}}); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	path := ref.Path
 	ref.Close()
 	return readView(tb, path)
+}
+
+// allMsgs returns every message of a stream in order.
+func allMsgs(tb testing.TB, b *bus.Bus, stream string) []*jetstream.RawStreamMsg {
+	tb.Helper()
+	ctx := context.Background()
+	s, err := b.JetStream.Stream(ctx, stream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := uint64(1); ; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			if info, ierr := s.Info(ctx); ierr == nil && seq <= info.State.LastSeq {
+				continue
+			}
+			return out
+		} else if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, m)
+	}
 }
 
 // checkBolt runs bbolt's consistency check on a file.

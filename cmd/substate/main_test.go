@@ -18,6 +18,10 @@ import (
 // with a real signal) by re-executing the test binary with
 // SUBSTATE_TEST_MAIN=1 and the command's arguments after "--".
 func TestMain(m *testing.M) {
+	if os.Getenv("SUBSTATE_TEST_NATS") == "1" {
+		runNATSNode()
+		return
+	}
 	if os.Getenv("SUBSTATE_TEST_MAIN") == "1" {
 		for i, a := range os.Args {
 			if a == "--" {
@@ -130,7 +134,13 @@ func postBytes(tb testing.TB, url string, body []byte, header map[string]string)
 // eventually runs fn until it returns "" or ten seconds pass.
 func eventually(tb testing.TB, fn func() string) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	eventuallyWithin(tb, 10*time.Second, fn)
+}
+
+// eventuallyWithin runs fn until it returns "" or limit passes.
+func eventuallyWithin(tb testing.TB, limit time.Duration, fn func() string) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		msg := fn()
 		if msg == "" {

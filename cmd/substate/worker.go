@@ -82,7 +82,8 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
-	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openForwarder, w.openEngine, w.openHTTP}
+	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper,
+		w.retrying(w.openNormalizer), w.retrying(w.openProjector), w.retrying(w.openForwarder), w.openEngine, w.openHTTP}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -118,9 +119,32 @@ func (w *Worker) openBus(context.Context) error {
 	if b.Embedded() {
 		w.Logger.Info("embedded nats server running", "url", b.ClientURL(), "store", filepath.Join(f.DataDir, "nats"))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return w.topology().EnsureStreams(ctx, b.JetStream)
+	return retry(30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return w.topology().EnsureStreams(ctx, b.JetStream)
+	}, w.Logger)
+}
+
+// retrying wraps a start-up step that declares consumers with retry.
+func (w *Worker) retrying(step func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return retry(30*time.Second, func() error { return step(ctx) }, w.Logger)
+	}
+}
+
+// retry calls fn until it succeeds or limit passes: at start-up a NATS
+// cluster may still be electing leaders or placing streams.
+func retry(limit time.Duration, fn func() error, log *slog.Logger) error {
+	deadline := time.Now().Add(limit)
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
+		err := fn()
+		if err == nil || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		log.Warn("nats not ready, retrying", "err", err, "in", wait)
+		time.Sleep(wait)
+	}
 }
 
 func (w *Worker) topology() bus.Topology {
@@ -233,6 +257,7 @@ func (w *Worker) openHTTP(context.Context) error {
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: in.Handler(), Views: w.View, Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
+		Extra: w.replayRoutes(),
 	}
 	if err := w.HTTP.Open(); err != nil {
 		return fmt.Errorf("http listen: %w", err)

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+)
+
+// AuditCmd is "substate audit".
+type AuditCmd struct {
+	Tenant string `required:"" help:"Tenant whose history to tell."`
+	Since  string `help:"Only events recorded from this time on (RFC 3339, a date, or a duration before now such as 24h)."`
+	Until  string `help:"Only events recorded up to this time (same forms as --since)."`
+	Raw    bool   `help:"Show the provider's own payload (from SUBSTATE_RAW, compact JSON) under each event."`
+	JSON   bool   `name:"json" help:"Print one JSON object per transition (JSON lines)."`
+
+	ClientFlags `embed:""`
+}
+
+// Run prints the tenant's transitions.
+func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
+	q, err := c.query(time.Now())
+	if err != nil {
+		return err
+	}
+	nc, js, err := c.Connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	page, err := newHistory(js).History(ctx, q)
+	if err != nil {
+		return err
+	}
+	if len(page.Transitions) == 0 {
+		return substate.Errorf(substate.ENOTFOUND, "no events of tenant %q in %s in that range", c.Tenant, substate.StreamEvents)
+	}
+	if c.JSON {
+		return writeJSONLines(m.Stdout, page.Transitions)
+	}
+	return printAudit(m.Stdout, page, c.Raw)
+}
+
+func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {
+	q := substate.HistoryQuery{TenantID: c.Tenant, Raw: c.Raw}
+	var err error
+	if q.Since, err = httpapi.ParseWhen("--since", c.Since, now); err != nil {
+		return q, err
+	}
+	q.Until, err = httpapi.ParseWhen("--until", c.Until, now)
+	return q, err
+}
+
+func writeJSONLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	for i := range items {
+		if err := enc.Encode(items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printAudit prints the transitions as a table, each with its raw
+// evidence on the line below when raw is set, then a summary.
+func printAudit(w io.Writer, page substate.HistoryPage, raw bool) error {
+	t := table{header: []string{"SEQ", "OCCURRED", "PROVIDER", "EXECUTION", "SUB-STATE", "RETRIES", "ERROR", "EFFECT"}}
+	for i := range page.Transitions {
+		tr := &page.Transitions[i]
+		t.rows = append(t.rows, auditRow(tr))
+		extra := ""
+		if raw && tr.Raw != nil {
+			extra = "    " + evidenceLine(tr.Raw)
+		}
+		t.extra = append(t.extra, extra)
+	}
+	if err := t.write(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, auditSummary(page))
+	return err
+}
+
+func auditRow(tr *substate.Transition) []string {
+	occurred := "-"
+	if !tr.OccurredAt.IsZero() {
+		occurred = tr.OccurredAt.Format("2006-01-02T15:04:05.000Z")
+	}
+	return []string{
+		strconv.FormatUint(tr.Seq, 10), occurred, dash(string(tr.Provider)), dash(shorten(tr.ExecutionID, 40)),
+		change(string(tr.Old.SubState), string(tr.New.SubState)),
+		change(strconv.Itoa(tr.Old.RetryCount), strconv.Itoa(tr.New.RetryCount)),
+		dash(clip(tr.New.ErrorMessage, 50)), effect(tr),
+	}
+}
+
+// change is "old → new", or the value alone when it did not change.
+func change(old, new string) string {
+	if old == new {
+		return dash(new)
+	}
+	return dash(old) + " → " + dash(new)
+}
+
+// effect says what the event did to the view, in words.
+func effect(tr *substate.Transition) string {
+	switch tr.Outcome {
+	case substate.OutcomeChanged:
+		switch {
+		case tr.Old.SubState == "":
+			return "changed: first event"
+		case tr.Old.ExecutionID != "" && tr.New.ExecutionID != tr.Old.ExecutionID:
+			return "changed: newer execution"
+		}
+		return "changed"
+	case substate.OutcomeUnchanged:
+		return "unchanged: nothing to write"
+	case substate.OutcomeStale:
+		return "stale: older than the view"
+	case substate.OutcomeInvalid:
+		return "invalid: " + clip(tr.Reason, 60)
+	}
+	return tr.Outcome
+}
+
+func evidenceLine(e *substate.Evidence) string {
+	head := "raw"
+	if e.Seq > 0 {
+		head += fmt.Sprintf(" #%d", e.Seq)
+	}
+	if e.Kind != "" {
+		head += " " + string(e.Kind)
+	}
+	if e.ID != "" {
+		head += " id=" + e.ID
+	}
+	if e.Missing != "" {
+		return head + ": (" + e.Missing + ")"
+	}
+	return head + ": " + string(e.Body)
+}
+
+// auditSummary is the story in one line: how many events did what, and
+// where the tenant ended.
+func auditSummary(page substate.HistoryPage) string {
+	n := map[string]int{}
+	for _, tr := range page.Transitions {
+		n[tr.Outcome]++
+	}
+	last := page.Transitions[len(page.Transitions)-1].New
+	s := fmt.Sprintf("%s: %d events: %d changed the view, %d unchanged, %d stale", page.TenantID, len(page.Transitions),
+		n[substate.OutcomeChanged], n[substate.OutcomeUnchanged], n[substate.OutcomeStale])
+	if n[substate.OutcomeInvalid] > 0 {
+		s += fmt.Sprintf(", %d invalid", n[substate.OutcomeInvalid])
+	}
+	s += fmt.Sprintf("; last: %s, %d retries", dash(string(last.SubState)), last.RetryCount)
+	if last.ErrorMessage != "" {
+		s += fmt.Sprintf(", error %q", last.ErrorMessage)
+	}
+	return s
+}
+
+// table aligns rows in columns; an extra line, when not empty, follows
+// its row unaligned.
+type table struct {
+	header []string
+	rows   [][]string
+	extra  []string
+}
+
+func (t *table) write(w io.Writer) error {
+	width := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, cell := range r {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	var b strings.Builder
+	line := func(r []string) {
+		for i, cell := range r {
+			b.WriteString(cell)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(cell))+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	line(t.header)
+	for i, r := range t.rows {
+		line(r)
+		if t.extra[i] != "" {
+			b.WriteString(t.extra[i] + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// clip keeps the first n characters of a message, on one line.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/replay"
+)
+
+// VerifyCmd is "substate verify".
+type VerifyCmd struct {
+	Server    string `default:"http://127.0.0.1:8080" help:"Base URL of the running worker whose view to verify."`
+	BatchSize int    `default:"512" help:"Events per transaction of the replay."`
+
+	ClientFlags `embed:""`
+}
+
+// liveView is a running worker's view as read through its HTTP API.
+type liveView struct {
+	from, to httpapi.ViewPosition // positions before and after reading
+	tenants  []substate.TenantView
+}
+
+// Run rebuilds the view into a temporary file up to the live view's
+// position and compares the two; any difference is exit status 1.
+func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
+	live, err := c.readLive(ctx)
+	if err != nil {
+		return err
+	}
+	nc, js, err := c.Connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	replayed, p, err := c.replay(ctx, js, live.to.Applied, m.Stderr)
+	if err != nil {
+		return err
+	}
+	moved, err := movedTenants(ctx, js, live)
+	if err != nil {
+		return err
+	}
+	diffs := withoutMoved(replay.Compare(live.tenants, replayed), moved)
+	printVerify(m.Stdout, live, p, diffs, len(moved))
+	if len(diffs) > 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+// readLive reads every tenant of the live view between two readings of
+// its position; while the view keeps moving it tries a few times, then
+// accepts the window (movedTenants accounts for it).
+func (c *VerifyCmd) readLive(ctx context.Context) (liveView, error) {
+	var lv liveView
+	for attempt := 1; ; attempt++ {
+		if err := getJSON(ctx, c.Server, "/v1/view/checkpoint", &lv.from); err != nil {
+			return lv, err
+		}
+		tenants, err := c.liveTenants(ctx)
+		if err != nil {
+			return lv, err
+		}
+		if err := getJSON(ctx, c.Server, "/v1/view/checkpoint", &lv.to); err != nil {
+			return lv, err
+		}
+		lv.tenants = tenants
+		if lv.from.Applied == lv.to.Applied || attempt == 5 {
+			return lv, nil
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+	}
+}
+
+// liveTenants pages through GET /v1/tenants.
+func (c *VerifyCmd) liveTenants(ctx context.Context) ([]substate.TenantView, error) {
+	var out []substate.TenantView
+	q := url.Values{"limit": {"1000"}}
+	for {
+		var page substate.TenantPage
+		if err := getJSON(ctx, c.Server, "/v1/tenants?"+q.Encode(), &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Tenants...)
+		if page.NextPageToken == "" {
+			return out, nil
+		}
+		q.Set("pageToken", page.NextPageToken)
+	}
+}
+
+// replay rebuilds the view up to seq in a temporary file and reads it.
+func (c *VerifyCmd) replay(ctx context.Context, js jetstream.JetStream, seq uint64, stderr io.Writer) ([]substate.TenantView, replay.Progress, error) {
+	if seq == 0 {
+		return nil, replay.Progress{}, nil // an empty view: nothing to replay
+	}
+	dir, err := os.MkdirTemp("", "substate-verify-")
+	if err != nil {
+		return nil, replay.Progress{}, err
+	}
+	defer os.RemoveAll(dir)
+	prog := newProgress(stderr, time.Now)
+	db, p, err := rebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.update)
+	if err != nil {
+		return nil, p, err
+	}
+	defer db.Close()
+	if prog.drawn {
+		prog.finish(fmt.Sprintf("replayed %d events in %s", p.Events, prog.elapsed().Round(time.Millisecond)))
+	}
+	views, err := allViews(ctx, db)
+	return views, p, err
+}
+
+// movedTenants returns the tenants of the events the live view applied
+// while it was being read: their live views may be from either side of
+// the window, so they cannot be compared.
+func movedTenants(ctx context.Context, js jetstream.JetStream, lv liveView) (map[string]bool, error) {
+	moved := map[string]bool{}
+	if lv.from.Applied == lv.to.Applied {
+		return moved, nil
+	}
+	r := &replay.Reader{JS: js}
+	for m, err := range r.Events(ctx, "", replay.Range{FromSeq: lv.from.Applied + 1, ToSeq: lv.to.Applied}) {
+		if err != nil {
+			return nil, err
+		}
+		if m.Err == nil {
+			moved[m.Event.Data.TenantID] = true
+		}
+	}
+	return moved, nil
+}
+
+func withoutMoved(diffs []replay.TenantDiff, moved map[string]bool) []replay.TenantDiff {
+	out := diffs[:0]
+	for _, d := range diffs {
+		if !moved[d.TenantID] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func printVerify(w io.Writer, lv liveView, p replay.Progress, diffs []replay.TenantDiff, moved int) {
+	seq := lv.to.Applied
+	for _, d := range diffs {
+		switch d.Only {
+		case "live":
+			fmt.Fprintf(w, "tenant %s: in the live view only\n", d.TenantID)
+		case "replay":
+			fmt.Fprintf(w, "tenant %s: in the replay only\n", d.TenantID)
+		default:
+			fmt.Fprintf(w, "tenant %s differs:\n", d.TenantID)
+			for _, f := range d.Fields {
+				fmt.Fprintf(w, "  %-22s live %s, replay %s\n", f.Field, strconv.Quote(f.Live), strconv.Quote(f.Replay))
+			}
+		}
+	}
+	if moved > 0 {
+		fmt.Fprintf(w, "%s changed while the live view was read and not compared\n", plural(moved, "tenant"))
+	}
+	if p.FirstSeq > 1 {
+		fmt.Fprintf(w, "note: %s starts at sequence %d: earlier events are gone (retention), so tenants whose history began before cannot be replayed exactly\n",
+			substate.StreamEvents, p.FirstSeq)
+	}
+	if len(diffs) == 0 {
+		fmt.Fprintf(w, "the live view equals the replay of %s up to sequence %d: %s\n", substate.StreamEvents, seq, plural(len(lv.tenants), "tenant"))
+		return
+	}
+	fmt.Fprintf(w, "%d of %d tenants differ from the replay of %s up to sequence %d (updatedAt is not compared)\n",
+		len(diffs), len(lv.tenants), substate.StreamEvents, seq)
+}

@@ -1,0 +1,102 @@
+package substate
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Headers that link a canonical event on SUBSTATE_EVENTS to the raw message
+// on SUBSTATE_RAW it was mapped from. They are NATS message headers, not
+// CloudEvent attributes: the CloudEvent body stays as §3.4 describes it.
+const (
+	HeaderRawSeq = "Substate-Raw-Seq" // stream sequence of the raw message
+	HeaderRawID  = "Substate-Raw-Id"  // Nats-Msg-Id of the raw message (the provider's event id)
+)
+
+// RawRef names the raw message a canonical event was mapped from. The zero
+// RawRef names none (an event published before the link existed, or by
+// another publisher).
+type RawRef struct {
+	Seq uint64 // stream sequence in SUBSTATE_RAW; 0 when unknown
+	ID  string // the raw message's id; "" when unknown
+}
+
+// Outcomes of a transition: what one canonical event did to its tenant's view.
+const (
+	OutcomeChanged   = "changed"   // the view changed
+	OutcomeUnchanged = "unchanged" // newer, but nothing the view is written for changed
+	OutcomeStale     = "stale"     // not newer than the view: late, duplicate or older execution
+	OutcomeInvalid   = "invalid"   // not a canonical event; the projector dead-letters it
+)
+
+// ViewState is the part of a tenant's view that the projection rules decide.
+type ViewState struct {
+	SubState     SubState `json:"subState"`
+	Verb         Verb     `json:"verb"`
+	ExecutionID  string   `json:"executionId"`
+	RetryCount   int      `json:"retryCount"`
+	ErrorMessage string   `json:"errorMessage"`
+}
+
+// StateOf returns the rule-decided part of a view.
+func StateOf(v TenantView) ViewState {
+	return ViewState{
+		SubState: v.WorkflowSubState, Verb: v.WorkflowVerb, ExecutionID: v.WorkflowExecutionID,
+		RetryCount: v.WorkflowRetryCount, ErrorMessage: v.WorkflowErrorMessage,
+	}
+}
+
+// Transition is one canonical event of a tenant's history and what it did
+// to the tenant's view: Old and New are the view before and after it, folded
+// from the tenant's whole retained history with the projector's rules.
+type Transition struct {
+	Seq           uint64    `json:"seq"`      // stream sequence in SUBSTATE_EVENTS
+	StoredAt      time.Time `json:"storedAt"` // when SUBSTATE_EVENTS stored the event
+	EventID       string    `json:"eventId"`
+	OccurredAt    time.Time `json:"occurredAt"` // when it happened at the provider
+	Provider      Provider  `json:"provider"`
+	ExecutionID   string    `json:"executionId"`
+	ProviderState string    `json:"providerState"`
+	Revision      Revision  `json:"revision"`
+	Outcome       string    `json:"outcome"` // one of the Outcome constants
+	Old           ViewState `json:"old"`
+	New           ViewState `json:"new"`
+	Reason        string    `json:"reason,omitempty"` // why an invalid event was rejected
+	Raw           *Evidence `json:"raw,omitempty"`    // the provider's own payload, when asked for
+}
+
+// Evidence is the raw provider payload behind a canonical event, or why it
+// cannot be shown.
+type Evidence struct {
+	Seq      uint64          `json:"seq,omitempty"` // stream sequence in SUBSTATE_RAW
+	ID       string          `json:"id,omitempty"`
+	Kind     RawKind         `json:"kind,omitempty"`
+	StoredAt time.Time       `json:"storedAt,omitzero"`
+	Body     json.RawMessage `json:"body,omitempty"`    // compact JSON (a JSON string when the payload is not JSON)
+	Missing  string          `json:"missing,omitempty"` // why there is no body
+}
+
+// HistoryQuery selects part of one tenant's history. Since and Until bound
+// the time SUBSTATE_EVENTS stored an event (zero: unbounded); AfterSeq and
+// Limit page through the result (Limit 0: no limit).
+type HistoryQuery struct {
+	TenantID     string
+	Since, Until time.Time
+	AfterSeq     uint64
+	Limit        int
+	Raw          bool // attach the raw evidence of each transition
+}
+
+// HistoryPage is one page of a tenant's history, oldest first.
+type HistoryPage struct {
+	TenantID    string       `json:"tenantId"`
+	Transitions []Transition `json:"transitions"`
+	// NextAfterSeq, when not 0, is the AfterSeq of the next page.
+	NextAfterSeq uint64 `json:"nextAfterSeq,omitempty"`
+}
+
+// HistoryReader reads tenants' histories from the retained streams.
+type HistoryReader interface {
+	History(ctx context.Context, q HistoryQuery) (HistoryPage, error)
+}

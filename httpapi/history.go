@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"cmp"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/httpx"
+)
+
+// Page sizes of GET /v1/tenants/{id}/history.
+const (
+	DefaultHistoryLimit = 1000
+	MaxHistoryLimit     = 10000
+)
+
+// History serves GET /v1/tenants/{id}/history from h: the tenant's
+// transitions, oldest first, as a substate.HistoryPage. Query parameters:
+// since and until (RFC 3339, a date, or a duration before now such as 24h)
+// bound when the events were recorded; raw=true attaches the provider's
+// payloads; limit (default 1000, at most 10000) and afterSeq page.
+func History(h substate.HistoryReader, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := ParseHistoryQuery(r.URL.Query(), time.Now())
+		if err != nil {
+			httpx.Error(w, r, err, log)
+			return
+		}
+		q.TenantID = r.PathValue("id")
+		page, err := h.History(r.Context(), q)
+		if err != nil {
+			httpx.Error(w, r, err, log)
+			return
+		}
+		httpx.JSON(w, http.StatusOK, page)
+	})
+}
+
+// ParseHistoryQuery reads the query parameters of the history route.
+func ParseHistoryQuery(v url.Values, now time.Time) (substate.HistoryQuery, error) {
+	var q substate.HistoryQuery
+	var err error
+	if q.Since, err = ParseWhen("since", v.Get("since"), now); err != nil {
+		return q, err
+	}
+	if q.Until, err = ParseWhen("until", v.Get("until"), now); err != nil {
+		return q, err
+	}
+	if s := v.Get("raw"); s != "" {
+		if q.Raw, err = strconv.ParseBool(s); err != nil {
+			return q, substate.Errorf(substate.EINVALID, "raw %q: want true or false", s)
+		}
+	}
+	if q.Limit, err = nonNegative("limit", v.Get("limit")); err != nil {
+		return q, err
+	}
+	q.Limit = min(cmp.Or(q.Limit, DefaultHistoryLimit), MaxHistoryLimit)
+	if s := v.Get("afterSeq"); s != "" {
+		if q.AfterSeq, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return q, substate.Errorf(substate.EINVALID, "afterSeq %q: want a stream sequence", s)
+		}
+	}
+	return q, nil
+}
+
+// ParseWhen reads a point in time: RFC 3339, a date (midnight UTC), or a
+// duration before now such as 90m or 24h. The empty string is the zero time.
+func ParseWhen(name, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, substate.Errorf(substate.EINVALID, "%s %q: want an RFC 3339 time, a date (2006-01-02) or a duration before now (24h)", name, s)
+}

@@ -1,0 +1,114 @@
+package replay_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/replay"
+)
+
+// seqs returns the sequences an events read yields.
+func seqs(tb testing.TB, r *replay.Reader, tenant string, rg replay.Range) []uint64 {
+	tb.Helper()
+	var out []uint64
+	for m, err := range r.Events(context.Background(), tenant, rg) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, m.Seq)
+	}
+	return out
+}
+
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func tenantEvent(tenant string, rev int) substate.EventData {
+	d := substate.EventData{TenantID: tenant, Provider: substate.ProviderEngine, ExecutionID: "e", SubState: substate.StateRunning,
+		OccurredAt: t0, ExecutionStartedAt: t0, Revision: substate.Revision(rev)}
+	d.Normalize()
+	return d
+}
+
+func TestReaderRanges(t *testing.T) {
+	b := newBus(t, bus.DefaultTopology())
+	r := newReader(b)
+	if got := seqs(t, r, "", replay.Range{}); len(got) != 0 {
+		t.Fatalf("empty stream yields %v", got)
+	}
+	publish(t, b, tenantEvent("a", 1), tenantEvent("b.with dots", 1), tenantEvent("a", 2))
+	time.Sleep(20 * time.Millisecond)
+	mid := time.Now()
+	publish(t, b, tenantEvent("b.with dots", 2), tenantEvent("a", 3))
+
+	for _, tc := range []struct {
+		name   string
+		tenant string
+		rg     replay.Range
+		want   []uint64
+	}{
+		{"All", "", replay.Range{}, []uint64{1, 2, 3, 4, 5}},
+		{"Tenant", "a", replay.Range{}, []uint64{1, 3, 5}},
+		{"EncodedTenant", "b.with dots", replay.Range{}, []uint64{2, 4}},
+		{"UnknownTenant", "nobody", replay.Range{}, nil},
+		{"FromSeq", "a", replay.Range{FromSeq: 2}, []uint64{3, 5}},
+		{"ToSeq", "a", replay.Range{ToSeq: 4}, []uint64{1, 3}},
+		{"Since", "", replay.Range{Since: mid}, []uint64{4, 5}},
+		{"Until", "a", replay.Range{Until: mid}, []uint64{1, 3}},
+		{"PastTheEnd", "", replay.Range{FromSeq: 9}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := seqs(t, r, tc.tenant, tc.rg); !equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReaderStopsWhenAsked(t *testing.T) {
+	b := newBus(t, bus.DefaultTopology())
+	for i := range 20 {
+		publish(t, b, tenantEvent("a", i+1))
+	}
+	n := 0
+	for _, err := range newReader(b).Events(context.Background(), "", replay.Range{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 3 {
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, err := range newReader(b).Events(ctx, "", replay.Range{}) {
+		if err == nil {
+			t.Fatal("a cancelled read yielded no error")
+		}
+	}
+}
+
+func TestReaderGet(t *testing.T) {
+	b := newBus(t, bus.DefaultTopology())
+	publish(t, b, tenantEvent("a", 1))
+	r := newReader(b)
+	m, err := r.Get(context.Background(), substate.StreamEvents, 1)
+	if err != nil || m.Subject != substate.EventsSubject("a") {
+		t.Fatalf("get 1: %+v %v", m, err)
+	}
+	if _, err := r.Get(context.Background(), substate.StreamEvents, 2); substate.ErrorCode(err) != substate.ENOTFOUND {
+		t.Fatalf("get 2: %v, want not found", err)
+	}
+}
