@@ -56,7 +56,7 @@ func TestFoldProperty(t *testing.T) {
 	for _, m := range []mode{modePerExecution, modeSelfDescribing, modeInferred} {
 		t.Run(m.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(m.id)))
-			for world := range 25 {
+			for world := range 60 {
 				checkWorld(t, r, m, world)
 				if t.Failed() {
 					t.Fatalf("world %d failed (seed %d)", world, seed)
