@@ -254,3 +254,52 @@ func TestApplyHonoursCancelledContext(t *testing.T) {
 		t.Errorf("commits = %d, want 0", st.Commits)
 	}
 }
+
+// Queries run while batches commit and unchanged events are held: every
+// read sees a whole view (the race detector checks the rest).
+func TestConcurrentReadsDuringApply(t *testing.T) {
+	db := openDB(t, fast)
+	s := newStream(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 3)
+	reader := func(read func() error) {
+		for ctx.Err() == nil {
+			if err := read(); err != nil && substate.ErrorCode(err) != substate.ENOTFOUND {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}
+	go reader(func() error { _, err := db.Tenant(ctx, tenantID(3)); return err })
+	go reader(func() error {
+		_, err := db.Tenants(ctx, substate.TenantFilter{SortRetryDesc: true, Limit: 5})
+		return err
+	})
+	go reader(func() error {
+		for _, err := range db.Active(ctx, t0.Add(time.Hour)) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for rev := substate.Revision(1); rev <= 60; rev++ {
+		var evs []substate.EventData
+		for i := range 20 {
+			st := running
+			if rev%3 == 0 && i%2 == 0 {
+				st = backingOff
+			}
+			evs = append(evs, ev(tenantID(i), "x", st, rev, retries(int(rev/3)%4)))
+		}
+		s.apply(evs...)
+	}
+	cancel()
+	for range 3 {
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Error(err)
+		}
+	}
+}

@@ -77,6 +77,9 @@ func pageAll(tb testing.TB, db *state.DB, f substate.TenantFilter, limit int) []
 		if page.NextPageToken == "" {
 			return all
 		}
+		if page.NextPageToken == f.PageToken || pages > 10000 {
+			tb.Fatalf("page %d: the page token does not advance", pages)
+		}
 		f.PageToken = page.NextPageToken
 	}
 }

@@ -10,6 +10,7 @@ import (
 // identity of the execution it follows, which outlives the view's fields
 // so that late events of a finished execution stay recognizable.
 type Record struct {
+	// View is the tenant's public view.
 	View substate.TenantView
 
 	// ExecutionID is the execution the view follows. It equals

@@ -1,0 +1,172 @@
+package state_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/state"
+)
+
+// BenchmarkApply applies batches of 100 events over 10,000 tenants and
+// reports the cost per event: every event a change, every other one
+// unchanged (a newer event with the same status), or none changed. "sync"
+// fsyncs each commit as the projector does; "nosync" is a rebuild.
+func BenchmarkApply(b *testing.B) {
+	for _, sync := range []string{"sync", "nosync"} {
+		for _, mix := range []string{"changes", "half-unchanged", "unchanged"} {
+			b.Run(sync+"/"+mix, func(b *testing.B) { benchApply(b, sync == "sync", mix) })
+		}
+	}
+}
+
+func benchApply(b *testing.B, sync bool, mix string) {
+	const tenants, batchSize = 10000, 100
+	db := openDB(b, func(db *state.DB) { db.NoSync = !sync })
+	s := newStream(b, db)
+	revs := make([]substate.Revision, tenants)
+	ids, execs := make([]string, tenants), make([]string, tenants)
+	for i := range tenants {
+		ids[i], execs[i] = tenantID(i), "exec-"+tenantID(i)
+	}
+	base := ev("", "", running, 0)
+	next := func(i int) substate.EventData {
+		revs[i]++
+		e := base
+		e.TenantID, e.ExecutionID, e.Revision = ids[i], execs[i], revs[i]
+		e.OccurredAt = t0.Add(time.Duration(revs[i]) * time.Second)
+		e.RetryCountKnown = true
+		if mix == "changes" && revs[i]%2 == 0 || mix == "half-unchanged" && (int(revs[i])+i)%4 >= 2 {
+			e.SubState, e.Verb, e.Status = backingOff, substate.VerbRetrying, substate.StatusRunning
+			e.RetryCount, e.ErrorMessage = 1, "boom"
+		}
+		return e
+	}
+	for lo := 0; lo < tenants; lo += 1000 {
+		var evs []substate.EventData
+		for i := lo; i < lo+1000; i++ {
+			evs = append(evs, next(i))
+		}
+		s.apply(evs...)
+	}
+	events, batch := 0, make([]substate.EventData, batchSize)
+	b.ReportAllocs()
+	for b.Loop() {
+		for j := range batch {
+			batch[j] = next(events % tenants)
+			events++
+		}
+		s.apply(batch...)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+	b.ReportMetric(float64(db.Stats().Commits)/float64(events/batchSize), "commits/batch")
+}
+
+func BenchmarkTenant(b *testing.B) {
+	db := openDB(b, fast)
+	population(b, db, 10000)
+	ctx := context.Background()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := db.Tenant(ctx, tenantID(i%10000)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkTenants lists the first page of 100 and a page deep into the
+// listing for each filter over 10,000 tenants.
+func BenchmarkTenants(b *testing.B) {
+	db := openDB(b, fast)
+	population(b, db, 10000)
+	ctx := context.Background()
+	for _, tc := range filters {
+		f := tc.f
+		f.Limit = 100
+		b.Run(tc.name+"/first", func(b *testing.B) { benchList(b, db, f) })
+		deep := f
+		for range 10 {
+			page, err := db.Tenants(ctx, deep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if page.NextPageToken == "" {
+				break
+			}
+			deep.PageToken = page.NextPageToken
+		}
+		if deep.PageToken != "" {
+			b.Run(tc.name+"/page10", func(b *testing.B) { benchList(b, db, deep) })
+		}
+	}
+}
+
+func benchList(b *testing.B, db *state.DB, f substate.TenantFilter) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := db.Tenants(ctx, f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkActive walks every non-terminal tenant of 10,000.
+func BenchmarkActive(b *testing.B) {
+	db := openDB(b, fast)
+	population(b, db, 10000)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, err := range db.Active(ctx, t0.AddDate(1, 0, 0)) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkRecordCodec compares the stored encoding with JSON of the same
+// record.
+func BenchmarkRecordCodec(b *testing.B) {
+	rec := sampleRecords()[1]
+	rec.View.WorkflowExecutionID = "arn:aws:states:eu-west-1:123456789012:execution:provision:tenant-00042-7f3a"
+	rec.ExecutionID = rec.View.WorkflowExecutionID
+	enc := state.EncodeRecord(rec)
+	js, _ := json.Marshal(rec)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			state.EncodeRecord(rec)
+		}
+		b.ReportMetric(float64(len(enc)), "bytes")
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := state.DecodeRecord("t", enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json-encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			json.Marshal(rec)
+		}
+		b.ReportMetric(float64(len(js)), "bytes")
+	})
+	b.Run("json-decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r state.Record
+			if err := json.Unmarshal(js, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
