@@ -20,7 +20,7 @@
 //   - Retry count. A count the provider reported is taken as it is, lower
 //     or not: each provider counts in its own scope (Step Functions the
 //     current redrive epoch, Restate since the leader started the
-//     invocation, the engine the current task) and the view shows that
+//     invocation, the engine the whole execution) and the view shows that
 //     count rather than inventing one. An event without a count keeps the
 //     view's count, so a Restate row that lacks the column never lowers it,
 //     and an error or backing-off → running transition adds one.
@@ -48,10 +48,10 @@
 // are held. The checkpoint moves only with a commit: a batch of unchanged
 // events leaves it where it was, and the applied sequence moves in memory
 // so that a redelivery is still skipped. The projector acks such a batch
-// like any other. If the process dies before the next commit, what was
-// held is lost: the view shows the older provider state and last event
-// time, and a late event older than the lost one but newer than the stored
-// revision could apply until a newer event corrects it.
+// like any other. If the process dies before the next commit, nothing is
+// lost: the stored checkpoint is behind what the durable consumer had
+// acknowledged, so at start the worker repositions the consumer after the
+// checkpoint (bus.ConsumerFrom) and the held events are delivered again.
 //
 // LastEventAt is the time of the newest applied event, unchanged or not;
 // Active serves the reconciler from it. A poll that finds nothing new maps
