@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -34,6 +33,7 @@ type WorkerFlags struct {
 	Instance             string   `help:"Name of this projector replica; each replica keeps its own view and durable consumer."`
 	BatchSize            int      `default:"512" help:"Messages per normalizer and projector batch."`
 	MaxDeliveries        int      `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
+	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
@@ -77,8 +77,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
-	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openHTTP}
-	for _, step := range steps {
+	for _, step := range w.openSteps() {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -86,10 +85,10 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// checkExposure refuses a non-loopback HTTP address without ingest
+// checkExposure refuses to serve ingest on a non-loopback address without
 // credentials: anyone on the network could write tenant statuses.
 func (w *Worker) checkExposure() error {
-	if w.Flags.IngestAPIKey != "" || w.Flags.RestateWebhookSecret != "" {
+	if w.Flags.IngestAPIKey != "" || w.Flags.RestateWebhookSecret != "" || !w.Flags.ingests() {
 		return nil
 	}
 	if !loopback(w.Flags.HTTPAddr) {
@@ -190,7 +189,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		return err
 	}
 	w.projector = &consumers.Projector{
-		Consumer: c, Stream: stream, Store: w.View, Changes: &publishers.Changes{Conn: w.Bus.Conn},
+		Consumer: c, Stream: stream, Store: w.View, Changes: w.changeFeed(),
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
 	}
@@ -210,7 +209,7 @@ func (w *Worker) openHTTP(context.Context) error {
 		in.Webhook = v
 	}
 	w.HTTP = &httpapi.Server{
-		Addr: w.Flags.HTTPAddr, Ingest: in.Handler(), Views: w.View, Ready: w.ready,
+		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
 	}
 	if err := w.HTTP.Open(); err != nil {
@@ -229,13 +228,13 @@ func (w *Worker) ready() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, c := range []struct{ stream, consumer string }{
-		{substate.StreamRaw, bus.ConsumerNormalizer},
-		{substate.StreamEvents, bus.ProjectorConsumer(w.Flags.Instance)},
-	} {
+	for _, c := range w.durables() {
 		if _, err := w.Bus.JetStream.Consumer(ctx, c.stream, c.consumer); err != nil {
 			return fmt.Errorf("consumer %s on %s: %w", c.consumer, c.stream, err)
 		}
+	}
+	if w.View == nil {
+		return nil // the ingest role keeps no view
 	}
 	if _, err := w.View.Checkpoint(ctx); err != nil {
 		return fmt.Errorf("view: %w", err)
@@ -246,7 +245,7 @@ func (w *Worker) ready() error {
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	return runGroup(ctx, w.normalizer.Run, w.projector.Run, w.watchLag)
+	return runGroup(ctx, w.actors()...)
 }
 
 // watchLag updates the consumer lag gauges every few seconds.
@@ -254,7 +253,7 @@ func (w *Worker) watchLag(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		for _, c := range []jetstream.Consumer{w.normalizer.Consumer, w.projector.Consumer} {
+		for _, c := range w.pullConsumers() {
 			if info, err := c.Info(ctx); err == nil {
 				w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
 			}
