@@ -16,6 +16,7 @@ type CLI struct {
 	Run     RunCmd     `cmd:"" help:"Run the worker: ingress, normalizer, projector and query API."`
 	Tenants TenantsCmd `cmd:"" help:"Query the tenant view of a running worker."`
 	Events  EventsCmd  `cmd:"" help:"Read canonical events from the bus."`
+	Deploy  DeployCmd  `cmd:"" help:"Set up the cloud resources that feed a worker."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.
