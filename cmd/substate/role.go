@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -119,4 +120,23 @@ func (w *Worker) changeFeed() substate.ChangePublisher {
 		return nil
 	}
 	return &publishers.Changes{Conn: w.Bus.Conn}
+}
+
+// checkDurable reports whether a durable consumer the role reads is in
+// place and, for the projector, whether the view has caught up with
+// SUBSTATE_EVENTS once since the worker started: a replica that rebuilds
+// its view stays out of the query Service until it has.
+func (w *Worker) checkDurable(ctx context.Context, d durable) error {
+	c, err := w.Bus.JetStream.Consumer(ctx, d.stream, d.consumer)
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", d.consumer, d.stream, err)
+	}
+	if d.stream != substate.StreamEvents || w.caughtUp.Load() {
+		return nil
+	}
+	if n := c.CachedInfo().NumPending; n > uint64(max(w.Flags.BatchSize, 1)) {
+		return fmt.Errorf("view catching up: %d events behind", n)
+	}
+	w.caughtUp.Store(true)
+	return nil
 }

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/substatehq/substate"
 )
 
 // get returns the status and body of a GET.
@@ -93,5 +98,57 @@ func TestCheckExposureByRole(t *testing.T) {
 		if err := NewWorker(f).checkExposure(); (err != nil) != wantErr {
 			t.Errorf("role %s without credentials on 0.0.0.0: err = %v, want error %t", role, err, wantErr)
 		}
+	}
+}
+
+// TestProjectorReadyAfterCatchUp opens a projector replica on a stream that
+// already holds events: it is not ready until its view has caught up.
+func TestProjectorReadyAfterCatchUp(t *testing.T) {
+	in := startWorker(t, t.TempDir(), "--role", "ingest")
+	body, err := os.ReadFile(examplePath("stepfunctions-failed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const events = 5
+	for i := range events {
+		b := bytes.Replace(body, []byte("3f1c1a52-5a8e-4f0e-9b7a-0c1d2e3f4a51"), fmt.Appendf(nil, "catch-up-%d", i), 1)
+		if code := postBytes(t, in.HTTP.URL()+"/v1/ingest/eventbridge", b, nil); code != http.StatusAccepted {
+			t.Fatalf("ingest %d: %d", i, code)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	eventually(t, func() string {
+		s, err := in.Bus.JetStream.Stream(ctx, substate.StreamEvents)
+		if err != nil || s.CachedInfo().State.Msgs < events {
+			return fmt.Sprintf("normalized events: %v", err)
+		}
+		return ""
+	})
+
+	cli, err := parseCLI([]string{"run", "--role", "project", "--batch-size", "1", "--nats-url", in.Bus.ClientURL(),
+		"--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--log-level", "warn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWorker(cli.Run.WorkerFlags)
+	if err := w.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.ready(); err == nil || !strings.Contains(err.Error(), "catching up") {
+		t.Fatalf("ready before the projector ran: %v, want catching up", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	eventually(t, func() string {
+		if err := w.ready(); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

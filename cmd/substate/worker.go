@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,7 @@ type Worker struct {
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
+	caughtUp   atomic.Bool // the view has caught up once; see checkDurable
 	closers    []func() error
 }
 
@@ -221,16 +223,16 @@ func (w *Worker) openHTTP(context.Context) error {
 }
 
 // ready is the readiness check: NATS connected, streams and consumers in
-// place, view open.
+// place, view open and caught up once.
 func (w *Worker) ready() error {
 	if !w.Bus.Ready() {
 		return errors.New("nats is not connected")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, c := range w.durables() {
-		if _, err := w.Bus.JetStream.Consumer(ctx, c.stream, c.consumer); err != nil {
-			return fmt.Errorf("consumer %s on %s: %w", c.consumer, c.stream, err)
+	for _, d := range w.durables() {
+		if err := w.checkDurable(ctx, d); err != nil {
+			return err
 		}
 	}
 	if w.View == nil {
