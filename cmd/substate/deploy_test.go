@@ -115,3 +115,10 @@ func TestDeployEventBridgeRefusesBareKey(t *testing.T) {
 		}
 	}
 }
+
+func TestDeployHelp(t *testing.T) {
+	code, out, _ := runCLI(t, "deploy", "eventbridge", "--help")
+	if code != 0 || !strings.Contains(out, "Usage: substate deploy eventbridge") || !strings.Contains(out, "env:SUBSTATE_INGEST_API_KEY") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
