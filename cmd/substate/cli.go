@@ -23,6 +23,7 @@ type CLI struct {
 	Rebuild     RebuildCmd     `cmd:"" help:"Fold SUBSTATE_EVENTS into a fresh view file, as of now or of a past time."`
 	Verify      VerifyCmd      `cmd:"" help:"Check that a running worker's view equals a replay of SUBSTATE_EVENTS."`
 	Renormalize RenormalizeCmd `cmd:"" help:"Map SUBSTATE_RAW again with the current mapping into SUBSTATE_EVENTS, idempotently."`
+	Deploy      DeployCmd      `cmd:"" help:"Wire providers to substate: the EventBridge connection, API destination and rule."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.

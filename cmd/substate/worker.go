@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -37,6 +37,7 @@ type WorkerFlags struct {
 	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
 	ForwardFlags         `embed:""`
+	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
@@ -58,6 +59,7 @@ type Worker struct {
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
 	forwarder  *consumers.Forwarder // nil without --eventbridge-bus
+	caughtUp   atomic.Bool          // the view has caught up once; see checkDurable
 	closers    []func() error
 }
 
@@ -82,9 +84,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
-	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper,
-		w.retrying(w.openNormalizer), w.retrying(w.openProjector), w.retrying(w.openForwarder), w.openEngine, w.openHTTP}
-	for _, step := range steps {
+	for _, step := range w.openSteps() {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -92,10 +92,10 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// checkExposure refuses a non-loopback HTTP address without ingest
+// checkExposure refuses to serve ingest on a non-loopback address without
 // credentials: anyone on the network could write tenant statuses.
 func (w *Worker) checkExposure() error {
-	if w.Flags.IngestAPIKey != "" || w.Flags.RestateWebhookSecret != "" {
+	if w.Flags.IngestAPIKey != "" || w.Flags.RestateWebhookSecret != "" || !w.Flags.ingests() {
 		return nil
 	}
 	if !loopback(w.Flags.HTTPAddr) {
@@ -220,7 +220,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		return err
 	}
 	w.projector = &consumers.Projector{
-		Consumer: c, Stream: stream, Store: w.View, Changes: &publishers.Changes{Conn: w.Bus.Conn},
+		Consumer: c, Stream: stream, Store: w.View, Changes: w.changeFeed(),
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
 	}
@@ -255,7 +255,7 @@ func (w *Worker) openHTTP(context.Context) error {
 		in.Webhook = v
 	}
 	w.HTTP = &httpapi.Server{
-		Addr: w.Flags.HTTPAddr, Ingest: in.Handler(), Views: w.View, Ready: w.ready,
+		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
 		Extra: w.replayRoutes(),
 	}
@@ -268,20 +268,20 @@ func (w *Worker) openHTTP(context.Context) error {
 }
 
 // ready is the readiness check: NATS connected, streams and consumers in
-// place, view open.
+// place, view open and caught up once.
 func (w *Worker) ready() error {
 	if !w.Bus.Ready() {
 		return errors.New("nats is not connected")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, c := range []struct{ stream, consumer string }{
-		{substate.StreamRaw, bus.ConsumerNormalizer},
-		{substate.StreamEvents, bus.ProjectorConsumer(w.Flags.Instance)},
-	} {
-		if _, err := w.Bus.JetStream.Consumer(ctx, c.stream, c.consumer); err != nil {
-			return fmt.Errorf("consumer %s on %s: %w", c.consumer, c.stream, err)
+	for _, d := range w.durables() {
+		if err := w.checkDurable(ctx, d); err != nil {
+			return err
 		}
+	}
+	if w.View == nil {
+		return nil // the ingest role keeps no view
 	}
 	if _, err := w.View.Checkpoint(ctx); err != nil {
 		return fmt.Errorf("view: %w", err)
@@ -292,11 +292,7 @@ func (w *Worker) ready() error {
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	actors := []func(context.Context) error{w.normalizer.Run, w.projector.Run, w.watchLag}
-	if w.forwarder != nil {
-		actors = append(actors, w.forwarder.Run)
-	}
-	return runGroup(ctx, actors...)
+	return runGroup(ctx, w.actors()...)
 }
 
 // watchLag updates the consumer lag gauges every few seconds.
@@ -304,7 +300,7 @@ func (w *Worker) watchLag(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		for _, c := range []jetstream.Consumer{w.normalizer.Consumer, w.projector.Consumer} {
+		for _, c := range w.pullConsumers() {
 			if info, err := c.Info(ctx); err == nil {
 				w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
 			}

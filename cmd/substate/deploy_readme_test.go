@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// commandLine matches a substate command in a README code block.
+var commandLine = regexp.MustCompile("^(?:\\$ )?substate ((?:run|tenants|events|deploy)\\b.*)$")
+
+func TestDeployReadme(t *testing.T) {
+	_, names := cliFlags(t, "run")
+	path := filepath.Join(deployDir, "README.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SUBSTATE_INGEST_API_KEY", "k") // some examples read it
+	inBlock, commands, pending := false, 0, ""
+	for l := range strings.Lines(string(b)) {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock && strings.HasSuffix(l, "\\") {
+			pending += strings.TrimSuffix(l, "\\")
+			continue
+		}
+		l, pending = pending+l, ""
+		if m := commandLine.FindStringSubmatch(l); inBlock && m != nil {
+			commands++
+			if _, err := parseCLI(shellWords(m[1])); err != nil {
+				t.Errorf("%s: substate %s: %v", path, m[1], err)
+			}
+		}
+		if inBlock {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`(?:substate [a-z ]+)?--([a-z][a-z0-9-]*)").FindAllStringSubmatch(l, -1) {
+			if !names[m[1]] {
+				t.Errorf("%s names --%s, which no substate command has", path, m[1])
+			}
+		}
+	}
+	if commands == 0 {
+		t.Errorf("%s shows no substate command", path)
+	}
+}
+
+// shellWords splits a command line into words as a shell does for the
+// simple lines of a README: blanks separate, quotes group, # starts a
+// comment.
+func shellWords(s string) []string {
+	var out []string
+	var word strings.Builder
+	var quote rune
+	inWord := false
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == '#' && !inWord:
+			return out
+		case r == ' ' || r == '\t':
+			if inWord {
+				out, inWord = append(out, word.String()), false
+				word.Reset()
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, word.String())
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/publishers"
+)
+
+// Roles a worker process can take.
+const (
+	// RoleAll runs everything in one process: the single-binary default.
+	RoleAll = "all"
+	// RoleIngest runs the HTTP ingress, the normalizer, the built-in engine
+	// and the EventBridge forwarder. It keeps no view and scales out freely:
+	// every normalizer shares one durable consumer.
+	RoleIngest = "ingest"
+	// RoleProject runs the projector, its view and the query API. Each
+	// replica keeps a full view and its own durable consumer, named from
+	// --instance.
+	RoleProject = "project"
+)
+
+// RoleFlags choose what one worker process runs, so that a deployment can
+// scale ingestion and queries separately.
+type RoleFlags struct {
+	Role       string `enum:"all,ingest,project" default:"all" help:"What this process runs: all; ingest (HTTP ingress, normalizer, engine, EventBridge forwarder; no view); project (projector, view and query API, one durable consumer per --instance)."`
+	ChangeFeed bool   `default:"true" negatable:"" help:"Publish real view changes on substate.changes.<tenant>. Every projector replica publishes the same change with the same seq: subscribers keep the highest seq per tenant, or all replicas but one run with --no-change-feed."`
+}
+
+// ingests reports whether the role runs the ingress and the normalizer.
+func (f RoleFlags) ingests() bool { return f.Role != RoleProject }
+
+// projects reports whether the role runs the projector and its view.
+func (f RoleFlags) projects() bool { return f.Role != RoleIngest }
+
+// openSteps returns the steps that open what the worker's role runs, in
+// the order Open takes them. Steps that declare durable consumers retry:
+// a NATS cluster may still be electing leaders at start-up.
+func (w *Worker) openSteps() []func(context.Context) error {
+	steps := []func(context.Context) error{w.openBus}
+	if w.Flags.projects() {
+		steps = append(steps, w.openView)
+	}
+	if w.Flags.ingests() {
+		steps = append(steps, w.openMapper, w.retrying(w.openNormalizer), w.retrying(w.openForwarder), w.openEngine)
+	}
+	if w.Flags.projects() {
+		steps = append(steps, w.retrying(w.openProjector))
+	}
+	return append(steps, w.openHTTP)
+}
+
+// actors returns what Run runs: the role's consumers and the lag watch.
+func (w *Worker) actors() []func(context.Context) error {
+	var out []func(context.Context) error
+	if w.normalizer != nil {
+		out = append(out, w.normalizer.Run)
+	}
+	if w.forwarder != nil {
+		out = append(out, w.forwarder.Run)
+	}
+	if w.projector != nil {
+		out = append(out, w.projector.Run)
+	}
+	return append(out, w.watchLag)
+}
+
+// pullConsumers returns the durable consumers the role reads.
+func (w *Worker) pullConsumers() []jetstream.Consumer {
+	var out []jetstream.Consumer
+	if w.normalizer != nil {
+		out = append(out, w.normalizer.Consumer)
+	}
+	if w.projector != nil {
+		out = append(out, w.projector.Consumer)
+	}
+	return out
+}
+
+// durable names a durable consumer on its stream.
+type durable struct{ stream, consumer string }
+
+// durables returns the durable consumers the role needs in place to be
+// ready.
+func (w *Worker) durables() []durable {
+	var out []durable
+	if w.Flags.ingests() {
+		out = append(out, durable{substate.StreamRaw, bus.ConsumerNormalizer})
+	}
+	if w.Flags.projects() {
+		out = append(out, durable{substate.StreamEvents, bus.ProjectorConsumer(w.Flags.Instance)})
+	}
+	return out
+}
+
+// ingestHandler returns the ingress routes, or nil when the role does not
+// ingest (the server then answers 404 under /v1/ingest/).
+func (w *Worker) ingestHandler(in *consumers.Ingress) http.Handler {
+	if !w.Flags.ingests() {
+		return nil
+	}
+	return in.Handler()
+}
+
+// views returns the view the query API reads, or nil when the role keeps
+// none. It returns a nil interface, not a nil *state.DB, so the server
+// leaves the query routes out.
+func (w *Worker) views() substate.ViewStore {
+	if w.View == nil {
+		return nil
+	}
+	return w.View
+}
+
+// changeFeed returns the change-feed publisher, or nil with --no-change-feed.
+func (w *Worker) changeFeed() substate.ChangePublisher {
+	if !w.Flags.ChangeFeed {
+		return nil
+	}
+	return &publishers.Changes{Conn: w.Bus.Conn}
+}
+
+// checkDurable reports whether a durable consumer the role reads is in
+// place and, for the projector, whether the view has caught up with
+// SUBSTATE_EVENTS once since the worker started: a replica that rebuilds
+// its view stays out of the query Service until it has.
+func (w *Worker) checkDurable(ctx context.Context, d durable) error {
+	c, err := w.Bus.JetStream.Consumer(ctx, d.stream, d.consumer)
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", d.consumer, d.stream, err)
+	}
+	if d.stream != substate.StreamEvents || w.caughtUp.Load() {
+		return nil
+	}
+	if n := c.CachedInfo().NumPending; n > uint64(max(w.Flags.BatchSize, 1)) {
+		return fmt.Errorf("view catching up: %d events behind", n)
+	}
+	w.caughtUp.Store(true)
+	return nil
+}
