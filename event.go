@@ -40,6 +40,10 @@ type EventData struct {
 
 	// Revision orders events of one execution; see Revision.
 	Revision Revision `json:"revision"`
+	// MappingVersion is the version of the mapping that produced the event.
+	// An event re-normalized with a corrected mapping has the same revision
+	// and a higher version, and replaces the event it corrects.
+	MappingVersion int `json:"mappingVersion,omitempty"`
 	Terminal bool     `json:"terminal"`
 }
 

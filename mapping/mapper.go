@@ -14,7 +14,7 @@ import (
 // id, so re-normalizing the raw stream with a changed mapping publishes new
 // events instead of being deduplicated against the old ones. Bump it whenever
 // the mapping of an existing payload changes.
-const Version = "1"
+const Version = 1
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
@@ -26,7 +26,7 @@ func EventID(raw substate.RawEvent, index int) string {
 	h.Write([]byte{0})
 	h.Write(strconv.AppendInt(nil, int64(index), 10))
 	h.Write([]byte{0})
-	h.Write([]byte(Version))
+	h.Write(strconv.AppendInt(nil, Version, 10))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }
@@ -67,9 +67,18 @@ func New(c Config) *Mapper {
 	return m
 }
 
-// Map decodes raw and maps it to canonical events, dispatching on its kind.
-// Undecodable payloads are EINVALID errors, unresolvable tenants ENOTENANT.
+// Map decodes raw and maps it to canonical events, dispatching on its kind,
+// each stamped with the mapping Version. Undecodable payloads are EINVALID
+// errors, unresolvable tenants ENOTENANT.
 func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
+	events, err := m.mapKind(raw)
+	for i := range events {
+		events[i].MappingVersion = Version
+	}
+	return events, err
+}
+
+func (m *Mapper) mapKind(raw substate.RawEvent) ([]substate.EventData, error) {
 	switch raw.Kind {
 	case substate.RawEventBridge:
 		ev, err := m.MapEventBridge(raw.Body)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
 )
 
 func TestMapRestate(t *testing.T) {
@@ -107,6 +108,7 @@ func TestMapEngine(t *testing.T) {
 		SubState: substate.StateBackingOff, Verb: substate.VerbRetrying, Status: substate.StatusRunning,
 		RetryCount: 2, RetryCountKnown: true, ErrorMessage: "no responders", ErrorType: "ServiceUnavailable",
 		ProviderState: "backing-off", OccurredAt: start.Add(time.Minute), ExecutionStartedAt: start, Revision: 7,
+		MappingVersion: mapping.Version,
 	}
 	if got != want {
 		t.Errorf("got  %+v\nwant %+v", got, want)

@@ -16,7 +16,10 @@ const recordVersion = 1
 var errCorrupt = errors.New("corrupt record")
 
 // Record flags.
-const flagOwnExecution = 1 << 0 // the followed execution differs from the view's
+const (
+	flagOwnExecution = 1 << 0 // the followed execution differs from the view's
+	flagMapping      = 1 << 1 // a mapping version follows the revision
+)
 
 // encodeRecord returns the stored form of r. The tenant id is the key and is
 // not repeated. Layout (version 1): version, flags, sub-state code, then
@@ -27,6 +30,9 @@ func encodeRecord(r *Record) []byte {
 	var flags byte
 	if r.ExecutionID != v.WorkflowExecutionID {
 		flags |= flagOwnExecution
+	}
+	if r.Mapping > 0 {
+		flags |= flagMapping
 	}
 	b = append(b, recordVersion, flags, subStateCode(v.WorkflowSubState))
 	b = appendString(b, string(v.WorkflowVerb))
@@ -42,7 +48,11 @@ func encodeRecord(r *Record) []byte {
 		b = appendString(b, r.ExecutionID)
 	}
 	b = appendTime(b, r.StartedAt)
-	return binary.AppendUvarint(b, uint64(r.Revision))
+	b = binary.AppendUvarint(b, uint64(r.Revision))
+	if flags&flagMapping != 0 {
+		b = binary.AppendUvarint(b, uint64(r.Mapping))
+	}
+	return b
 }
 
 // decodeRecord decodes a stored record of tenant id. It rejects anything
@@ -72,8 +82,13 @@ func decodeRecord(id string, b []byte) (Record, error) {
 	}
 	r.StartedAt = d.time()
 	r.Revision = substate.Revision(d.uvarint())
+	if flags&flagMapping != 0 {
+		r.Mapping = d.int()
+	}
 	switch {
-	case d.err || len(d.b) != 0 || flags&^flagOwnExecution != 0 || v.WorkflowSubState == "":
+	case d.err || len(d.b) != 0 || flags&^(flagOwnExecution|flagMapping) != 0 || v.WorkflowSubState == "":
+		return Record{}, errCorrupt
+	case flags&flagMapping != 0 && r.Mapping == 0:
 		return Record{}, errCorrupt
 	case flags&flagOwnExecution != 0 && r.ExecutionID == v.WorkflowExecutionID:
 		return Record{}, errCorrupt // not canonical: encodeRecord writes no flag then

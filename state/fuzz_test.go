@@ -52,16 +52,16 @@ func FuzzDecodeRecord(f *testing.F) {
 // FuzzRecordRoundTrip builds records from arbitrary field values: every
 // record the rules can produce must decode to itself.
 func FuzzRecordRoundTrip(f *testing.F) {
-	f.Add("a", "b", "boom", "RUNNING", 3, int64(1700000000), int64(5), uint64(7), uint8(2))
-	f.Add("", "", "", "", 0, int64(0), int64(0), uint64(0), uint8(0))
-	f.Fuzz(func(t *testing.T, exec, own, msg, native string, retry int, sec, nsec int64, rev uint64, s uint8) {
+	f.Add("a", "b", "boom", "RUNNING", 3, int64(1700000000), int64(5), uint64(7), uint8(2), uint16(2))
+	f.Add("", "", "", "", 0, int64(0), int64(0), uint64(0), uint8(0), uint16(0))
+	f.Fuzz(func(t *testing.T, exec, own, msg, native string, retry int, sec, nsec int64, rev uint64, s uint8, mapping uint16) {
 		const lo, hi = -62167219200, 253402300799 // years 0 and 9999, what JSON holds
 		sec = lo + int64(uint64(sec)%uint64(hi-lo+1))
 		at := time.Unix(sec, int64(uint64(nsec)%1e9)).UTC()
 		if at.Add(time.Second).Unix() > hi {
 			at = at.Add(-time.Second)
 		}
-		rec := state.Record{ExecutionID: own, StartedAt: at, Revision: substate.Revision(rev)}
+		rec := state.Record{ExecutionID: own, StartedAt: at, Revision: substate.Revision(rev), Mapping: int(mapping)}
 		rec.View = substate.TenantView{
 			TenantID:             "t",
 			WorkflowSubState:     substate.SubStates[int(s)%len(substate.SubStates)],

@@ -59,6 +59,9 @@ func reopen(tb testing.TB, db *state.DB) {
 // evOpt adjusts an event made by ev.
 type evOpt func(*substate.EventData)
 
+// mapped sets the mapping version that produced an event.
+func mapped(v int) evOpt { return func(e *substate.EventData) { e.MappingVersion = v } }
+
 // ev returns a valid engine event of tenant's execution exec at revision
 // rev, started at t0 and occurred rev seconds later.
 func ev(tenant, exec string, s substate.SubState, rev substate.Revision, opts ...evOpt) substate.EventData {

@@ -21,6 +21,8 @@ type Record struct {
 	StartedAt time.Time
 	// Revision is the revision of the newest event applied for it.
 	Revision substate.Revision
+	// Mapping is the mapping version of that event.
+	Mapping int
 }
 
 // Outcome says what one event did to a tenant's record.
@@ -76,13 +78,23 @@ func ApplyEvent(rec Record, ev substate.EventData, now time.Time) (Record, Outco
 func baseFor(rec Record, ev *substate.EventData) (Record, bool) {
 	switch {
 	case rec.ExecutionID != "" && rec.ExecutionID == ev.ExecutionID:
-		return rec, ev.Revision > rec.Revision
+		return rec, newer(ev, &rec)
 	case rec.ExecutionID == "" || newerExecution(ev, &rec):
 		fresh := Record{ExecutionID: ev.ExecutionID, StartedAt: utc(ev.ExecutionStartedAt)}
 		fresh.View.TenantID = ev.TenantID
 		return fresh, true
 	}
 	return rec, false
+}
+
+// newer reports whether ev is newer than the record's last event of the
+// same execution: a greater revision, or the same revision mapped again
+// with a corrected (higher) mapping version.
+func newer(ev *substate.EventData, rec *Record) bool {
+	if ev.Revision != rec.Revision {
+		return ev.Revision > rec.Revision
+	}
+	return ev.MappingVersion > rec.Mapping
 }
 
 // newerExecution reports whether ev's execution started after rec's. Equal
@@ -118,7 +130,7 @@ func advance(base Record, ev *substate.EventData) Record {
 	if ev.SubState == substate.StateSucceeded {
 		v.WorkflowExecutionID, v.WorkflowRetryCount, v.WorkflowErrorMessage = "", 0, ""
 	}
-	next := Record{View: v, ExecutionID: ev.ExecutionID, StartedAt: base.StartedAt, Revision: ev.Revision}
+	next := Record{View: v, ExecutionID: ev.ExecutionID, StartedAt: base.StartedAt, Revision: ev.Revision, Mapping: ev.MappingVersion}
 	if next.StartedAt.IsZero() {
 		next.StartedAt = utc(ev.ExecutionStartedAt)
 	}
