@@ -37,6 +37,7 @@ type WorkerFlags struct {
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
+	ReconcileFlags       `embed:""`
 }
 
 // Worker is a running substate worker: NATS (embedded or not), the streams,
@@ -53,6 +54,7 @@ type Worker struct {
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
+	reconcile  reconcile
 	closers    []func() error
 }
 
@@ -77,7 +79,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
-	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openHTTP}
+	steps := []func(context.Context) error{w.openBus, w.openView, w.openMapper, w.openNormalizer, w.openProjector, w.openReconciler, w.openHTTP}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return err
@@ -246,7 +248,7 @@ func (w *Worker) ready() error {
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	return runGroup(ctx, w.normalizer.Run, w.projector.Run, w.watchLag)
+	return runGroup(ctx, w.normalizer.Run, w.projector.Run, w.watchLag, w.runReconcile)
 }
 
 // watchLag updates the consumer lag gauges every few seconds.
