@@ -46,7 +46,7 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (describes, histor
 	srv := awstest.New(t)
 	srv.Now = clock.Now
 	metrics := consumers.NewReconcileMetrics(nil)
-	sfn := stepfunctions.New(srv.Config(), stepfunctions.CountCalls(func(op string) {
+	sfn := stepfunctions.New(sdkConfig(srv), stepfunctions.CountCalls(func(op string) {
 		metrics.CountCall(substate.ProviderStepFunctions, op)
 	}))
 	sfn.Now, sfn.MaxHistoryEvents, sfn.HistoryPageSize = clock.Now, s.maxEvents, s.pageSize

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -173,9 +176,37 @@ func newSFN(tb testing.TB, clock *fakeClock) (*awstest.Server, *stepfunctions.Pr
 	tb.Helper()
 	srv := awstest.New(tb)
 	srv.Now = clock.Now
-	p := stepfunctions.New(srv.Config())
+	p := stepfunctions.New(sdkConfig(srv))
 	p.Now = clock.Now
 	return srv, p
+}
+
+// sdkConfig is the fake's SDK configuration with a client that reads each
+// response completely before the SDK sees it. The SDK closes a request's
+// body as soon as the round trip returns; net/http may then close the
+// connection while a large response is still being read, and the SDK
+// retries. That retry is real, but it would make the tests' call counts
+// depend on goroutine timing.
+func sdkConfig(srv *awstest.Server) aws.Config {
+	cfg := srv.Config()
+	cfg.HTTPClient = bufferedClient{}
+	return cfg
+}
+
+type bufferedClient struct{}
+
+func (bufferedClient) Do(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
 }
 
 // newReconciler returns a reconciler on the clock asking p about Step

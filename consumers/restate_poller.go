@@ -259,7 +259,7 @@ func (p *RestatePoller) forgetMissing(tracked map[string]bool) {
 // init fills the settings left zero and the internal state.
 func (p *RestatePoller) init() {
 	p.Interval = cmp.Or(p.Interval, DefaultRestateInterval)
-	p.BatchSize = cmp.Or(p.BatchSize, DefaultRestateBatchSize)
+	p.BatchSize = cmp.Or(max(p.BatchSize, 0), DefaultRestateBatchSize)
 	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultRestateMaxBackoff)
 	if len(p.Columns) == 0 {
 		p.Columns = DefaultRestateColumns

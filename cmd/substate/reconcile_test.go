@@ -146,6 +146,11 @@ func TestRunReconcileFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, %s; want 1 and %q", tt.args, code, errOut, tt.want)
 		}
 	}
+	t.Setenv("SUBSTATE_RECONCILE_INTERVAL", "-1s")
+	code, _, errOut := runCLI(t, "run", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errOut, "--reconcile-interval must be positive") {
+		t.Errorf("SUBSTATE_RECONCILE_INTERVAL=-1s: exit %d, %s", code, errOut)
+	}
 }
 
 func get(t *testing.T, url string) string {
