@@ -43,8 +43,8 @@ type EventData struct {
 	// MappingVersion is the version of the mapping that produced the event.
 	// An event re-normalized with a corrected mapping has the same revision
 	// and a higher version, and replaces the event it corrects.
-	MappingVersion int `json:"mappingVersion,omitempty"`
-	Terminal bool     `json:"terminal"`
+	MappingVersion int  `json:"mappingVersion,omitempty"`
+	Terminal       bool `json:"terminal"`
 }
 
 // Validate reports the first missing or invalid field as an EINVALID error.

@@ -8,6 +8,9 @@ import (
 	"github.com/substatehq/substate"
 )
 
+// Compile-time check that DB lists the tenants a reconciler polls.
+var _ substate.ActiveLister = (*DB)(nil)
+
 // activeChunk is how many tenants Active reads per read transaction.
 const activeChunk = 256
 

@@ -13,21 +13,6 @@ import (
 // ebWrites are the EventBridge operations that change resources.
 var ebWrites = []string{"CreateConnection", "UpdateConnection", "CreateApiDestination", "UpdateApiDestination", "PutRule", "PutTargets"}
 
-// awsEnv points the SDK's default configuration chain at srv, with static
-// credentials and no shared files or instance metadata.
-func awsEnv(t *testing.T, srv *awstest.Server) {
-	t.Helper()
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": srv.URL, "AWS_REGION": awstest.Region,
-		"AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "",
-		"AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(dir, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"), "AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
 func writeCount(srv *awstest.Server) int {
 	n := 0
 	for _, op := range ebWrites {
@@ -45,7 +30,7 @@ func deployArgs(extra ...string) []string {
 
 func TestDeployEventBridgeTwice(t *testing.T) {
 	srv := awstest.New(t)
-	awsEnv(t, srv)
+	awsEnv(t, srv.URL, awstest.Region)
 	t.Setenv("SUBSTATE_INGEST_API_KEY", "k-0123456789abcdef")
 
 	code, out, errOut := runCLI(t, deployArgs()...)
@@ -83,7 +68,7 @@ func TestDeployEventBridgeTwice(t *testing.T) {
 
 func TestDeployEventBridgeKeyFromFile(t *testing.T) {
 	srv := awstest.New(t)
-	awsEnv(t, srv)
+	awsEnv(t, srv.URL, awstest.Region)
 	file := filepath.Join(t.TempDir(), "ingest-api-key")
 	if err := os.WriteFile(file, []byte("k-first\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -107,7 +92,7 @@ func TestDeployEventBridgeKeyFromFile(t *testing.T) {
 
 func TestDeployEventBridgeRefusesBareKey(t *testing.T) {
 	srv := awstest.New(t)
-	awsEnv(t, srv)
+	awsEnv(t, srv.URL, awstest.Region)
 	for _, ref := range []string{"k-0123456789abcdef", "env:SUBSTATE_TEST_UNSET_KEY", "file:" + filepath.Join(t.TempDir(), "missing")} {
 		code, out, errOut := runCLI(t, deployArgs("--api-key-secret", ref)...)
 		if code != 1 || strings.Contains(errOut, "0123456789abcdef") || srv.TotalCalls() != 0 {

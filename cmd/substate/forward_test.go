@@ -12,10 +12,7 @@ import (
 
 func TestRunForwardsToEventBridge(t *testing.T) {
 	aws := awstest.New(t)
-	t.Setenv("AWS_ENDPOINT_URL", aws.URL)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	awsEnv(t, aws.URL, awstest.Region)
 	w := startWorker(t, t.TempDir(), "--eventbridge-bus", "tenants")
 	if code := postFile(t, w.HTTP.URL()+"/v1/ingest/eventbridge", examplePath("stepfunctions-failed.json"), nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)

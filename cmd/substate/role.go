@@ -52,7 +52,9 @@ func (w *Worker) openSteps() []func(context.Context) error {
 		steps = append(steps, w.openMapper, w.retrying(w.openNormalizer), w.retrying(w.openForwarder), w.openEngine)
 	}
 	if w.Flags.projects() {
-		steps = append(steps, w.retrying(w.openProjector))
+		// The reconciler reads the view for stale runs; with several
+		// projector replicas, enable its pollers on one of them.
+		steps = append(steps, w.retrying(w.openProjector), w.openReconciler)
 	}
 	return append(steps, w.openHTTP)
 }
@@ -67,7 +69,7 @@ func (w *Worker) actors() []func(context.Context) error {
 		out = append(out, w.forwarder.Run)
 	}
 	if w.projector != nil {
-		out = append(out, w.projector.Run)
+		out = append(out, w.projector.Run, w.runReconcile)
 	}
 	return append(out, w.watchLag)
 }

@@ -41,6 +41,7 @@ type WorkerFlags struct {
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
+	ReconcileFlags       `embed:""`
 }
 
 // Worker is a running substate worker: NATS (embedded or not), the streams,
@@ -60,6 +61,7 @@ type Worker struct {
 	projector  *consumers.Projector
 	forwarder  *consumers.Forwarder // nil without --eventbridge-bus
 	caughtUp   atomic.Bool          // the view has caught up once; see checkDurable
+	reconcile  reconcile
 	closers    []func() error
 }
 

@@ -18,6 +18,9 @@ import (
 	"github.com/substatehq/substate/engine"
 )
 
+// Compile-time check that the provider is a poller for the reconciler.
+var _ substate.StatusPoller = (*Provider)(nil)
+
 // PollPayload is the body of a stepfunctions.poll raw event: the
 // DescribeExecution response and the recent history events exactly as Step
 // Functions returned them (awsJson1_0: camelCase members, timestamps in

@@ -1,7 +1,10 @@
 package awstest
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,6 +28,7 @@ func Config(url string) aws.Config {
 			return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", Source: "awstest"}, nil
 		}),
 		BaseEndpoint: aws.String(url),
+		HTTPClient:   bufferedClient{},
 		Retryer: func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = MaxAttempts
@@ -39,3 +43,23 @@ func Config(url string) aws.Config {
 
 // Config returns Config(s.URL).
 func (s *Server) Config() aws.Config { return Config(s.URL) }
+
+// bufferedClient reads every response body whole before the SDK sees it.
+// The SDK can close a body while Go's HTTP client still reads a large one,
+// which closes the connection and makes the SDK retry: a real retry, but
+// one that would make the tests' call counts depend on goroutine timing.
+type bufferedClient struct{}
+
+func (bufferedClient) Do(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}

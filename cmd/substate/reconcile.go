@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/engine/stepfunctions"
+	"github.com/substatehq/substate/publishers"
+)
+
+// ReconcileFlags configure the reconciler, which asks providers about
+// tenants nothing was heard of for a while, and the Restate admin poller.
+type ReconcileFlags struct {
+	ReconcileAfter     time.Duration `name:"reconcile-after" default:"2m" help:"Ask a provider about a non-terminal tenant when nothing was heard of it (no event, no poll) for this long."`
+	ReconcileInterval  time.Duration `name:"reconcile-interval" default:"15s" help:"How often the reconciler looks for such tenants."`
+	ReconcileQPS       float64       `name:"reconcile-qps" default:"10" help:"Provider API calls per second the reconciler may make, per provider (0 = no limit)."`
+	SFNReconcile       string        `name:"sfn-reconcile" enum:"auto,on,off" default:"auto" help:"Poll Step Functions for stale tenants: auto when an AWS region is configured, on (fail without one), off."`
+	SFNHistoryInterval time.Duration `name:"sfn-history-interval" default:"4m" help:"How often a stale running Step Functions execution's poll also reads its recent history (retries, backing-off)."`
+	AWSRegion          string        `name:"aws-region" help:"AWS region of the Step Functions executions; default from AWS_REGION or the shared AWS config. Credentials and AWS_ENDPOINT_URL(_SFN) come from the standard AWS chain."`
+	RestateAdminURL    string        `name:"restate-admin-url" help:"Restate admin API (such as http://restate:9070); when set, the sys_invocation rows of the tracked invocations are polled."`
+	RestateAdminToken  string        `name:"restate-admin-token" help:"Bearer token for the Restate admin API."`
+	RestatePollEvery   time.Duration `name:"restate-poll-interval" default:"15s" help:"How often the tracked Restate invocations are polled."`
+	RestatePollAfter   time.Duration `name:"restate-poll-after" default:"0s" help:"Poll only Restate invocations nothing was heard of for this long (0 = all tracked ones, every interval)."`
+}
+
+// reconcile holds the worker's pollers; each is nil when not configured.
+type reconcile struct {
+	reconciler *consumers.Reconciler
+	restate    *consumers.RestatePoller
+}
+
+// openReconciler builds the reconciler for the providers that can be
+// polled and the Restate admin poller when its URL is set. Their metrics
+// are registered whether or not they run.
+func (w *Worker) openReconciler(ctx context.Context) error {
+	f := w.Flags.ReconcileFlags
+	if err := f.validate(); err != nil {
+		return err
+	}
+	m := consumers.NewReconcileMetrics(w.registry)
+	pub := publishers.NewJetStream(w.Bus.JetStream)
+	pollers := map[substate.Provider]substate.StatusPoller{}
+	sfn, err := w.stepFunctions(ctx, m)
+	if err != nil {
+		return err
+	}
+	if sfn != nil {
+		pollers[substate.ProviderStepFunctions] = sfn
+	}
+	// The built-in engine joins here, as pollers[substate.ProviderEngine],
+	// once it implements substate.StatusPoller. Restate has its own poller.
+	if len(pollers) > 0 {
+		r := consumers.NewReconciler(w.View, pollers, pub)
+		r.After, r.Interval, r.HistoryInterval, r.QPS = f.ReconcileAfter, f.ReconcileInterval, f.SFNHistoryInterval, f.ReconcileQPS
+		if sfn != nil {
+			r.HistoryCost = 1 + (sfn.MaxHistoryEvents+sfn.HistoryPageSize-1)/sfn.HistoryPageSize
+		}
+		r.Metrics, r.Logger = m, w.Logger.With("component", "reconciler")
+		w.reconcile.reconciler = r
+	}
+	if f.RestateAdminURL != "" {
+		p := consumers.NewRestatePoller(f.RestateAdminURL, w.View, pub)
+		p.Token, p.Interval, p.After, p.QPS = f.RestateAdminToken, f.RestatePollEvery, f.RestatePollAfter, f.ReconcileQPS
+		p.Metrics, p.Logger = m, w.Logger.With("component", "restate-poller")
+		w.reconcile.restate = p
+		w.Logger.Info("polling the restate admin api", "url", f.RestateAdminURL, "interval", f.RestatePollEvery)
+	}
+	return nil
+}
+
+// validate checks the durations and the Restate admin URL.
+func (f *ReconcileFlags) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"--reconcile-after", f.ReconcileAfter}, {"--reconcile-interval", f.ReconcileInterval},
+		{"--sfn-history-interval", f.SFNHistoryInterval}, {"--restate-poll-interval", f.RestatePollEvery},
+	} {
+		if d.v <= 0 {
+			return substate.Errorf(substate.EINVALID, "%s must be positive, not %s", d.name, d.v)
+		}
+	}
+	if f.RestatePollAfter < 0 {
+		return substate.Errorf(substate.EINVALID, "--restate-poll-after must not be negative")
+	}
+	if f.RestateAdminURL != "" {
+		u, err := url.Parse(f.RestateAdminURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return substate.Errorf(substate.EINVALID, "--restate-admin-url %q is not an http(s) URL", f.RestateAdminURL)
+		}
+	}
+	return nil
+}
+
+// stepFunctions returns the Step Functions provider the reconciler polls,
+// or nil when Step Functions reconciling is off: by --sfn-reconcile=off,
+// or in auto mode when the AWS configuration names no region.
+func (w *Worker) stepFunctions(ctx context.Context, m *consumers.ReconcileMetrics) (*stepfunctions.Provider, error) {
+	f := w.Flags.ReconcileFlags
+	if f.SFNReconcile == "off" {
+		return nil, nil
+	}
+	cfg, err := stepfunctions.LoadConfig(ctx, f.AWSRegion)
+	if err == nil && cfg.Region == "" {
+		err = substate.Errorf(substate.EINVALID, "no AWS region: set --aws-region or AWS_REGION")
+	}
+	if err != nil {
+		if f.SFNReconcile == "on" {
+			return nil, fmt.Errorf("step functions reconciling: %w", err)
+		}
+		w.Logger.Info("step functions reconciling is off", "reason", err.Error())
+		return nil, nil
+	}
+	p := stepfunctions.New(cfg, stepfunctions.CountCalls(func(op string) {
+		m.CountCall(substate.ProviderStepFunctions, op)
+	}))
+	w.Logger.Info("reconciling step functions", "region", cfg.Region, "after", f.ReconcileAfter, "qps", f.ReconcileQPS)
+	return p, nil
+}
+
+// runReconcile runs the configured pollers until ctx is done.
+func (w *Worker) runReconcile(ctx context.Context) error {
+	var actors []func(context.Context) error
+	if r := w.reconcile.reconciler; r != nil {
+		actors = append(actors, r.Run)
+	}
+	if p := w.reconcile.restate; p != nil {
+		actors = append(actors, p.Run)
+	}
+	if len(actors) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	return runGroup(ctx, actors...)
+}

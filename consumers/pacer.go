@@ -1,0 +1,67 @@
+package consumers
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// pacer spaces the calls to one provider with a token bucket that reads
+// an injected clock and sleeps with an injected function, so the pacing
+// can be checked without waiting.
+type pacer struct {
+	lim   *rate.Limiter
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+}
+
+// newPacer returns a pacer of qps tokens per second (no limit when qps is
+// not positive) holding at most burst tokens (at least one).
+func newPacer(qps float64, burst int, now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
+	limit := rate.Inf
+	if qps > 0 {
+		limit = rate.Limit(qps)
+	}
+	return &pacer{lim: rate.NewLimiter(limit, max(burst, 1)), now: now, sleep: sleep}
+}
+
+// wait takes n tokens (at most the burst), sleeping until they are there.
+func (p *pacer) wait(ctx context.Context, n int) error {
+	n = max(min(n, p.lim.Burst()), 1)
+	now := p.now()
+	r := p.lim.ReserveN(now, n)
+	d := r.DelayFrom(now)
+	if d <= 0 {
+		return nil
+	}
+	if err := p.sleep(ctx, d); err != nil {
+		r.CancelAt(p.now())
+		return err
+	}
+	return nil
+}
+
+// defaultBurst is the burst of a rate: one second's worth, at least n.
+func defaultBurst(qps float64, n int) int {
+	if qps <= 0 || math.IsInf(qps, 1) {
+		return max(n, 1)
+	}
+	return max(int(math.Ceil(qps)), n, 1)
+}
+
+// sleepContext waits for d or until ctx is done.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,85 @@
+package consumers
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/substatehq/substate"
+)
+
+// Poll outcomes besides the error codes of substate.
+const (
+	OutcomeOK            = "ok"             // the status was read and published
+	OutcomePublishFailed = "publish_failed" // read, but SUBSTATE_RAW did not take it
+)
+
+// ReconcileMetrics are the Prometheus metrics of the reconciler and the
+// Restate admin poller.
+type ReconcileMetrics struct {
+	// Polls counts executions asked about, by provider and outcome: "ok",
+	// "publish_failed", or the substate error code of the failure
+	// ("not_found", "throttled", "unavailable", …).
+	Polls *prometheus.CounterVec
+	// APICalls counts requests sent to a provider's API, by provider and
+	// operation (retried attempts included): the cost of reconciling.
+	APICalls *prometheus.CounterVec
+	// Stale is how many non-terminal tenants of a provider had no event
+	// for longer than the staleness threshold at the last sweep.
+	Stale *prometheus.GaugeVec
+	// SweepDuration is how long a sweep took, by poller; a sweep longer
+	// than the reconcile-after threshold means the rate limit is too low
+	// for the number of stale tenants.
+	SweepDuration *prometheus.HistogramVec
+}
+
+// NewReconcileMetrics creates the metrics and registers them on reg when
+// it is not nil.
+func NewReconcileMetrics(reg prometheus.Registerer) *ReconcileMetrics {
+	m := &ReconcileMetrics{
+		Polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_reconcile_polls_total", Help: "Executions polled by the reconciler, by provider and outcome.",
+		}, []string{"provider", "outcome"}),
+		APICalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_provider_api_calls_total", Help: "Requests sent to a provider's API by the reconciler, by provider and operation.",
+		}, []string{"provider", "operation"}),
+		Stale: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "substate_reconcile_stale_tenants", Help: "Non-terminal tenants without a recent event at the last sweep, by provider.",
+		}, []string{"provider"}),
+		SweepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "substate_reconcile_sweep_duration_seconds", Help: "Duration of one reconciler sweep.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"poller"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Polls, m.APICalls, m.Stale, m.SweepDuration)
+	}
+	return m
+}
+
+// The helpers below accept a nil *ReconcileMetrics.
+
+func (m *ReconcileMetrics) countPolls(p substate.Provider, outcome string, n int) {
+	if m != nil && n > 0 {
+		m.Polls.WithLabelValues(string(p), outcome).Add(float64(n))
+	}
+}
+
+// CountCall counts one request sent to a provider's API.
+func (m *ReconcileMetrics) CountCall(p substate.Provider, operation string) {
+	if m != nil {
+		m.APICalls.WithLabelValues(string(p), operation).Inc()
+	}
+}
+
+func (m *ReconcileMetrics) setStale(p substate.Provider, n int) {
+	if m != nil {
+		m.Stale.WithLabelValues(string(p)).Set(float64(n))
+	}
+}
+
+func (m *ReconcileMetrics) observeSweep(poller string, d time.Duration) {
+	if m != nil {
+		m.SweepDuration.WithLabelValues(poller).Observe(d.Seconds())
+	}
+}

@@ -1,0 +1,303 @@
+package consumers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/internal/fixtures"
+)
+
+// runningTenant is the tenant of sfn-status-running.json: the input's
+// customerId.
+const runningTenant = "cus_88412"
+
+// trackRunning sends the RUNNING EventBridge event of the fixture through
+// the normalizer and projector, stores the execution in the fake as
+// running, and returns it.
+func trackRunning(t *testing.T, p *pipeline, srv *awstest.Server) sfnFixture {
+	t.Helper()
+	x := readSFNFixture(t, "sfn-status-running.json")
+	addExecution(srv, x)
+	p.publish(t, substate.RawEvent{Kind: substate.RawEventBridge, ID: "eb-running", Body: fixtures.Provider("sfn-status-running.json")})
+	p.waitTenant(t, runningTenant, "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
+	return x
+}
+
+func TestReconcilerRecoversLostSucceeded(t *testing.T) {
+	ctx := context.Background()
+	p := newPipeline(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 1, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	x := trackRunning(t, p, srv)
+	last := p.tenant(t, runningTenant).LastEventAt
+
+	// The execution succeeds; its event is lost.
+	if err := srv.SetStatus(x.ARN, "SUCCEEDED", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	r := newReconciler(p.view, sfn, p.pub, clock)
+
+	clock.Set(last.Add(r.After)) // not stale yet: nothing heard for exactly After
+	res, err := r.Sweep(ctx)
+	if err != nil || res.Polled != 0 || srv.TotalCalls() != 0 {
+		t.Fatalf("sweep before --reconcile-after: %+v, %d calls, %v; want no poll", res, srv.TotalCalls(), err)
+	}
+
+	clock.Advance(r.Interval) // one sweep later
+	res, err = r.Sweep(ctx)
+	if err != nil || res.Polled != 1 || res.Published != 1 {
+		t.Fatalf("sweep after --reconcile-after: %+v, %v; want one poll published", res, err)
+	}
+	v := p.waitTenant(t, runningTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+	if v.WorkflowExecutionID != "" || v.ProviderState != "SUCCEEDED" || v.Provider != substate.ProviderStepFunctions {
+		t.Fatalf("view = %+v", v)
+	}
+}
+
+func TestReconcilerDetectsBackingOffFromHistory(t *testing.T) {
+	ctx := context.Background()
+	p := newPipeline(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	x := trackRunning(t, p, srv)
+
+	// The second attempt timed out and the Retry interval is running: no
+	// event is sent for that.
+	var page struct{ Events []json.RawMessage }
+	if err := json.Unmarshal(fixtures.Provider("sfn-history-retry.json"), &page); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SetHistory(x.ARN, page.Events[:8]); err != nil {
+		t.Fatal(err)
+	}
+	r := newReconciler(p.view, sfn, p.pub, clock)
+	res, err := r.Sweep(ctx)
+	if err != nil || res.Published != 1 {
+		t.Fatalf("sweep: %+v, %v", res, err)
+	}
+	if srv.Calls("GetExecutionHistory") != 1 {
+		t.Fatalf("history calls = %d, want 1: the first poll of an execution reads history", srv.Calls("GetExecutionHistory"))
+	}
+	v := p.waitTenant(t, runningTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	if v.WorkflowRetryCount != 1 || v.WorkflowErrorMessage != "States.Timeout: Task timed out after 30.00 seconds" || v.WorkflowVerb != substate.VerbRetrying {
+		t.Fatalf("view = retries %d, error %q, verb %s; want 1, the timeout, retrying", v.WorkflowRetryCount, v.WorkflowErrorMessage, v.WorkflowVerb)
+	}
+}
+
+func TestReconcilerLatePollDoesNotRegress(t *testing.T) {
+	ctx := context.Background()
+	p := newPipeline(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	x := readSFNFixture(t, "sfn-status-running.json")
+	addExecution(srv, x)
+
+	// A poll reads the execution while it runs …
+	late, err := sfn.Poll(ctx, x.ARN, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// … then the SUCCEEDED event arrives and is applied …
+	p.publish(t, substate.RawEvent{Kind: substate.RawEventBridge, ID: "eb-succeeded", Body: fixtures.Provider("sfn-status-succeeded.json")})
+	p.waitTenant(t, runningTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+	// … and only then is the poll result published.
+	p.publish(t, late)
+	waitFor(t, "the late poll to be normalized", func() bool { return streamCount(t, p.bus.JetStream, substate.StreamEvents) == 2 })
+	p.settle(t)
+	if v := p.tenant(t, runningTenant); v.WorkflowSubState != substate.StateSucceeded || v.ProviderState != "SUCCEEDED" {
+		t.Fatalf("view after the late poll = %s (%s), want succeeded", v.WorkflowSubState, v.ProviderState)
+	}
+	if res, err := newReconciler(p.view, sfn, p.pub, clock).Sweep(ctx); err != nil || res.Stale != 0 {
+		t.Fatalf("sweep: %+v, %v; a succeeded tenant is never polled", res, err)
+	}
+}
+
+func TestReconcilerPollsEachExecutionOncePerAfter(t *testing.T) {
+	ctx := context.Background()
+	p := newPipeline(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	trackRunning(t, p, srv)
+	r := newReconciler(p.view, sfn, p.pub, clock)
+	r.After, r.Interval, r.HistoryInterval = 2*time.Minute, 30*time.Second, 4*time.Minute
+
+	var polls, histories []int
+	for i := range 9 { // 4 minutes of sweeps
+		before := srv.Calls("GetExecutionHistory")
+		res, err := r.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Polled == 1 {
+			polls = append(polls, i)
+		}
+		if srv.Calls("GetExecutionHistory") > before {
+			histories = append(histories, i)
+		}
+		clock.Advance(r.Interval)
+	}
+	if got, want := fmtInts(polls), "[0 4 8]"; got != want {
+		t.Errorf("polled at sweeps %s, want %s (every After)", got, want)
+	}
+	if got, want := fmtInts(histories), "[0 8]"; got != want {
+		t.Errorf("history read at sweeps %s, want %s (every HistoryInterval)", got, want)
+	}
+}
+
+func TestReconcilerFailures(t *testing.T) {
+	ctx := context.Background()
+	view := openView(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	b := newBus(t)
+	pub := newPublisher(b)
+	machine := awstest.StateMachineARN("orders")
+	var arns []string
+	for i, tenant := range []string{"t1", "t2", "t3"} {
+		arn := awstest.ExecutionARN(machine, tenant)
+		arns = append(arns, arn)
+		applyRunning(t, view, tenant, arn, uint64(i+1), clock.Now().Add(-time.Hour))
+		if tenant != "t3" {
+			srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: tenant, Status: "RUNNING",
+				Input: `{"tenantId":"` + tenant + `"}`, StartDate: clock.Now().Add(-time.Hour)})
+		}
+	}
+	var logs logBuffer
+	r := newReconciler(view, sfn, pub, clock)
+	r.Logger, r.Metrics = logs.Logger(), consumers.NewReconcileMetrics(nil)
+
+	t.Run("Throttled", func(t *testing.T) {
+		srv.Throttle("DescribeExecution", awstest.MaxAttempts) // the SDK's retries are used up
+		res, err := r.Sweep(ctx)
+		if err != nil || res.Failed != 1 || res.Deferred != 2 || res.Published != 0 {
+			t.Fatalf("sweep = %+v, %v; want the first poll throttled and the rest deferred", res, err)
+		}
+		if got := counter(t, r.Metrics.Polls, "stepfunctions", substate.ETHROTTLED); got != 1 {
+			t.Fatalf("throttled polls counted = %v", got)
+		}
+	})
+	t.Run("RetriedNextSweep", func(t *testing.T) {
+		clock.Advance(r.Interval)
+		res, err := r.Sweep(ctx)
+		if err != nil || res.Published != 2 || res.Failed != 1 {
+			t.Fatalf("sweep = %+v, %v; want t1 and t2 published, t3 not found", res, err)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		for range 3 {
+			clock.Advance(r.After)
+			res, err := r.Sweep(ctx)
+			if err != nil || res.Unpolled != 1 || res.Published != 2 {
+				t.Fatalf("sweep = %+v, %v; want t3 left alone", res, err)
+			}
+		}
+		if got := logs.Count(arns[2]); got != 1 {
+			t.Fatalf("the unknown execution was logged %d times, want once", got)
+		}
+		if got := counter(t, r.Metrics.Polls, "stepfunctions", substate.ENOTFOUND); got != 1 {
+			t.Fatalf("not-found polls counted = %v, want 1", got)
+		}
+	})
+	t.Run("PublishFails", func(t *testing.T) {
+		b.Close() // NATS goes away
+		clock.Advance(r.After)
+		res, err := r.Sweep(ctx)
+		if err == nil || res.Published != 0 {
+			t.Fatalf("sweep = %+v, %v; want the sweep to stop with the publish error", res, err)
+		}
+		if got := counter(t, r.Metrics.Polls, "stepfunctions", consumers.OutcomePublishFailed); got != 1 {
+			t.Fatalf("publish failures counted = %v, want 1", got)
+		}
+	})
+}
+
+func TestReconcilerRunKeepsGoing(t *testing.T) {
+	view := openView(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	arn := awstest.ExecutionARN(awstest.StateMachineARN("orders"), "t1")
+	applyRunning(t, view, "t1", arn, 1, clock.Now().Add(-time.Hour))
+	srv.Fail("", 1000, 500, "InternalFailure", "injected outage")
+	r := newReconciler(view, sfn, newPublisher(newBus(t)), clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	sweeps := 0
+	r.Sleep = func(ctx context.Context, d time.Duration) error {
+		if sweeps++; sweeps == 5 {
+			cancel()
+		}
+		return clock.Sleep(ctx, d)
+	}
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("run = %v, want nil after the context ends", err)
+	}
+	if got := srv.Calls("DescribeExecution"); got != 5*awstest.MaxAttempts {
+		t.Fatalf("describe calls = %d, want one poll (with the SDK's retries) per sweep: %d", got, 5*awstest.MaxAttempts)
+	}
+}
+
+// pollerFunc is a StatusPoller made of a function, to watch a real one.
+type pollerFunc func(ctx context.Context, id string, withHistory bool) (substate.RawEvent, error)
+
+func (f pollerFunc) Poll(ctx context.Context, id string, withHistory bool) (substate.RawEvent, error) {
+	return f(ctx, id, withHistory)
+}
+
+func TestReconcilerRateLimit(t *testing.T) {
+	ctx := context.Background()
+	view := openView(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	machine := awstest.StateMachineARN("orders")
+	const tenants = 20
+	for i := range tenants {
+		name := fmt.Sprintf("t%02d", i)
+		arn := awstest.ExecutionARN(machine, name)
+		applyRunning(t, view, name, arn, uint64(i+1), clock.Now().Add(-time.Hour))
+		srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: name, Status: "RUNNING",
+			Input: `{"tenantId":"` + name + `"}`, StartDate: clock.Now().Add(-time.Hour)})
+	}
+	// Record when each poll starts and how many calls it may make.
+	type poll struct {
+		at   time.Time
+		cost int
+	}
+	var polls []poll
+	watched := pollerFunc(func(ctx context.Context, id string, withHistory bool) (substate.RawEvent, error) {
+		cost := 1
+		if withHistory {
+			cost = 2
+		}
+		polls = append(polls, poll{clock.Now(), cost})
+		return sfn.Poll(ctx, id, withHistory)
+	})
+	r := newReconciler(view, watched, newPublisher(newBus(t)), clock)
+	r.QPS, r.Burst, r.HistoryCost = 4, 4, 2
+	start := clock.Now()
+	res, err := r.Sweep(ctx)
+	if err != nil || res.Published != tenants {
+		t.Fatalf("sweep = %+v, %v", res, err)
+	}
+	// Every poll of this first sweep reads history: 2 calls each, 40 in
+	// all; 4 go at once, the other 36 at 4 a second.
+	if got, want := clock.Now().Sub(start), 9*time.Second; absDuration(got-want) > time.Millisecond {
+		t.Fatalf("the sweep took %v of the injected clock, want %v", got, want)
+	}
+	used := 0
+	for i, p := range polls {
+		used += p.cost
+		if allowed := float64(r.Burst) + r.QPS*p.at.Sub(start).Seconds() + 1e-6; float64(used) > allowed {
+			t.Fatalf("poll %d: %d calls by %v, more than the %.1f the limit allows", i, used, p.at.Sub(start), allowed)
+		}
+	}
+	if got, want := srv.TotalCalls(), 2*tenants; got != want {
+		t.Fatalf("calls = %d, want %d", got, want)
+	}
+}
+
+func absDuration(d time.Duration) time.Duration { return max(d, -d) }

@@ -1,0 +1,291 @@
+package consumers_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/state"
+)
+
+const (
+	restateInvocation = "inv_1kQz3XbVfWn8r2Hc6TpLm0sJdYe4GuA9Na"
+	restateTenant     = "ord-2024-000124" // the fixtures' target_service_key
+)
+
+// restateAdmin is a Restate admin API that answers POST /query on
+// sys_invocation from fixture rows, and can be told to fail.
+type restateAdmin struct {
+	*httptest.Server
+
+	mu      sync.Mutex
+	rows    map[string]json.RawMessage // by invocation id
+	queries []string
+	fail    func() (status int, body []byte) // nil: answer
+}
+
+func newRestateAdmin(tb testing.TB) *restateAdmin {
+	tb.Helper()
+	a := &restateAdmin{rows: map[string]json.RawMessage{}}
+	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	tb.Cleanup(a.Close)
+	return a
+}
+
+// setRow makes the admin API answer with the row of a fixture.
+func (a *restateAdmin) setRow(tb testing.TB, fixture string) {
+	tb.Helper()
+	var page struct{ Rows []json.RawMessage }
+	if err := json.Unmarshal(fixtures.Provider(fixture), &page); err != nil {
+		tb.Fatal(err)
+	}
+	var row struct{ ID string }
+	if err := json.Unmarshal(page.Rows[0], &row); err != nil {
+		tb.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rows[row.ID] = page.Rows[0]
+}
+
+func (a *restateAdmin) setFail(f func() (int, []byte)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fail = f
+}
+
+// Queries returns the SQL received so far.
+func (a *restateAdmin) Queries() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.queries)
+}
+
+var quotedIDs = regexp.MustCompile(`'([^']*)'`)
+
+func (a *restateAdmin) serve(w http.ResponseWriter, r *http.Request) {
+	var req map[string]string
+	if r.Method != http.MethodPost || r.URL.Path != "/query" || r.Header.Get("Accept") != "application/json" ||
+		r.Header.Get("Content-Type") != "application/json" || json.NewDecoder(r.Body).Decode(&req) != nil || len(req) != 1 {
+		http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.queries = append(a.queries, req["query"])
+	if a.fail != nil {
+		status, body := a.fail()
+		w.WriteHeader(status)
+		w.Write(body)
+		return
+	}
+	_, in, _ := strings.Cut(req["query"], " WHERE id IN (")
+	rows := []json.RawMessage{}
+	for _, m := range quotedIDs.FindAllStringSubmatch(in, -1) {
+		if row, ok := a.rows[m[1]]; ok {
+			rows = append(rows, row)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"rows": rows})
+}
+
+// applyRestate applies, as the projector would, a running Restate event for
+// the tenant's invocation that occurred at the given time.
+func applyRestate(tb testing.TB, view *state.DB, tenant, invocation string, seq uint64, at time.Time) {
+	tb.Helper()
+	ev := substate.EventData{TenantID: tenant, Provider: substate.ProviderRestate, ExecutionID: invocation, Workflow: "OrderWorkflow",
+		SubState: substate.StateRunning, ProviderState: "running", OccurredAt: at, ExecutionStartedAt: at,
+		Revision: substate.Revision(at.UnixMilli())}
+	ev.Normalize()
+	if _, err := view.Apply(context.Background(), []substate.Sequenced{{Seq: seq, Event: ev}}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPublisher, clock *fakeClock) *consumers.RestatePoller {
+	p := consumers.NewRestatePoller(url, view, pub)
+	p.Now, p.Sleep = clock.Now, clock.Sleep
+	return p
+}
+
+func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
+	ctx := context.Background()
+	p := newPipeline(t)
+	admin := newRestateAdmin(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
+	// A webhook told the view about the invocation.
+	p.publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "msg_webhook_1", Body: fixtures.Provider("restate-invocation-running.json")})
+	p.waitTenant(t, restateTenant, "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
+
+	poller := newRestatePoller(admin.URL, p.view, p.pub, clock)
+	admin.setRow(t, "restate-invocation-backing-off.json")
+	for range 2 { // the second poll finds the same row: deduplicated
+		if res, err := poller.Sweep(ctx); err != nil || res.Published != 1 {
+			t.Fatalf("sweep = %+v, %v", res, err)
+		}
+	}
+	v := p.waitTenant(t, restateTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	if v.WorkflowRetryCount != 3 || !strings.Contains(v.WorkflowErrorMessage, "payment provider returned HTTP 503") {
+		t.Fatalf("view = retries %d, error %q", v.WorkflowRetryCount, v.WorkflowErrorMessage)
+	}
+	if got := streamCount(t, p.bus.JetStream, substate.StreamRaw); got != 2 {
+		t.Fatalf("raw stream holds %d messages, want 2: the webhook and one poll of the unchanged row", got)
+	}
+
+	admin.setRow(t, "restate-invocation-completed-failure.json")
+	if _, err := poller.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v = p.waitTenant(t, restateTenant, "failed", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
+	if v.WorkflowErrorMessage != "[402] card declined: insufficient_funds" || v.WorkflowRetryCount != 3 {
+		t.Fatalf("failed view = retries %d, error %q; want the retries kept and the completion failure", v.WorkflowRetryCount, v.WorkflowErrorMessage)
+	}
+
+	want := "FROM sys_invocation WHERE id IN ('" + restateInvocation + "')"
+	for _, q := range admin.Queries() {
+		if !strings.HasPrefix(q, "SELECT id, ") || !strings.HasSuffix(q, want) || !strings.Contains(q, "modified_at") {
+			t.Fatalf("query = %q, want a SELECT of sys_invocation for the tracked invocation", q)
+		}
+	}
+	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 3 {
+		t.Fatalf("sweep after the failure = %+v, %v; want no query for a finished invocation", res, err)
+	}
+}
+
+func TestRestatePollerBatches(t *testing.T) {
+	ctx := context.Background()
+	view := openView(t)
+	admin := newRestateAdmin(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
+	for i := range 5 {
+		applyRestate(t, view, string(rune('a'+i)), "inv_"+string(rune('a'+i)), uint64(i+1), clock.Now().Add(-time.Minute))
+	}
+	poller := newRestatePoller(admin.URL, view, newPublisher(newBus(t)), clock)
+	poller.BatchSize = 2
+	res, err := poller.Sweep(ctx)
+	if err != nil || res.Polled != 5 || res.Failed != 5 {
+		t.Fatalf("sweep = %+v, %v; want 5 asked about, none found", res, err)
+	}
+	if got := len(admin.Queries()); got != 3 {
+		t.Fatalf("queries = %d, want 3 batches of at most 2", got)
+	}
+}
+
+func TestRestatePollerFailures(t *testing.T) {
+	ctx := context.Background()
+	view := openView(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
+	applyRestate(t, view, restateTenant, restateInvocation, 1, clock.Now().Add(-time.Minute))
+	applyRestate(t, view, "mallory", "inv_x'); DROP TABLE state; --", 2, clock.Now().Add(-time.Minute))
+	admin := newRestateAdmin(t)
+	pub := newPublisher(newBus(t))
+	var logs logBuffer
+	newPoller := func(url string) *consumers.RestatePoller {
+		logs = logBuffer{}
+		p := newRestatePoller(url, view, pub, clock)
+		p.Logger, p.Metrics = logs.Logger(), consumers.NewReconcileMetrics(nil)
+		return p
+	}
+
+	t.Run("ErrorBody", func(t *testing.T) {
+		admin.setFail(func() (int, []byte) { return http.StatusBadRequest, fixtures.Provider("restate-query-error.json") })
+		defer admin.setFail(nil)
+		poller := newPoller(admin.URL)
+		_, err := poller.Sweep(ctx)
+		if substate.ErrorCode(err) != substate.EINVALID || !strings.Contains(err.Error(), "No field named retries") {
+			t.Fatalf("err = %v, want EINVALID with the admin API's message", err)
+		}
+		if got := counter(t, poller.Metrics.Polls, "restate", substate.EINVALID); got != 1 {
+			t.Fatalf("failed polls counted = %v", got)
+		}
+		if got := counter(t, poller.Metrics.APICalls, "restate", "query"); got != 1 {
+			t.Fatalf("queries counted = %v", got)
+		}
+	})
+	t.Run("Unreachable", func(t *testing.T) {
+		gone := httptest.NewServer(http.NotFoundHandler())
+		gone.Close()
+		_, err := newPoller(gone.URL).Sweep(ctx)
+		if substate.ErrorCode(err) != substate.EUNAVAILABLE {
+			t.Fatalf("err = %v, want EUNAVAILABLE", err)
+		}
+	})
+	t.Run("MissingAndInvalidLoggedOnce", func(t *testing.T) {
+		poller := newPoller(admin.URL)
+		for range 3 {
+			if res, err := poller.Sweep(ctx); err != nil || res.Failed != 1 || res.Stale != 2 {
+				t.Fatalf("sweep = %+v, %v", res, err)
+			}
+		}
+		if got := logs.Count(restateInvocation); got != 1 {
+			t.Fatalf("the missing invocation was logged %d times, want once", got)
+		}
+		if got := logs.Count("mallory"); got != 1 {
+			t.Fatalf("the invalid invocation id was logged %d times, want once", got)
+		}
+		for _, q := range admin.Queries() {
+			if strings.Contains(q, "DROP") {
+				t.Fatalf("an invalid id reached the query: %s", q)
+			}
+		}
+	})
+	t.Run("RunRetriesWithBackoff", func(t *testing.T) {
+		admin.setRow(t, "restate-invocation-running.json")
+		failures := 3
+		admin.setFail(func() (int, []byte) {
+			if failures == 0 {
+				return http.StatusOK, []byte(`{"rows":[]}`)
+			}
+			failures--
+			return http.StatusServiceUnavailable, []byte(`{"message":"the cluster is starting"}`)
+		})
+		defer admin.setFail(nil)
+		poller := newPoller(admin.URL)
+		runCtx, cancel := context.WithCancel(ctx)
+		var waits []time.Duration
+		poller.Sleep = func(ctx context.Context, d time.Duration) error {
+			if waits = append(waits, d); len(waits) == 5 {
+				cancel()
+			}
+			return clock.Sleep(ctx, d)
+		}
+		if err := poller.Run(runCtx); err != nil {
+			t.Fatalf("run = %v, want nil once the context ends", err)
+		}
+		i := poller.Interval
+		if got, want := fmtDurations(waits), fmtDurations([]time.Duration{i, 2 * i, 4 * i, i, i}); got != want {
+			t.Fatalf("waits = %s, want %s: doubling while the admin API fails, the interval once it answers", got, want)
+		}
+		if logs.Count("restate admin poll failed") < 3 || logs.Count("works again") != 1 {
+			t.Fatalf("logs do not report the failures and the recovery")
+		}
+	})
+}
+
+func TestRestatePollerRetryDelay(t *testing.T) {
+	p := consumers.NewRestatePoller("http://restate:9070", nil, nil)
+	p.Interval, p.MaxBackoff = 10*time.Second, time.Minute
+	got := fmtDurations([]time.Duration{p.RetryDelay(1), p.RetryDelay(2), p.RetryDelay(3), p.RetryDelay(4), p.RetryDelay(40)})
+	if want := "[10s 20s 40s 1m0s 1m0s]"; got != want {
+		t.Fatalf("delays = %s, want %s", got, want)
+	}
+}
+
+func fmtDurations(d []time.Duration) string {
+	s := make([]string, len(d))
+	for i := range d {
+		s[i] = d[i].String()
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
