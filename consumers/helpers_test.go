@@ -2,7 +2,6 @@ package consumers_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -14,29 +13,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 )
-
-// newBus starts an embedded NATS server with JetStream on a random port in
-// a temporary directory, with substate's streams declared.
-func newBus(tb testing.TB) *bus.Bus {
-	tb.Helper()
-	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { b.Close() })
-	ensureStreams(tb, b.JetStream)
-	return b
-}
-
-func ensureStreams(tb testing.TB, js jetstream.JetStream) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := bus.DefaultTopology().EnsureStreams(ctx, js); err != nil {
-		tb.Fatal(err)
-	}
-}
 
 // restartable is a NATS server the test can stop and start again on the
 // same port and store, to see what the pipeline does while NATS is away.
@@ -84,32 +62,6 @@ func (r *restartable) stop() {
 	}
 }
 
-// streamMsgs returns every message stored in a stream, in order.
-func streamMsgs(tb testing.TB, js jetstream.JetStream, stream string) []*jetstream.RawStreamMsg {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		} else if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // waitFor polls cond until it holds or ten seconds pass.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
@@ -122,20 +74,6 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 	}
 }
 
-// streamCount returns how many messages a stream holds.
-func streamCount(tb testing.TB, js jetstream.JetStream, stream string) uint64 {
-	tb.Helper()
-	s, err := js.Stream(context.Background(), stream)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return info.State.Msgs
-}
-
 // publishRaw puts a message on a raw subject as any NATS client could.
 func publishRaw(tb testing.TB, js jetstream.JetStream, kind substate.RawKind, id string, body []byte) {
 	tb.Helper()
@@ -145,6 +83,31 @@ func publishRaw(tb testing.TB, js jetstream.JetStream, kind substate.RawKind, id
 		m.Header.Set(substate.HeaderMsgID, id)
 	}
 	if _, err := js.PublishMsg(context.Background(), m); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// newBus starts an embedded NATS server with substate's streams.
+func newBus(tb testing.TB) *bus.Bus { tb.Helper(); return bustest.Open(tb) }
+
+// streamMsgs returns every message stored in a stream, in order.
+func streamMsgs(tb testing.TB, js jetstream.JetStream, stream string) []*jetstream.RawStreamMsg {
+	tb.Helper()
+	return bustest.Msgs(tb, js, stream)
+}
+
+// streamCount returns how many messages a stream holds.
+func streamCount(tb testing.TB, js jetstream.JetStream, stream string) uint64 {
+	tb.Helper()
+	return bustest.Count(tb, js, stream)
+}
+
+// ensureStreams declares substate's streams on a server the test started.
+func ensureStreams(tb testing.TB, js jetstream.JetStream) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := bus.DefaultTopology().EnsureStreams(ctx, js); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -10,35 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 )
-
-func newBus(tb testing.TB) *bus.Bus {
-	tb.Helper()
-	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { b.Close() })
-	if err := bus.DefaultTopology().EnsureStreams(context.Background(), b.JetStream); err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
-func msgCount(tb testing.TB, b *bus.Bus, stream string) uint64 {
-	tb.Helper()
-	s, err := b.JetStream.Stream(context.Background(), stream)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return info.State.Msgs
-}
 
 func event(tenant string, i int) substate.Event {
 	d := substate.EventData{TenantID: tenant, Provider: substate.ProviderEngine, ExecutionID: "x", SubState: substate.StateRunning}
@@ -47,7 +21,7 @@ func event(tenant string, i int) substate.Event {
 }
 
 func TestPublishEvents(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	p := publishers.NewJetStream(b.JetStream)
 	p.MaxInFlight = 7 // fewer than the events, so the publisher waits in between
 	var events []substate.Event
@@ -61,7 +35,7 @@ func TestPublishEvents(t *testing.T) {
 	if err := p.PublishEvents(ctx, events[:10]); err != nil { // republished: deduplicated by id
 		t.Fatal(err)
 	}
-	if n := msgCount(t, b, substate.StreamEvents); n != 50 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamEvents); n != 50 {
 		t.Fatalf("events stream holds %d, want 50", n)
 	}
 	s, _ := b.JetStream.Stream(ctx, substate.StreamEvents)
@@ -76,7 +50,7 @@ func TestPublishEvents(t *testing.T) {
 }
 
 func TestPublishRawNeedsID(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	err := publishers.NewJetStream(b.JetStream).PublishRaw(context.Background(), substate.RawEvent{Kind: substate.RawEngine, Body: []byte("{}")})
 	if substate.ErrorCode(err) != substate.EINVALID {
 		t.Fatalf("got %v, want EINVALID", err)
@@ -84,7 +58,7 @@ func TestPublishRawNeedsID(t *testing.T) {
 }
 
 func TestPublishDeadLetterOnce(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	p := publishers.NewJetStream(b.JetStream)
 	d := substate.DeadLetter{Stage: substate.StageNormalize, Reason: "invalid: bad", Subject: "substate.raw.x", Seq: 7,
 		Body: []byte("{"), Header: nats.Header{substate.HeaderMsgID: {"src-1"}, "X-Other": {"a", "b"}}}
@@ -93,7 +67,7 @@ func TestPublishDeadLetterOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := msgCount(t, b, substate.StreamDLQ); n != 1 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 1 {
 		t.Fatalf("DLQ holds %d, want 1", n)
 	}
 	s, _ := b.JetStream.Stream(context.Background(), substate.StreamDLQ)
@@ -109,7 +83,7 @@ func TestPublishDeadLetterOnce(t *testing.T) {
 }
 
 func TestPublishChanges(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	sub, err := b.Conn.SubscribeSync(substate.SubjectChangesPrefix + ">")
 	if err != nil {
 		t.Fatal(err)

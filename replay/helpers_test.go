@@ -14,28 +14,17 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
 )
 
+// newBus starts an embedded NATS server with substate's streams in topology t.
+func newBus(tb testing.TB, t bus.Topology) *bus.Bus { tb.Helper(); return bustest.Open(tb, t) }
+
 // t0 is the start of every generated timeline.
 var t0 = time.Date(2025, 3, 4, 9, 0, 0, 0, time.UTC)
-
-// newBus starts an embedded NATS server with JetStream on a random port
-// with substate's streams declared in topology t.
-func newBus(tb testing.TB, t bus.Topology) *bus.Bus {
-	tb.Helper()
-	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { b.Close() })
-	if err := t.EnsureStreams(context.Background(), b.JetStream); err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
 
 func newReader(b *bus.Bus) *replay.Reader {
 	return &replay.Reader{JS: b.JetStream, IdleTimeout: time.Second}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
@@ -23,18 +24,7 @@ var t0 = time.Date(2025, 3, 4, 9, 0, 0, 0, time.UTC)
 
 // newTestBus starts an embedded NATS server with substate's streams, for
 // commands that only read the streams.
-func newTestBus(tb testing.TB) *bus.Bus {
-	tb.Helper()
-	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { b.Close() })
-	if err := bus.DefaultTopology().EnsureStreams(context.Background(), b.JetStream); err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
+func newTestBus(tb testing.TB) *bus.Bus { tb.Helper(); return bustest.Open(tb) }
 
 // engineStep is one status event of the built-in engine in a story.
 type engineStep struct {

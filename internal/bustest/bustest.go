@@ -1,0 +1,76 @@
+// Package bustest gives tests a real NATS server with JetStream and
+// substate's streams, and reads what the streams hold.
+package bustest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate/bus"
+)
+
+// Open starts an embedded NATS server with JetStream on a random port, its
+// store in a temporary directory, with substate's streams declared in the
+// default topology or in topo when given. It stops when the test ends.
+func Open(tb testing.TB, topo ...bus.Topology) *bus.Bus {
+	tb.Helper()
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	t := bus.DefaultTopology()
+	if len(topo) > 0 {
+		t = topo[0]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.EnsureStreams(ctx, b.JetStream); err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// Msgs returns every message a stream holds, in order.
+func Msgs(tb testing.TB, js jetstream.JetStream, stream string) []*jetstream.RawStreamMsg {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		} else if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Count returns how many messages a stream holds.
+func Count(tb testing.TB, js jetstream.JetStream, stream string) uint64 {
+	tb.Helper()
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return info.State.Msgs
+}
