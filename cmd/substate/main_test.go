@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestMain lets a test run this binary's main in a subprocess (to kill it
@@ -175,6 +177,16 @@ func TestRunEndToEnd(t *testing.T) {
 		code, out, errOut := runCLI(t, "tenants", "get", "acme", "--server", url, "--json")
 		if code != 0 || !strings.Contains(out, `"workflowSubState": "failed"`) {
 			return fmt.Sprintf("tenants get: %d %s %s", code, out, errOut)
+		}
+		return ""
+	})
+	// The README's late RUNNING event: older than FAILED, so the tenant stays failed.
+	if code := postFile(t, url+"/v1/ingest/eventbridge", examplePath("stepfunctions-running.json"), nil); code != http.StatusAccepted {
+		t.Fatalf("ingest running: %d", code)
+	}
+	eventually(t, func() string {
+		if n := w.Metrics.Stale; testutil.ToFloat64(n) != 1 {
+			return fmt.Sprintf("stale events: %v, want 1", testutil.ToFloat64(n))
 		}
 		return ""
 	})
