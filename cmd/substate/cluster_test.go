@@ -56,6 +56,7 @@ func (n *natsNode) start(tb testing.TB) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_NATS=1", "NODE_NAME="+n.name, "NODE_PORT="+port,
 		"NODE_CLUSTER_PORT="+cport, "NODE_STORE="+n.store, "NODE_ROUTES="+strings.Join(n.routes, ","))
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

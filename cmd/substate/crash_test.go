@@ -37,6 +37,7 @@ func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...st
 	}
 	cmd := exec.Command(os.Args[0], append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
+	dieWithParent(cmd)
 	logs := &syncBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
