@@ -39,8 +39,37 @@ func NewJetStream(js jetstream.JetStream) *JetStream {
 // the provider's event id as Nats-Msg-Id. A payload whose id the server
 // already holds is acknowledged as a duplicate and stored once.
 func (p *JetStream) PublishRaw(ctx context.Context, ev substate.RawEvent) error {
+	m, err := p.rawMsg(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := p.JS.PublishMsg(ctx, m); err != nil {
+		return unavailable(err, "publish raw event")
+	}
+	return nil
+}
+
+// PublishRawAsync publishes a raw payload as PublishRaw does without
+// waiting: the stored event is acknowledged on the returned future. A
+// caller that keeps many raw events in flight (a load generator, a bulk
+// import) awaits the futures in turn.
+func (p *JetStream) PublishRawAsync(ev substate.RawEvent) (jetstream.PubAckFuture, error) {
+	m, err := p.rawMsg(ev)
+	if err != nil {
+		return nil, err
+	}
+	f, err := p.JS.PublishMsgAsync(m)
+	if err != nil {
+		return nil, unavailable(err, "publish raw event")
+	}
+	return f, nil
+}
+
+// rawMsg is the message of a raw event: its body, its evidence headers, the
+// id to deduplicate on and the time it was received.
+func (p *JetStream) rawMsg(ev substate.RawEvent) (*nats.Msg, error) {
 	if ev.ID == "" {
-		return substate.Errorf(substate.EINVALID, "raw event has no id")
+		return nil, substate.Errorf(substate.EINVALID, "raw event has no id")
 	}
 	m := nats.NewMsg(substate.RawSubject(ev.Kind))
 	m.Data = ev.Body
@@ -49,10 +78,7 @@ func (p *JetStream) PublishRaw(ctx context.Context, ev substate.RawEvent) error 
 	}
 	m.Header.Set(substate.HeaderMsgID, ev.ID)
 	m.Header.Set(substate.HeaderReceivedAt, p.Now().UTC().Format(time.RFC3339Nano))
-	if _, err := p.JS.PublishMsg(ctx, m); err != nil {
-		return unavailable(err, "publish raw event")
-	}
-	return nil
+	return m, nil
 }
 
 // PublishEvents publishes canonical events as structured CloudEvents on

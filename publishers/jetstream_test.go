@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/bustest"
@@ -54,6 +55,45 @@ func TestPublishRawNeedsID(t *testing.T) {
 	err := publishers.NewJetStream(b.JetStream).PublishRaw(context.Background(), substate.RawEvent{Kind: substate.RawEngine, Body: []byte("{}")})
 	if substate.ErrorCode(err) != substate.EINVALID {
 		t.Fatalf("got %v, want EINVALID", err)
+	}
+}
+
+func TestPublishRawAsync(t *testing.T) {
+	b := bustest.Open(t)
+	p := publishers.NewJetStream(b.JetStream)
+	raw := substate.RawEvent{Kind: substate.RawEngine, ID: "exec-1/1", Body: []byte(`{"id":"exec-1/1"}`),
+		Header: map[string]string{"Webhook-Id": "msg_1"}}
+	var acks []*jetstream.PubAck
+	for range 2 { // the second is a redelivery of the same id
+		f, err := p.PublishRawAsync(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ack := <-f.Ok():
+			acks = append(acks, ack)
+		case err := <-f.Err():
+			t.Fatal(err)
+		}
+	}
+	if acks[0].Duplicate || !acks[1].Duplicate {
+		t.Fatalf("duplicate flags %v, %v: want the second only", acks[0].Duplicate, acks[1].Duplicate)
+	}
+	s, _ := b.JetStream.Stream(context.Background(), substate.StreamRaw)
+	m, err := s.GetMsg(context.Background(), acks[0].Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Subject, substate.RawSubject(substate.RawEngine); got != want {
+		t.Errorf("subject %q, want %q", got, want)
+	}
+	for _, h := range []string{substate.HeaderMsgID, substate.HeaderReceivedAt, "Webhook-Id"} {
+		if m.Header.Get(h) == "" {
+			t.Errorf("header %s missing: %v", h, m.Header)
+		}
+	}
+	if _, err := p.PublishRawAsync(substate.RawEvent{Kind: substate.RawEngine}); substate.ErrorCode(err) != substate.EINVALID {
+		t.Fatalf("no id: got %v, want EINVALID", err)
 	}
 }
 
