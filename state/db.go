@@ -62,6 +62,7 @@ type DB struct {
 	seq        uint64            // highest sequence applied, in memory
 	checkpoint uint64            // highest sequence committed
 	stats      Stats
+	allocated  int64 // bbolt's page bytes allocated as of the last commit
 }
 
 // Stats counts what the DB did since Open.
@@ -72,6 +73,9 @@ type Stats struct {
 	Stale     uint64 // events not newer than the view (late, duplicate, older execution)
 	Skipped   uint64 // events at or below the applied sequence (redeliveries)
 	Pending   int    // tenants whose unchanged events wait for the next commit
+	// BytesWritten is what the commits wrote to the file: every page they
+	// allocated (records, indexes, branches, the freelist) and the meta page.
+	BytesWritten uint64
 }
 
 // NewDB returns a closed DB for the file at path with default settings.
@@ -107,6 +111,7 @@ func (d *DB) Open() error {
 	}
 	d.pmu.Lock()
 	d.db, d.pending, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), cp, cp, Stats{}
+	d.allocated = pageAlloc(db)
 	d.pmu.Unlock()
 	return nil
 }
@@ -196,6 +201,13 @@ func (d *DB) Checkpoint(ctx context.Context) (uint64, error) {
 	return d.checkpoint, nil
 }
 
+// pageAlloc returns the page bytes bbolt's transactions allocated since
+// the file was opened.
+func pageAlloc(db *bolt.DB) int64 {
+	st := db.Stats()
+	return st.TxStats.GetPageAlloc()
+}
+
 // flush commits the pending records and the applied sequence, if any are
 // pending. d.mu must be held.
 func (d *DB) flush() error {
@@ -229,6 +241,9 @@ func (d *DB) commit(w *work, seq uint64) error {
 	clear(d.pending)
 	d.seq, d.checkpoint = seq, seq
 	d.stats.Commits++
+	alloc := pageAlloc(d.db)
+	d.stats.BytesWritten += uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
+	d.allocated = alloc
 	return nil
 }
 

@@ -57,6 +57,31 @@ func TestApplyCommitsOncePerBatch(t *testing.T) {
 	}
 }
 
+// BytesWritten counts whole pages, a meta page per commit at least, and
+// nothing for a batch that commits nothing.
+func TestStatsBytesWritten(t *testing.T) {
+	db := openDB(t)
+	s := newStream(t, db)
+	const page = 4096 // bbolt's page size is the OS page size: 4 KiB here
+	s.apply(ev("t1", "a", running, 1))
+	first := db.Stats().BytesWritten
+	if first < 2*page || first%page != 0 {
+		t.Fatalf("bytes written by one commit = %d, want whole pages, a leaf and a meta page at least", first)
+	}
+	s.apply(ev("t1", "a", running, 1)) // a duplicate: no commit
+	if got := db.Stats().BytesWritten; got != first {
+		t.Errorf("bytes written after a batch with no commit = %d, want %d", got, first)
+	}
+	var evs []substate.EventData
+	for i := range 500 {
+		evs = append(evs, ev(tenantID(i), "a", running, 1))
+	}
+	s.apply(evs...)
+	if got := db.Stats().BytesWritten - first; got < 8*page {
+		t.Errorf("500 new tenants wrote %d bytes, want several pages", got)
+	}
+}
+
 func TestApplyChangesInStreamOrder(t *testing.T) {
 	db := openDB(t)
 	s := newStream(t, db)
