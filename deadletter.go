@@ -17,12 +17,16 @@ const (
 // DeadLetter is input a stage could not process: the original bytes and
 // headers, where they came from, and why. It is kept in SUBSTATE_DLQ.
 type DeadLetter struct {
-	Stage   string              // the stage that gave up
-	Reason  string              // why, in words an operator can act on
-	Subject string              // the subject the input arrived on
-	Seq     uint64              // its stream sequence, when it came from a stream
-	Body    []byte              // the original bytes
-	Header  map[string][]string // the original headers
+	Stage   string // the stage that gave up
+	Reason  string // why, in words an operator can act on
+	Subject string // the subject the input arrived on
+	Seq     uint64 // its stream sequence, when it came from a stream
+	// ID, when set, is the dead letter's Nats-Msg-Id, so the same input
+	// dead-lettered twice within the duplicate window is kept once. Input
+	// from a stream is identified by its subject and sequence instead.
+	ID     string
+	Body   []byte              // the original bytes
+	Header map[string][]string // the original headers
 }
 
 // DeadLetterPublisher puts dead letters on SUBSTATE_DLQ and returns once

@@ -31,6 +31,15 @@ type Ingress struct {
 	// Webhook, when set, verifies the Standard Webhooks signature of every
 	// Restate delivery.
 	Webhook *WebhookVerifier
+	// Exposed says the server listens beyond loopback. A route whose
+	// credential is not configured then refuses every request, so setting
+	// one provider's credential never leaves the other's route open.
+	Exposed bool
+	// DeadLetters, when set, keeps the body of every authenticated request
+	// refused as malformed (400) on substate.dlq.ingest with the reason: the
+	// provider was told no, and its bytes stay as evidence. The 400 is sent
+	// only after JetStream stored the dead letter.
+	DeadLetters substate.DeadLetterPublisher
 	// Ready reports whether NATS is reachable; while it is not, requests get
 	// 503 at once. Nil means always ready.
 	Ready   func() bool
@@ -73,11 +82,13 @@ func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (int, error) {
 		return 0, err
 	}
 	events, err := decode(r, body)
-	if err != nil {
+	if substate.ErrorCode(err) == substate.EINVALID {
+		return 0, in.deadLetter(r, body, err)
+	} else if err != nil {
 		return 0, err
 	}
-	if in.Ready != nil && !in.Ready() {
-		return 0, substate.Errorf(substate.EUNAVAILABLE, "nats is unavailable, retry later")
+	if err := in.checkReady(); err != nil {
+		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
 	defer cancel()
@@ -87,6 +98,57 @@ func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (int, error) {
 		}
 	}
 	return len(events), nil
+}
+
+func (in *Ingress) checkReady() error {
+	if in.Ready != nil && !in.Ready() {
+		return substate.Errorf(substate.EUNAVAILABLE, "nats is unavailable, retry later")
+	}
+	return nil
+}
+
+// deadLetterHeaders are the request headers a dead letter keeps; the
+// credentials (X-Api-Key) stay out of the stream.
+var deadLetterHeaders = []string{"Content-Type", "User-Agent", "webhook-id", "webhook-timestamp"}
+
+// deadLetter stores the body of a request refused as malformed on
+// substate.dlq.ingest and returns refusal, the error to answer with. While
+// NATS is away the answer is 503 instead, so the provider retries and the
+// body is kept then.
+func (in *Ingress) deadLetter(r *http.Request, body []byte, refusal error) error {
+	if in.DeadLetters == nil {
+		return refusal
+	}
+	if err := in.checkReady(); err != nil {
+		return err
+	}
+	header := map[string][]string{substate.HeaderReceivedAt: {in.now().UTC().Format(time.RFC3339Nano)}}
+	for _, k := range deadLetterHeaders {
+		if v := r.Header.Values(k); len(v) > 0 {
+			header[k] = v
+		}
+	}
+	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
+	d := substate.DeadLetter{
+		Stage: substate.StageIngest, Reason: reason(refusal), Subject: r.URL.Path,
+		ID: substate.StageIngest + "/" + hex.EncodeToString(sum[:]), Body: body, Header: header,
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
+	defer cancel()
+	if err := in.DeadLetters.PublishDeadLetter(ctx, d); err != nil {
+		if substate.ErrorCode(err) != substate.ETOOLARGE {
+			return publishError(err)
+		}
+		in.logger().Warn("refused body too large to keep as a dead letter", "path", r.URL.Path, "bytes", len(body), "err", err)
+		return refusal
+	}
+	in.Metrics.countDeadLetter(substate.StageIngest, substate.ErrorCode(refusal))
+	in.logger().Warn("dead-lettered", "stage", substate.StageIngest, "path", r.URL.Path, "reason", d.Reason)
+	return refusal
+}
+
+func (in *Ingress) logger() *slog.Logger {
+	return cmp.Or(in.Logger, slog.New(slog.DiscardHandler))
 }
 
 // publishError turns a failed publish into what the caller should do:
@@ -136,6 +198,9 @@ func (in *Ingress) now() time.Time {
 // business, so an unknown detail-type is accepted and dead-lettered there
 // with the provider's bytes kept as evidence.
 func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEvent, error) {
+	if in.APIKey == "" && in.Exposed {
+		return nil, substate.Errorf(substate.EUNAUTHORIZED, "eventbridge ingest is closed: no API key is configured and the server is not on loopback")
+	}
 	if in.APIKey != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), []byte(in.APIKey)) != 1 {
 		return nil, substate.Errorf(substate.EUNAUTHORIZED, "missing or wrong X-Api-Key header")
 	}
@@ -164,6 +229,9 @@ func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEven
 // identifies the delivery; unsigned deliveries (no secret, loopback only)
 // without one are identified by a hash of the body.
 func (in *Ingress) restate(r *http.Request, body []byte) ([]substate.RawEvent, error) {
+	if in.Webhook == nil && in.Exposed {
+		return nil, substate.Errorf(substate.EUNAUTHORIZED, "restate ingest is closed: no webhook secret is configured and the server is not on loopback")
+	}
 	if in.Webhook != nil {
 		if err := in.Webhook.Verify(body, r.Header); err != nil {
 			return nil, err

@@ -34,7 +34,8 @@ func eventBridgeBody(tb testing.TB) []byte {
 
 func newIngress(tb testing.TB, b *bus.Bus) (*consumers.Ingress, *httptest.Server) {
 	tb.Helper()
-	in := &consumers.Ingress{Publisher: publishers.NewJetStream(b.JetStream), APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
+	pub := publishers.NewJetStream(b.JetStream)
+	in := &consumers.Ingress{Publisher: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	tb.Cleanup(srv.Close)
 	return in, srv
@@ -164,6 +165,60 @@ func TestIngressErrors(t *testing.T) {
 	if n := streamCount(t, b.JetStream, substate.StreamRaw); n != 0 {
 		t.Fatalf("rejected requests stored %d raw messages", n)
 	}
+	// The six malformed bodies are kept as dead letters; the unauthenticated
+	// and the oversized ones are not.
+	dlq := streamMsgs(t, b.JetStream, substate.StreamDLQ)
+	if len(dlq) != 6 {
+		t.Fatalf("DLQ holds %d dead letters, want the 6 malformed bodies", len(dlq))
+	}
+	for _, m := range dlq {
+		h := m.Header
+		if m.Subject != substate.DLQSubject(substate.StageIngest) || h.Get(substate.HeaderDLQStage) != substate.StageIngest ||
+			h.Get(substate.HeaderDLQSubject) != "/v1/ingest/eventbridge" || !strings.HasPrefix(h.Get(substate.HeaderDLQReason), "invalid: ") {
+			t.Errorf("dead letter %q: subject %q headers %v", m.Data, m.Subject, h)
+		}
+		if h.Get("X-Api-Key") != "" {
+			t.Errorf("dead letter keeps the API key: %v", h)
+		}
+	}
+	if got := streamMsgs(t, b.JetStream, substate.StreamDLQ)[0]; string(got.Data) != `{"id": "x",` ||
+		!strings.Contains(got.Header.Get(substate.HeaderDLQReason), "not valid JSON") {
+		t.Errorf("first dead letter: %q reason %q", got.Data, got.Header.Get(substate.HeaderDLQReason))
+	}
+	// The same malformed body again is refused again and kept once.
+	if r := post(t, url, []byte(`{"id": "x",`), key); r.status != 400 {
+		t.Fatalf("repeated malformed body: got %d %v", r.status, r.body)
+	}
+	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 6 {
+		t.Fatalf("DLQ holds %d after a repeat, want 6", n)
+	}
+}
+
+// TestIngressExposed: on a non-loopback address, a route whose credential
+// is not configured is closed even when the other route's is.
+func TestIngressExposed(t *testing.T) {
+	b := newBus(t)
+	in, srv := newIngress(t, b)
+	in.Exposed = true
+	row := fixtures.Provider("restate-invocation-running.json")
+	if r := post(t, srv.URL+"/v1/ingest/restate", row, nil); r.status != 401 || !strings.Contains(r.errorMessage(), "no webhook secret") {
+		t.Fatalf("restate without a secret: got %d %v, want 401", r.status, r.body)
+	}
+	if r := post(t, srv.URL+"/v1/ingest/eventbridge", eventBridgeBody(t), map[string]string{"X-Api-Key": testAPIKey}); r.status != 202 {
+		t.Fatalf("eventbridge with its key: got %d %v, want 202", r.status, r.body)
+	}
+	v := loadVector(t)
+	wv, err := consumers.NewWebhookVerifier(v.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.APIKey, in.Webhook = "", wv
+	if r := post(t, srv.URL+"/v1/ingest/eventbridge", eventBridgeBody(t), nil); r.status != 401 || !strings.Contains(r.errorMessage(), "no API key") {
+		t.Fatalf("eventbridge without a key: got %d %v, want 401", r.status, r.body)
+	}
+	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 0 {
+		t.Fatalf("refused requests left %d dead letters", n)
+	}
 }
 
 // webhookVector is the Standard Webhooks test vector.
@@ -290,6 +345,11 @@ func TestIngressNATSUnavailable(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable || r.errorCode() != substate.EUNAVAILABLE {
 		t.Fatalf("during the outage: got %d %v, want 503", r.status, r.body)
 	}
+	// A malformed body cannot be kept as a dead letter now: 503, so the
+	// provider retries it.
+	if r := post(t, url, []byte(`{"id":`), key); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("malformed during the outage: got %d %v, want 503", r.status, r.body)
+	}
 	ns.start()
 	waitFor(t, "the client to reconnect", b.Ready)
 	// The provider retries what got a 503.
@@ -304,5 +364,11 @@ func TestIngressNATSUnavailable(t *testing.T) {
 	}
 	if got, want := strings.Join(ids, ","), "before,during,after"; got != want {
 		t.Fatalf("raw stream ids = %s, want %s", got, want)
+	}
+	if r := post(t, url, []byte(`{"id":`), key); r.status != http.StatusBadRequest {
+		t.Fatalf("malformed after the outage: got %d %v, want 400", r.status, r.body)
+	}
+	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 1 {
+		t.Fatalf("DLQ holds %d, want the malformed body once", n)
 	}
 }

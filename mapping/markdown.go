@@ -104,8 +104,10 @@ uses the newest history event id.
 execution id is the invocation ` + "`id`" + `, the workflow ` + "`target_service_name`" + ` (or
 ` + "`target`" + `). ` + "`retry_count`" + ` counts attempts (1 = the first try), so the retry
 count is ` + "`retry_count - 1`" + `, known only when the column is present.
-` + "`errorMessage`" + ` is ` + "`completion_failure`" + `, else ` + "`last_failure`" + `. The revision
-is ` + "`modified_at`" + ` in Unix milliseconds.
+` + "`errorMessage`" + ` is ` + "`completion_failure`" + `, else ` + "`last_failure`" + `. A row with
+` + "`next_retry_at`" + ` later than its ` + "`modified_at`" + ` has a retry scheduled: it is backing
+off even when its status says running (Restate itself reports such a row as
+` + "`backing-off`" + `; a webhook may not). The revision is ` + "`modified_at`" + ` in Unix milliseconds.
 
 **Engine** (` + "`engine.status`" + `): the engine's status names are the sub-state names;
 the retry count is always known and the revision is the event's ` + "`seq`" + `.

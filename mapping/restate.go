@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/substatehq/substate"
 )
@@ -20,6 +21,7 @@ type restateRow struct {
 	ModifiedAt        restateTime `json:"modified_at"`
 	RunningAt         restateTime `json:"running_at"`
 	CompletedAt       restateTime `json:"completed_at"`
+	NextRetryAt       restateTime `json:"next_retry_at"`
 	RetryCount        *int        `json:"retry_count"`
 	LastFailure       string      `json:"last_failure"`
 	LastFailureCode   string      `json:"last_failure_error_code"`
@@ -88,7 +90,7 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	if r.RetryCount != nil {
 		out.RetryCount, out.RetryCountKnown = max(*r.RetryCount-1, 0), true
 	}
-	state, cond := restateState(r)
+	state, cond := restateState(r, occurred)
 	apply(&out, m.resolve(substate.ProviderRestate, state, cond))
 	restateError(&out, r)
 	src := tenantSource{execution: r.ID, name: r.TargetServiceKey, serviceKey: r.TargetServiceKey}
@@ -103,8 +105,17 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 // restateState returns the native state and condition to look up for a
 // row: a completed invocation is told apart by its completion result, and
 // an unknown result is looked up as the unknown state "completed/<result>".
-func restateState(r *restateRow) (string, Condition) {
-	if r.Status != "completed" {
+// A running row with a retry scheduled after it (next_retry_at later than
+// the row's time) is backing off whatever its status says.
+func restateState(r *restateRow, occurred time.Time) (string, Condition) {
+	switch r.Status {
+	case "running", "ready", "active":
+		if r.NextRetryAt.After(occurred) {
+			return r.Status, CondRetryScheduled
+		}
+		return r.Status, CondNone
+	case "completed":
+	default:
 		return r.Status, CondNone
 	}
 	result := r.CompletionResult

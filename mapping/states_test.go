@@ -115,6 +115,11 @@ func TestProviderStates(t *testing.T) {
 		{"restate/ready", substate.RawRestate, restateStatus("ready", nil), substate.StateRunning, substate.VerbExecuting, substate.StatusRunning, false},
 		{"restate/running", substate.RawRestate, restateStatus("running", nil), substate.StateRunning, substate.VerbExecuting, substate.StatusRunning, false},
 		{"restate/active", substate.RawRestate, restateStatus("active", nil), substate.StateRunning, substate.VerbExecuting, substate.StatusRunning, false},
+		{"restate/running/retry-scheduled", substate.RawRestate, restateStatus("running", retryAt("2024-06-19T10:00:49.905Z")), substate.StateBackingOff, substate.VerbRetrying, substate.StatusRunning, false},
+		{"restate/ready/retry-scheduled", substate.RawRestate, restateStatus("ready", retryAt("2024-06-19T10:00:49.905Z")), substate.StateBackingOff, substate.VerbRetrying, substate.StatusRunning, false},
+		{"restate/active/retry-scheduled", substate.RawRestate, restateStatus("active", retryAt("2024-06-19T10:00:49.905Z")), substate.StateBackingOff, substate.VerbRetrying, substate.StatusRunning, false},
+		{"restate/running/retry-passed", substate.RawRestate, restateStatus("running", retryAt("2024-06-19T10:00:47.905Z")), substate.StateRunning, substate.VerbExecuting, substate.StatusRunning, false},
+		{"restate/suspended/retry-scheduled", substate.RawRestate, restateStatus("suspended", retryAt("2024-06-19T10:00:49.905Z")), substate.StateWaiting, substate.VerbWaiting, substate.StatusPaused, false},
 		{"restate/backing-off", substate.RawRestate, restateStatus("backing-off", nil), substate.StateBackingOff, substate.VerbRetrying, substate.StatusRunning, false},
 		{"restate/suspended", substate.RawRestate, restateStatus("suspended", nil), substate.StateWaiting, substate.VerbWaiting, substate.StatusPaused, false},
 		{"restate/paused", substate.RawRestate, restateStatus("paused", nil), substate.StateError, substate.VerbFailing, substate.StatusRunning, false},
@@ -137,6 +142,7 @@ func TestProviderStates(t *testing.T) {
 		{"engine/failed", substate.RawEngine, engineStatus("failed"), substate.StateFailed, substate.VerbFailed, substate.StatusFailed, false},
 		{"engine/unknown", substate.RawEngine, engineStatus("teleporting"), substate.StateRunning, substate.VerbExecuting, substate.StatusRunning, true},
 	}
+	covered := map[string]bool{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
@@ -150,6 +156,7 @@ func TestProviderStates(t *testing.T) {
 				t.Fatalf("got %d events, want 1", len(evs))
 			}
 			ev := evs[0]
+			covered[rowKey(tt.kind.Provider(), ev.ProviderState, ev.SubState, ev.Verb)] = true
 			if got, want := [3]string{string(ev.SubState), string(ev.Verb), string(ev.Status)},
 				[3]string{string(tt.sub), string(tt.verb), string(tt.status)}; got != want {
 				t.Errorf("sub-state, verb, status = %v, want %v", got, want)
@@ -173,6 +180,15 @@ func TestProviderStates(t *testing.T) {
 			}
 		})
 	}
+	for _, r := range mapping.Table() {
+		if !covered[rowKey(r.Provider, r.State, r.SubState, r.Verb)] {
+			t.Errorf("no case for the table row %s %s %q → %s", r.Provider, r.State, r.Condition, r.SubState)
+		}
+	}
+}
+
+func rowKey(p substate.Provider, state string, s substate.SubState, v substate.Verb) string {
+	return string(p) + " " + state + " " + string(s) + " " + string(v)
 }
 
 func sfnStatus(status string) func(testing.TB) []byte {
@@ -181,6 +197,11 @@ func sfnStatus(status string) func(testing.TB) []byte {
 
 func restateStatus(status string, set map[string]any) func(testing.TB) []byte {
 	return func(tb testing.TB) []byte { return restateRow(tb, status, set) }
+}
+
+// retryAt sets next_retry_at; restateRow's modified_at is 10:00:47.905Z.
+func retryAt(at string) map[string]any {
+	return map[string]any{"next_retry_at": at, "retry_count": 2, "last_failure": "[500] boom"}
 }
 
 func engineStatus(status string) func(testing.TB) []byte {
@@ -197,5 +218,25 @@ func TestTableConsistent(t *testing.T) {
 		if r.Verb != r.SubState.Verb() && !(r.Verb == substate.VerbCancelled && r.SubState == substate.StateFailed) {
 			t.Errorf("%s %s %q: verb %q for sub-state %q", r.Provider, r.State, r.Condition, r.Verb, r.SubState)
 		}
+	}
+}
+
+// TestNoRetryMetadata is the spec's scenario: a provider that exposes no
+// retry metadata gives running with retry count 0, not known.
+func TestNoRetryMetadata(t *testing.T) {
+	m := newMapper(t)
+	for name, tc := range map[string]struct {
+		kind substate.RawKind
+		body []byte
+	}{
+		"stepfunctions": {substate.RawEventBridge, sfnEvent(t, "RUNNING", nil)},
+		"restate":       {substate.RawRestate, restateRow(t, "running", map[string]any{"retry_count": nil})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ev := mustMap(t, m, tc.kind, tc.body)[0]
+			if ev.SubState != substate.StateRunning || ev.RetryCount != 0 || ev.RetryCountKnown {
+				t.Fatalf("sub-state %q retry count %d known %v, want running 0 false", ev.SubState, ev.RetryCount, ev.RetryCountKnown)
+			}
+		})
 	}
 }

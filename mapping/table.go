@@ -22,6 +22,9 @@ const (
 	CondCompletedFailure Condition = "completion_result = failure"
 	// CondCompletedKilled: a failure whose completion_failure is [409] killed or canceled.
 	CondCompletedKilled Condition = "completion_result = failure, completion_failure `[409] killed`/`[409] canceled`"
+	// CondRetryScheduled: next_retry_at is set and later than the row's
+	// modified_at, so a retry is scheduled and not started yet.
+	CondRetryScheduled Condition = "`next_retry_at` later than `modified_at`"
 )
 
 // Row is one line of a provider's mapping table: a native state (under a
@@ -65,8 +68,11 @@ var table = []Row{
 	row(restate, "pending", CondNone, substate.StateWaiting, "enqueued behind another invocation of the same key"),
 	row(restate, "scheduled", CondNone, substate.StateWaiting, "delayed invocation, not started yet"),
 	row(restate, "ready", CondNone, substate.StateRunning, "ready to run, waiting for an invoker slot"),
+	row(restate, "ready", CondRetryScheduled, substate.StateBackingOff, "a retry is scheduled (a webhook may say so without the backing-off status)"),
 	row(restate, "running", CondNone, substate.StateRunning, "errorMessage from last_failure when a previous attempt failed"),
+	row(restate, "running", CondRetryScheduled, substate.StateBackingOff, "a retry is scheduled; errorMessage from last_failure"),
 	row(restate, "active", CondNone, substate.StateRunning, "spec alias of running"),
+	row(restate, "active", CondRetryScheduled, substate.StateBackingOff, "a retry is scheduled"),
 	row(restate, "backing-off", CondNone, substate.StateBackingOff, "errorMessage from last_failure"),
 	row(restate, "suspended", CondNone, substate.StateWaiting, "awaiting a promise, timer or call"),
 	row(restate, "paused", CondNone, substate.StateError, "retries exhausted, awaiting a manual resume; errorMessage from last_failure"),

@@ -161,6 +161,9 @@ func (p *JetStream) PublishDeadLetter(ctx context.Context, d substate.DeadLetter
 		m.Header.Set(substate.HeaderDLQSeq, strconv.FormatUint(d.Seq, 10))
 		m.Header.Set(substate.HeaderMsgID, d.Stage+"/"+d.Subject+"/"+strconv.FormatUint(d.Seq, 10))
 	}
+	if d.ID != "" {
+		m.Header.Set(substate.HeaderMsgID, d.ID)
+	}
 	if _, err := p.JS.PublishMsg(ctx, m); err != nil {
 		return unavailable(err, "publish dead letter")
 	}

@@ -122,6 +122,21 @@ func TestPublishDeadLetterOnce(t *testing.T) {
 	}
 }
 
+// TestPublishDeadLetterByID keeps input that came from no stream once per id.
+func TestPublishDeadLetterByID(t *testing.T) {
+	b := bustest.Open(t)
+	p := publishers.NewJetStream(b.JetStream)
+	for _, id := range []string{"ingest/a", "ingest/a", "ingest/b", ""} {
+		d := substate.DeadLetter{Stage: substate.StageIngest, Reason: "invalid: bad", Subject: "/v1/ingest/restate", ID: id, Body: []byte("{")}
+		if err := p.PublishDeadLetter(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 3 {
+		t.Fatalf("DLQ holds %d, want 3: a and b once, the one without an id", n)
+	}
+}
+
 func TestPublishChanges(t *testing.T) {
 	b := bustest.Open(t)
 	sub, err := b.Conn.SubscribeSync(substate.SubjectChangesPrefix + ">")

@@ -45,6 +45,7 @@ func (f ClientFlags) Connect() (*nats.Conn, jetstream.JetStream, error) {
 // EventsCmd is "substate events".
 type EventsCmd struct {
 	Tail EventsTailCmd `cmd:"" help:"Print canonical events as they arrive on SUBSTATE_EVENTS."`
+	DLQ  EventsDLQCmd  `cmd:"" name:"dlq" help:"Print the dead letters kept in SUBSTATE_DLQ: what could not be processed, and why."`
 }
 
 // EventsTailCmd is "substate events tail".

@@ -228,7 +228,7 @@ func TestRunReadsEnvironment(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"tenants", "list", "--help"}, {"events", "tail", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"tenants", "list", "--help"}, {"events", "tail", "--help"}, {"events", "dlq", "--help"}} {
 		code, out, _ := runCLI(t, args...)
 		if code != 0 || !strings.Contains(out, "Usage: substate") {
 			t.Errorf("%v: exit %d\n%s", args, code, out)

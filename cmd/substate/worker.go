@@ -245,8 +245,9 @@ func (w *Worker) openEngine(context.Context) error {
 }
 
 func (w *Worker) openHTTP(context.Context) error {
+	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &consumers.Ingress{
-		Publisher: publishers.NewJetStream(w.Bus.JetStream), APIKey: w.Flags.IngestAPIKey,
+		Publisher: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
 		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
 	}
 	if s := w.Flags.RestateWebhookSecret; s != "" {
@@ -255,6 +256,14 @@ func (w *Worker) openHTTP(context.Context) error {
 			return err
 		}
 		in.Webhook = v
+	}
+	if in.Exposed && w.Flags.ingests() {
+		if in.APIKey == "" {
+			w.Logger.Warn("POST /v1/ingest/eventbridge refuses every request: set --ingest-api-key to open it")
+		}
+		if in.Webhook == nil {
+			w.Logger.Warn("POST /v1/ingest/restate refuses every request: set --restate-webhook-secret to open it")
+		}
 	}
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
