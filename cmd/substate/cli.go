@@ -24,6 +24,7 @@ type CLI struct {
 	Verify      VerifyCmd      `cmd:"" help:"Check that a running worker's view equals a replay of SUBSTATE_EVENTS."`
 	Renormalize RenormalizeCmd `cmd:"" help:"Map SUBSTATE_RAW again with the current mapping into SUBSTATE_EVENTS, idempotently."`
 	Deploy      DeployCmd      `cmd:"" help:"Wire providers to substate: the EventBridge connection, API destination and rule."`
+	Bench       BenchCmd       `cmd:"" help:"Measure the real pipeline in process: throughput, latency, view writes and memory, against the performance budget."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.

@@ -62,15 +62,20 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 // logFile sends the worker's logs to <data-dir>/demo.log, so the demo's
 // own lines stay readable.
 func (c *DemoCmd) logFile(w *Worker) (*os.File, error) {
-	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(c.DataDir, "demo.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := openLog(filepath.Join(c.DataDir, "demo.log"))
 	if err != nil {
 		return nil, err
 	}
 	w.Logger = c.LogFlags.loggerTo(f)
 	return f, nil
+}
+
+// openLog opens a log file for appending, creating its directory.
+func openLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
 func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) error {

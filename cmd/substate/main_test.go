@@ -59,9 +59,15 @@ func (s *syncBuffer) String() string {
 // runCLI runs one command in process and returns its exit code and output.
 func runCLI(tb testing.TB, args ...string) (int, string, string) {
 	tb.Helper()
+	return runCLIFor(tb, 30*time.Second, args...)
+}
+
+// runCLIFor runs one command in process for at most d.
+func runCLIFor(tb testing.TB, d time.Duration, args ...string) (int, string, string) {
+	tb.Helper()
 	var out, errOut syncBuffer
 	m := &Main{Stdout: &out, Stderr: &errOut}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	code := m.Run(ctx, args)
 	return code, out.String(), errOut.String()

@@ -106,13 +106,18 @@ func (w *Worker) checkExposure() error {
 	return nil
 }
 
-func (w *Worker) openBus(context.Context) error {
-	f := w.Flags
-	b, err := bus.Open(bus.Config{
+// busConfig says where the flags put NATS.
+func (f WorkerFlags) busConfig(log *slog.Logger) bus.Config {
+	return bus.Config{
 		URL: f.NATSURL, Listen: f.NATSListen, StoreDir: filepath.Join(f.DataDir, "nats"), Sync: f.NATSSync,
 		CredsFile: f.NATSCreds, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
-		Name: "substate", Logger: w.Logger,
-	})
+		Name: "substate", Logger: log,
+	}
+}
+
+func (w *Worker) openBus(context.Context) error {
+	f := w.Flags
+	b, err := bus.Open(f.busConfig(w.Logger))
 	if err != nil {
 		return err
 	}

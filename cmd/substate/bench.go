@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/replay"
+)
+
+// BenchCmd is "substate bench": the real pipeline in process, measured.
+type BenchCmd struct {
+	Events   int           `default:"100000" help:"Events per scenario."`
+	Tenants  int           `default:"100000" help:"Tenants of the large-view scenario (up to 1,000,000)."`
+	Rate     float64       `default:"10000" help:"Offered rate of the latency scenario, in events per second."`
+	Duration time.Duration `default:"5s" help:"How long the latency scenario and the naive baseline send."`
+	JSON     bool          `help:"Print the report as JSON."`
+	Keep     bool          `help:"Keep each scenario's data directory under <data-dir>/bench."`
+	Profile  string        `type:"path" placeholder:"FILE" help:"Write a CPU profile of the whole run to FILE (go tool pprof reads it)."`
+
+	WorkerFlags `embed:""`
+}
+
+// benchRun is one run of the bench.
+type benchRun struct {
+	*BenchCmd
+	root string   // <data-dir>/bench
+	logs *os.File // <data-dir>/bench.log: the workers' logs
+	load benchLoad
+	rng  *rand.Rand
+}
+
+// Run runs every scenario and prints the report.
+func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	err := checkSharedServer(ctx, c.WorkerFlags)
+	if err != nil {
+		return err
+	}
+	if c.Profile != "" {
+		stop, err := startProfile(c.Profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	b := &benchRun{
+		BenchCmd: c, root: filepath.Join(c.DataDir, "bench"),
+		load: benchLoad{shape: loadChanges, tenants: spread(c.Events), start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		rng:  rand.New(rand.NewPCG(1, 2)),
+	}
+	if b.logs, err = openLog(filepath.Join(c.DataDir, "bench.log")); err != nil {
+		return err
+	}
+	defer b.logs.Close()
+	progress := func(step string) { fmt.Fprintf(m.Stderr, "bench: %s\n", step) }
+	rep, err := b.run(ctx, progress)
+	if err != nil {
+		return err
+	}
+	if !c.Keep {
+		os.Remove(b.root)
+	}
+	if c.JSON {
+		return writeJSON(m.Stdout, rep)
+	}
+	rep.print(m.Stdout)
+	return nil
+}
+
+// spread is the number of tenants a scenario of n events runs over:
+// benchSpread, and fewer for a short run so that every tenant still gets
+// ten events (five executions).
+func spread(n int) int { return min(benchSpread, max(n/10, 1)) }
+
+// validate checks the sizes.
+func (c *BenchCmd) validate() error {
+	switch {
+	case c.Events < 1000:
+		return substate.Errorf(substate.EINVALID, "--events must be at least 1000")
+	case c.Tenants < 1 || c.Tenants > 1_000_000:
+		return substate.Errorf(substate.EINVALID, "--tenants must be between 1 and 1,000,000")
+	case c.Rate <= 0 || c.Duration <= 0:
+		return substate.Errorf(substate.EINVALID, "--rate and --duration must be positive")
+	case c.BatchSize < 1:
+		return substate.Errorf(substate.EINVALID, "--batch-size must be positive")
+	}
+	return nil
+}
+
+// run runs the scenarios in turn, each on a fresh pipeline.
+func (b *benchRun) run(ctx context.Context, progress func(string)) (*benchReport, error) {
+	rep := &benchReport{Machine: thisMachine(), Settings: b.settings()}
+	var err error
+	progress("decode and map")
+	if rep.DecodeMap, err = measureDecode(b.load, 300*time.Millisecond); err != nil {
+		return nil, err
+	}
+	progress("stages alone and rebuild")
+	if rep.Stages, rep.Rebuild, err = b.stages(ctx); err != nil {
+		return nil, err
+	}
+	for _, shape := range []string{loadChanges, loadHalfNoop, loadOutOfOrder} {
+		progress("end to end: " + shape)
+		load := b.load
+		load.shape = shape
+		res, err := b.e2e(ctx, shape, load, load.events(b.Events, b.rng))
+		if err != nil {
+			return nil, err
+		}
+		rep.Scenarios = append(rep.Scenarios, res)
+	}
+	progress("latency at the offered rate")
+	if rep.AtRate, err = b.atRate(ctx); err != nil {
+		return nil, err
+	}
+	progress("large view")
+	if rep.LargeView, err = b.largeView(ctx); err != nil {
+		return nil, err
+	}
+	progress("naive baseline")
+	if rep.Naive, err = b.naive(ctx); err != nil {
+		return nil, err
+	}
+	rep.judge()
+	return rep, nil
+}
+
+// settings are the run's parameters, for the report.
+func (b *benchRun) settings() benchSettings {
+	return benchSettings{
+		Events: b.Events, Spread: b.load.tenants, LargeViewTenants: b.Tenants, Rate: b.Rate,
+		Duration: b.Duration.String(), BatchSize: b.BatchSize, Window: b.window(),
+		NATS: b.natsKind(), NATSSync: b.NATSSync,
+	}
+}
+
+func (b *benchRun) natsKind() string {
+	if b.NATSURL != "" {
+		return "external"
+	}
+	return "embedded"
+}
+
+// window is how many events the closed loop keeps between ingest and view:
+// enough for full batches at every stage.
+func (b *benchRun) window() int { return 8 * b.BatchSize }
+
+// open opens a fresh pipeline for one scenario.
+func (b *benchRun) open(ctx context.Context, name string, batch, keys int) (*benchPipeline, error) {
+	return openPipeline(ctx, b.WorkerFlags, b.logs, filepath.Join(b.root, name), batch, keys)
+}
+
+// stageResult is the rate of one stage running alone on a backlog.
+type stageResult struct {
+	Stage           string  `json:"stage"`
+	Events          int     `json:"events"`
+	Seconds         float64 `json:"seconds"`
+	EventsPerSecond float64 `json:"eventsPerSecond"`
+	CPUPerEvent     float64 `json:"cpuMicrosecondsPerEvent"`
+}
+
+// timer measures the wall and CPU time of a stage.
+type timer struct {
+	start time.Time
+	cpu   time.Duration
+}
+
+func startTimer() timer { return timer{time.Now(), cpuTime()} }
+
+// stage returns the figures of n events since the timer started.
+func (t timer) stage(name string, n int) stageResult {
+	d, cpu := time.Since(t.start), cpuTime()-t.cpu
+	return stageResult{Stage: name, Events: n, Seconds: d.Seconds(), EventsPerSecond: float64(n) / d.Seconds(),
+		CPUPerEvent: float64(cpu.Microseconds()) / float64(n)}
+}
+
+// stages measures each stage alone on the backlog the one before left:
+// ingest with no consumer running, then the normalizer over SUBSTATE_RAW,
+// then the projector over SUBSTATE_EVENTS, then a rebuild from it.
+func (b *benchRun) stages(ctx context.Context) ([]stageResult, *rebuildResult, error) {
+	events := b.load.events(b.Events, b.rng)
+	p, err := b.open(ctx, "stages", b.BatchSize, keysFor(events))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.close(b.Keep)
+	n := len(events)
+	t := startTimer()
+	if _, err := p.sender(b.load, 0).send(ctx, events, nil); err != nil {
+		return nil, nil, err
+	}
+	out := []stageResult{t.stage("ingest (publish to SUBSTATE_RAW)", n)}
+	stop, t := p.run(p.normalize), startTimer()
+	err = p.waitNormalized(ctx, uint64(n), benchIdle)
+	out = append(out, t.stage("normalizer (SUBSTATE_RAW → SUBSTATE_EVENTS)", n))
+	if err = firstErr(err, stop()); err != nil {
+		return nil, nil, err
+	}
+	stop, t = p.run(p.project), startTimer()
+	err = p.probe.waitEvents(ctx, int64(n), benchIdle)
+	out = append(out, t.stage("projector (SUBSTATE_EVENTS → view)", n))
+	if err = firstErr(err, stop()); err != nil {
+		return nil, nil, err
+	}
+	rb, err := b.rebuild(ctx, p)
+	return out, rb, err
+}
+
+// firstErr returns the first error that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rebuildResult is the rate of a rebuild from the stream and whether the
+// rebuilt view equals the live one.
+type rebuildResult struct {
+	stageResult
+	EqualsLive string `json:"equalsLive"` // "yes", or how they differ
+}
+
+// rebuild folds the pipeline's SUBSTATE_EVENTS into a new view file as
+// "substate rebuild" does and compares it with the live view.
+func (b *benchRun) rebuild(ctx context.Context, p *benchPipeline) (*rebuildResult, error) {
+	t := startTimer()
+	db, prog, err := rebuildView(ctx, p.w.Bus.JetStream, filepath.Join(p.dir, "rebuilt.db"), replay.Range{}, b.BatchSize, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	res := &rebuildResult{stageResult: t.stage("rebuild (SUBSTATE_EVENTS → new view)", prog.Events), EqualsLive: "yes"}
+	if diffs, err := compareViews(ctx, p.view, db); err != nil {
+		return nil, err
+	} else if len(diffs) > 0 {
+		res.EqualsLive = describeDiffs(diffs)
+	}
+	return res, nil
+}
+
+// atRate sends changes at the offered rate for the duration and measures
+// ingest → view latency.
+func (b *benchRun) atRate(ctx context.Context) (*scenarioResult, error) {
+	load := b.load
+	events := load.events(int(b.Rate*b.Duration.Seconds()), b.rng)
+	p, err := b.open(ctx, "at-rate", b.BatchSize, keysFor(events))
+	if err != nil {
+		return nil, err
+	}
+	defer p.close(b.Keep)
+	stop := p.run(p.normalize, p.project)
+	res, err := b.measure(ctx, p, "at-rate", load, events, drive{rate: b.Rate})
+	if err = firstErr(err, stop()); err != nil {
+		return nil, err
+	}
+	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(events))
+	return res, nil
+}
+
+// largeView fills a view with --tenants tenants, one execution each, then
+// measures a scenario on it.
+func (b *benchRun) largeView(ctx context.Context) (*scenarioResult, error) {
+	load := b.load
+	load.tenants = b.Tenants
+	fill, events := load.changes(b.Tenants, 0), load.changes(b.Events, 1)
+	p, err := b.open(ctx, "large-view", b.BatchSize, keysFor(fill, events))
+	if err != nil {
+		return nil, err
+	}
+	defer p.close(b.Keep)
+	stop := p.run(p.normalize, p.project)
+	_, err = b.measure(ctx, p, "large-view fill", load, fill, drive{window: b.window()})
+	var res *scenarioResult
+	if err == nil {
+		res, err = b.measure(ctx, p, "large-view", load, events, drive{window: b.window()})
+	}
+	if err = firstErr(err, stop()); err != nil {
+		return nil, err
+	}
+	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(fill, events))
+	return res, nil
+}
+
+// naive runs the baseline: the same pipeline with batches of one event,
+// so one publish acknowledgement is awaited and one view transaction
+// committed per event, for the duration.
+func (b *benchRun) naive(ctx context.Context) (*scenarioResult, error) {
+	events := b.load.events(b.Events, b.rng)
+	p, err := b.open(ctx, "naive", 1, keysFor(events))
+	if err != nil {
+		return nil, err
+	}
+	defer p.close(b.Keep)
+	stop := p.run(p.normalize, p.project)
+	res, err := b.measure(ctx, p, "naive", b.load, events, drive{window: b.window(), limit: b.Duration})
+	if err = firstErr(err, stop()); err != nil {
+		return nil, err
+	}
+	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(events[:res.Events]))
+	return res, nil
+}

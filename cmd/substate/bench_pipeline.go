@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/state"
+)
+
+// benchPipeline is the worker one bench scenario runs on: the real worker
+// (embedded NATS server or --nats-url, streams, normalizer, projector,
+// bbolt view) on a data directory of its own, its view wrapped in a probe.
+type benchPipeline struct {
+	w     *Worker
+	view  *state.DB
+	probe *viewProbe
+	pub   *publishers.JetStream
+	dir   string
+}
+
+// openPipeline opens a fresh worker under dir with the given batch size,
+// logging to logs; keys is the number of status changes the probe can
+// tell apart.
+func openPipeline(ctx context.Context, f WorkerFlags, logs *os.File, dir string, batch, keys int) (*benchPipeline, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	f.DataDir, f.BatchSize = dir, batch
+	f.SFNReconcile = "off" // the bench's executions exist nowhere to poll
+	f.Role, f.Instance = RoleAll, ""
+	w := NewWorker(f)
+	w.Logger = f.loggerTo(logs)
+	if err := w.Open(ctx); err != nil {
+		return nil, err
+	}
+	p := &benchPipeline{w: w, view: w.View, probe: newViewProbe(w.View, keys), pub: publishers.NewJetStream(w.Bus.JetStream), dir: dir}
+	w.projector.Store = p.probe
+	return p, nil
+}
+
+// run starts the given stages of the worker; the returned function stops
+// them, lets each finish the batch in hand, and returns their error.
+func (p *benchPipeline) run(stages ...func(context.Context) error) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runGroup(ctx, stages...) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// normalize and project are the worker's two pipeline stages.
+func (p *benchPipeline) normalize(ctx context.Context) error { return p.w.normalizer.Run(ctx) }
+func (p *benchPipeline) project(ctx context.Context) error   { return p.w.projector.Run(ctx) }
+
+// sender returns a sender of the load's events through this pipeline.
+func (p *benchPipeline) sender(load benchLoad, window int) *sender {
+	return &sender{pub: p.pub, load: load, probe: p.probe, window: window, inflight: 2048, base: p.probe.events.Load()}
+}
+
+// waitNormalized blocks until SUBSTATE_EVENTS holds n messages and the
+// normalizer has acknowledged everything it was given.
+func (p *benchPipeline) waitNormalized(ctx context.Context, n uint64, idle time.Duration) error {
+	last, since := uint64(0), time.Now()
+	for {
+		s, err := p.w.Bus.JetStream.Stream(ctx, substate.StreamEvents)
+		if err != nil {
+			return err
+		}
+		got := s.CachedInfo().State.Msgs
+		if got >= n {
+			return nil
+		}
+		if got != last {
+			last, since = got, time.Now()
+		} else if time.Since(since) > idle {
+			return fmt.Errorf("bench: the normalizer published %d of %d events and nothing for %s", got, n, idle)
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// streamBytes returns the bytes and messages a stream holds.
+func (p *benchPipeline) streamBytes(ctx context.Context, name string) (bytes, msgs uint64, err error) {
+	s, err := p.w.Bus.JetStream.Stream(ctx, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	st := s.CachedInfo().State
+	return st.Bytes, st.Msgs, nil
+}
+
+// close closes the worker; on a shared NATS server (--nats-url) it first
+// deletes the streams the bench made, and it removes the data directory
+// unless keep is set.
+func (p *benchPipeline) close(keep bool) error {
+	var errs []error
+	if !p.w.Bus.Embedded() {
+		errs = append(errs, deleteStreams(context.Background(), p.w.Bus.JetStream))
+	}
+	errs = append(errs, p.w.Close())
+	if !keep {
+		errs = append(errs, os.RemoveAll(p.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// benchStreams are the streams a bench run creates.
+var benchStreams = []string{substate.StreamRaw, substate.StreamEvents, substate.StreamDLQ}
+
+// deleteStreams deletes substate's streams.
+func deleteStreams(ctx context.Context, js jetstream.JetStream) error {
+	for _, s := range benchStreams {
+		if err := js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("bench: delete stream %s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// checkSharedServer refuses a --nats-url server that already holds
+// substate's streams: the bench deletes what it creates, and must never
+// touch a deployment's data.
+func checkSharedServer(ctx context.Context, f WorkerFlags) error {
+	if f.NATSURL == "" {
+		return nil
+	}
+	b, err := bus.Open(f.busConfig(nil))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for _, s := range benchStreams {
+		if _, err := b.JetStream.Stream(ctx, s); err == nil {
+			return substate.Errorf(substate.EEXISTS, "bench: stream %s exists on %s; the bench needs a NATS server or account without substate's streams (it creates and deletes its own)", s, b.ClientURL())
+		}
+	}
+	return nil
+}
+
+// viewFileSize returns the size of the pipeline's view file.
+func (p *benchPipeline) viewFileSize() int64 {
+	fi, err := os.Stat(filepath.Join(p.dir, viewFile("")))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/replay"
+)
+
+// benchReport is everything one bench run measured.
+type benchReport struct {
+	Machine   machineInfo       `json:"machine"`
+	Settings  benchSettings     `json:"settings"`
+	DecodeMap []decodeResult    `json:"decodeMap"`
+	Stages    []stageResult     `json:"stages"`
+	Rebuild   *rebuildResult    `json:"rebuild"`
+	Scenarios []*scenarioResult `json:"scenarios"` // changes, half-noop, out-of-order
+	AtRate    *scenarioResult   `json:"atRate"`
+	LargeView *scenarioResult   `json:"largeView"`
+	Naive     *scenarioResult   `json:"naive"`
+	Speedup   float64           `json:"speedupOverNaive"` // changes ÷ naive, events per second
+	Targets   []targetResult    `json:"targets"`
+}
+
+// machineInfo says where the figures come from.
+type machineInfo struct {
+	CPUs      int    `json:"cpus"`
+	CPU       string `json:"cpu"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	GoVersion string `json:"goVersion"`
+}
+
+// benchSettings are the parameters of a run.
+type benchSettings struct {
+	Events           int     `json:"eventsPerScenario"`
+	Spread           int     `json:"tenantsPerScenario"`
+	LargeViewTenants int     `json:"largeViewTenants"`
+	Rate             float64 `json:"offeredRate"`
+	Duration         string  `json:"duration"`
+	BatchSize        int     `json:"batchSize"`
+	Window           int     `json:"closedLoopWindow"`
+	NATS             string  `json:"nats"`
+	NATSSync         string  `json:"natsSync"`
+}
+
+// latency is a distribution of ingest → view times, in milliseconds.
+type latency struct {
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50Ms"`
+	P99     float64 `json:"p99Ms"`
+	Max     float64 `json:"maxMs"`
+}
+
+// latencyOf summarizes durations.
+func latencyOf(ds []time.Duration) latency {
+	if len(ds) == 0 {
+		return latency{}
+	}
+	slices.Sort(ds)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	at := func(q float64) time.Duration { return ds[min(int(q*float64(len(ds))), len(ds)-1)] }
+	return latency{Samples: len(ds), P50: ms(at(0.50)), P99: ms(at(0.99)), Max: ms(ds[len(ds)-1])}
+}
+
+// targetResult is one performance target and how the run did.
+type targetResult struct {
+	Target string `json:"target"`
+	Want   string `json:"want"`
+	Got    string `json:"got"`
+	Met    bool   `json:"met"`
+}
+
+// judge compares the run with the performance budget.
+func (r *benchReport) judge() {
+	changes, half := r.Scenarios[0], r.Scenarios[1]
+	if r.Naive.EventsPerSecond > 0 {
+		r.Speedup = changes.EventsPerSecond / r.Naive.EventsPerSecond
+	}
+	slowest := slices.MaxFunc(r.DecodeMap, func(a, b decodeResult) int { return int(a.NsPerEvent - b.NsPerEvent) })
+	idle, idleCommits := 0, 0
+	for _, s := range r.all() {
+		idle += s.IdleBatches
+		idleCommits += s.IdleCommits
+	}
+	r.Targets = []targetResult{
+		atLeast("end to end, every event a change", changes.EventsPerSecond, 25000, "events/s"),
+		atLeast("end to end, half the events no-ops", half.EventsPerSecond, 40000, "events/s"),
+		atLeast("rebuild from SUBSTATE_EVENTS", r.Rebuild.EventsPerSecond, 60000, "events/s"),
+		atMost(fmt.Sprintf("p99 ingest → view at %.0f events/s", r.Settings.Rate), r.AtRate.Latency.P99, 50, "ms"),
+		atMost("decode + map, slowest provider ("+string(slowest.Kind)+")", slowest.NsPerEvent/1000, 4, "µs"),
+		{Target: "write transactions for a batch with no change", Want: "0",
+			Got: fmt.Sprintf("%d in %d such batches", idleCommits, idle), Met: idleCommits == 0},
+		atMost(fmt.Sprintf("peak RSS outside the page cache, %d tenants", r.LargeView.Tenants), r.LargeView.PeakAnonMiB, 64, "MiB"),
+		atLeast("end to end over the naive baseline", r.Speedup, 10, "×"),
+	}
+}
+
+// all returns every end-to-end result.
+func (r *benchReport) all() []*scenarioResult {
+	return append(slices.Clone(r.Scenarios), r.AtRate, r.LargeView, r.Naive)
+}
+
+func atLeast(name string, got, want float64, unit string) targetResult {
+	return targetResult{Target: name, Want: "≥ " + figure(want) + " " + unit, Got: figure(got) + " " + unit, Met: got >= want}
+}
+
+func atMost(name string, got, want float64, unit string) targetResult {
+	return targetResult{Target: name, Want: "≤ " + figure(want) + " " + unit, Got: figure(got) + " " + unit, Met: got <= want}
+}
+
+// figure prints a number with the precision a reader needs.
+func figure(v float64) string {
+	switch {
+	case v >= 1000:
+		return thousands(int64(v + 0.5))
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// thousands writes n with thousands separators.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// print writes the report as tables.
+func (r *benchReport) print(w io.Writer) {
+	m, s := r.Machine, r.Settings
+	fmt.Fprintf(w, "substate bench: %d CPUs (%s), %s/%s, %s; %s NATS (sync %s), batch %d, %d events per scenario over %d tenants\n",
+		m.CPUs, m.CPU, m.OS, m.Arch, m.GoVersion, s.NATS, s.NATSSync, s.BatchSize, s.Events, s.Spread)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nDECODE + MAP\tBYTES\tNS/EVENT\tALLOCS/EVENT")
+	for _, d := range r.DecodeMap {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\n", d.Kind, d.Bytes, figure(d.NsPerEvent), d.AllocsPerEvent)
+	}
+	fmt.Fprintln(tw, "\nSTAGE ALONE\tEVENTS\tSECONDS\tEVENTS/S\tCPU µS/EVENT")
+	for _, st := range append(slices.Clone(r.Stages), r.Rebuild.stageResult) {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\n", st.Stage, st.Events, st.Seconds, figure(st.EventsPerSecond), figure(st.CPUPerEvent))
+	}
+	fmt.Fprintln(tw, "\nEND TO END\tEVENTS\tEVENTS/S\tP50 MS\tP99 MS\tMAX MS\tNO-OPS\tTX/EVENT\tBYTES/EVENT\tALLOCS/EVENT\tCPU µS/EVENT\tPEAK ANON MIB\tVIEW")
+	for _, sc := range r.all() {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.0f%%\t%.4f\t%s\t%.0f\t%s\t%.0f\t%s\n", r.label(sc), sc.Events, figure(sc.EventsPerSecond),
+			figure(sc.Latency.P50), figure(sc.Latency.P99), figure(sc.Latency.Max), 100*sc.NoopShare,
+			sc.CommitsPerEvent, figure(sc.BytesPerEvent), sc.AllocsPerEvent, figure(sc.CPUPerEvent), sc.PeakAnonMiB, cmpOr(sc.ViewCheck, "-"))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nnaive baseline: one publish acknowledgement awaited and one view transaction per event; the pipeline is %.1f× faster\n", r.Speedup)
+	fmt.Fprintf(w, "events: %.0f bytes raw, %.0f bytes canonical as stored; the rebuilt view equals the live one: %s\n",
+		r.Scenarios[0].RawBytes, r.Scenarios[0].CanonicalBytes, r.Rebuild.EqualsLive)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nTARGET\tWANT\tGOT\t")
+	for _, t := range r.Targets {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Target, t.Want, t.Got, map[bool]string{true: "met", false: "MISSED"}[t.Met])
+	}
+	tw.Flush()
+}
+
+// label names a scenario in the table.
+func (r *benchReport) label(sc *scenarioResult) string {
+	switch sc {
+	case r.AtRate:
+		return fmt.Sprintf("at %s events/s", figure(r.Settings.Rate))
+	case r.LargeView:
+		return fmt.Sprintf("large view (%s tenants)", thousands(int64(sc.Tenants)))
+	case r.Naive:
+		return "naive baseline"
+	}
+	return sc.Name
+}
+
+func cmpOr(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// thisMachine describes the machine the bench runs on.
+func thisMachine() machineInfo {
+	return machineInfo{CPUs: runtime.NumCPU(), CPU: cpuModel(), OS: runtime.GOOS, Arch: runtime.GOARCH, GoVersion: runtime.Version()}
+}
+
+// cpuModel returns the processor's name from /proc/cpuinfo, or "unknown".
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "unknown"
+}
+
+// compareViews compares two views tenant by tenant, every field but
+// updatedAt.
+func compareViews(ctx context.Context, live, rebuilt substate.ViewStore) ([]replay.TenantDiff, error) {
+	a, err := allViews(ctx, live)
+	if err != nil {
+		return nil, err
+	}
+	b, err := allViews(ctx, rebuilt)
+	if err != nil {
+		return nil, err
+	}
+	return replay.Compare(a, b), nil
+}
+
+// describeDiffs says in one line how two views differ.
+func describeDiffs(diffs []replay.TenantDiff) string {
+	d := diffs[0]
+	what := "in one view only"
+	if len(d.Fields) > 0 {
+		what = fmt.Sprintf("%s live %q, rebuilt %q", d.Fields[0].Field, d.Fields[0].Live, d.Fields[0].Replay)
+	}
+	return fmt.Sprintf("no: %d tenants differ, e.g. %s: %s", len(diffs), d.TenantID, what)
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
+)
+
+// TestBenchJSON runs a small bench end to end and checks that it reports
+// every figure of the performance budget, that each scenario's view is
+// what the order rules say, and the counts that do not depend on timing.
+// It never judges the speed.
+func TestBenchJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole pipeline eight times")
+	}
+	dir := t.TempDir()
+	code, out, errOut := runCLIFor(t, 3*time.Minute, "bench", "--json", "--data-dir", dir,
+		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
+		"--events", "3000", "--tenants", "4000", "--rate", "2000", "--duration", "500ms")
+	if code != 0 {
+		t.Fatalf("bench exited with %d: %s", code, errOut)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	if len(rep.DecodeMap) != len(substate.RawKinds) || len(rep.Stages) != 3 || len(rep.Scenarios) != 3 {
+		t.Fatalf("report has %d decode figures, %d stages, %d scenarios", len(rep.DecodeMap), len(rep.Stages), len(rep.Scenarios))
+	}
+	for _, d := range rep.DecodeMap {
+		if d.NsPerEvent <= 0 || d.Bytes == 0 {
+			t.Errorf("decode %s: %+v", d.Kind, d)
+		}
+	}
+	for _, st := range append(rep.Stages, rep.Rebuild.stageResult) {
+		if st.Events != 3000 || st.EventsPerSecond <= 0 {
+			t.Errorf("stage %s: %+v", st.Stage, st)
+		}
+	}
+	if rep.Rebuild.EqualsLive != "yes" {
+		t.Errorf("rebuild equals live: %s", rep.Rebuild.EqualsLive)
+	}
+	for _, sc := range rep.all() {
+		checkScenario(t, sc)
+	}
+	checkCounts(t, &rep)
+	if len(rep.Targets) != 8 {
+		t.Errorf("%d targets, want 8", len(rep.Targets))
+	}
+}
+
+// checkScenario checks what every end-to-end scenario reports.
+func checkScenario(t *testing.T, sc *scenarioResult) {
+	t.Helper()
+	if sc.ViewCheck != "ok" {
+		t.Errorf("%s: view check: %s", sc.Name, sc.ViewCheck)
+	}
+	if sc.Events == 0 || sc.EventsPerSecond <= 0 || sc.Latency.Samples == 0 || sc.Latency.P99 < sc.Latency.P50 || sc.Latency.Max < sc.Latency.P99 {
+		t.Errorf("%s: %+v", sc.Name, sc)
+	}
+	if sc.Commits == 0 || sc.BytesPerEvent <= 0 || sc.AllocsPerEvent <= 0 || sc.PeakAnonMiB <= 0 || sc.RawBytes < 500 || sc.CanonicalBytes <= 0 {
+		t.Errorf("%s: missing figures: %+v", sc.Name, sc)
+	}
+}
+
+// checkCounts checks the figures that follow from the loads alone.
+func checkCounts(t *testing.T, rep *benchReport) {
+	t.Helper()
+	changes, half, ooo := rep.Scenarios[0], rep.Scenarios[1], rep.Scenarios[2]
+	if changes.NoopShare != 0 || changes.Tenants != 300 {
+		t.Errorf("changes: %d no-op share %.2f, %d tenants", changes.Events, changes.NoopShare, changes.Tenants)
+	}
+	if changes.CommitsPerEvent >= 0.5 {
+		t.Errorf("changes: %.3f commits per event, want batches", changes.CommitsPerEvent)
+	}
+	if half.Duplicates != 750 || half.Stale != 750 || half.NoopShare != 0.5 {
+		t.Errorf("half-noop: %d duplicates, %d stale, share %.2f; want 750, 750, 0.5", half.Duplicates, half.Stale, half.NoopShare)
+	}
+	if half.IdleBatches == 0 || half.IdleCommits != 0 {
+		t.Errorf("half-noop: %d commits in %d batches without a change, want 0 in some", half.IdleCommits, half.IdleBatches)
+	}
+	if ooo.Stale == 0 {
+		t.Error("out-of-order: no stale event")
+	}
+	if rep.Naive.CommitsPerEvent != 1 {
+		t.Errorf("naive: %.3f commits per event, want 1", rep.Naive.CommitsPerEvent)
+	}
+	if rep.LargeView.Tenants != 4000 {
+		t.Errorf("large view: %d tenants, want 4000", rep.LargeView.Tenants)
+	}
+}
+
+// TestBenchTable checks the human report of a bench run: every section and
+// every target.
+func TestBenchTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole pipeline eight times")
+	}
+	code, out, errOut := runCLIFor(t, 3*time.Minute, "bench", "--data-dir", t.TempDir(),
+		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
+		"--events", "1000", "--tenants", "1000", "--rate", "2000", "--duration", "300ms")
+	if code != 0 {
+		t.Fatalf("bench exited with %d: %s", code, errOut)
+	}
+	for _, want := range []string{"DECODE + MAP", "STAGE ALONE", "END TO END", "changes", "half-noop", "out-of-order",
+		"at 2,000 events/s", "large view (1,000 tenants)", "naive baseline", "TARGET", "rebuild from SUBSTATE_EVENTS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The bench's EventBridge events map to the status changes they carry, and
+// keyOf finds each one's key again from its canonical event.
+func TestBenchLoadMaps(t *testing.T) {
+	rules, err := mapping.ParseTenantRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.New(mapping.Config{Tenants: rules})
+	load := benchLoad{shape: loadOutOfOrder, tenants: 7, start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for _, e := range load.events(100, rand.New(rand.NewPCG(1, 2))) {
+		evs, err := m.Map(load.raw(e, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := evs[0]
+		if d.TenantID != tenantName(e.tenant) || keyOf(&d) != e.key() || d.ProviderState != e.status {
+			t.Fatalf("event %+v maps to %+v", e, d)
+		}
+		if e.status == "FAILED" && !strings.Contains(d.ErrorMessage, "quota exceeded for tenant "+d.TenantID) {
+			t.Errorf("error message %q", d.ErrorMessage)
+		}
+	}
+}
+
+// Every shape sends each tenant's status changes once (half-noop twice),
+// and out-of-order keeps the set of events.
+func TestBenchLoadShapes(t *testing.T) {
+	load := benchLoad{tenants: 10}
+	rng := rand.New(rand.NewPCG(3, 4))
+	changes := load.events(1000, rng)
+	load.shape = loadOutOfOrder
+	ooo := load.events(1000, rng)
+	load.shape = loadHalfNoop
+	half := load.events(1000, rng)
+	keys := func(evs []benchEvent) map[int]int {
+		m := map[int]int{}
+		for _, e := range evs {
+			m[e.key()]++
+		}
+		return m
+	}
+	if got := keys(changes); len(got) != 1000 {
+		t.Errorf("changes: %d distinct changes, want 1000", len(got))
+	}
+	if got, want := keys(ooo), keys(changes); len(got) != len(want) {
+		t.Errorf("out-of-order: %d distinct changes, want %d", len(got), len(want))
+	}
+	swapped := 0
+	for i := range ooo {
+		if ooo[i] != changes[i] {
+			swapped++
+		}
+	}
+	if swapped == 0 {
+		t.Error("out-of-order: nothing moved")
+	}
+	for k, n := range keys(half) {
+		if n != 2 {
+			t.Fatalf("half-noop: change %d sent %d times, want 2", k, n)
+		}
+	}
+	if want := expectedView(changes); len(want) != 10 {
+		t.Errorf("expected view of %d tenants, want 10", len(want))
+	}
+}
