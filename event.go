@@ -1,8 +1,9 @@
 package substate
 
 import (
-	"encoding/json"
 	"time"
+
+	"github.com/go-json-experiment/json"
 )
 
 // CloudEvents attributes of every canonical event.
@@ -43,7 +44,7 @@ type EventData struct {
 	// MappingVersion is the version of the mapping that produced the event.
 	// An event re-normalized with a corrected mapping has the same revision
 	// and a higher version, and replaces the event it corrects.
-	MappingVersion int  `json:"mappingVersion,omitempty"`
+	MappingVersion int  `json:"mappingVersion,omitzero"`
 	Terminal       bool `json:"terminal"`
 }
 
@@ -106,7 +107,13 @@ func NewEvent(id string, data EventData) Event {
 }
 
 // MarshalEvent encodes e as structured CloudEvents JSON.
-func MarshalEvent(e Event) ([]byte, error) { return json.Marshal(e) }
+//
+// The event codec is JSON v2 (encoding/json/v2 as a module): it encodes
+// and decodes several times faster than encoding/json with a fraction of
+// the allocations, which counts twice per event on the hot path (the
+// normalizer encodes, the projector decodes). It reads member names
+// exactly as they are written and rejects a name given twice.
+func MarshalEvent(e Event) ([]byte, error) { return json.Marshal(&e) }
 
 // UnmarshalEvent decodes structured CloudEvents JSON and checks that it is a
 // canonical substate event.

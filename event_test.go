@@ -95,3 +95,45 @@ func FuzzUnmarshalEvent(f *testing.F) {
 		}
 	})
 }
+
+// benchEvent is a canonical event as the normalizer publishes a Step
+// Functions failure.
+func benchEvent() substate.Event {
+	data := substate.EventData{
+		TenantID: "tenant-4711", Provider: substate.ProviderStepFunctions, Workflow: "provision-tenant",
+		ExecutionID: "arn:aws:states:us-east-1:123456789012:execution:provision-tenant:e4711",
+		SubState:    substate.StateFailed, ProviderState: "FAILED", ErrorType: "States.TaskFailed",
+		ErrorMessage: "quota exceeded for tenant tenant-4711 in eu-west-1",
+		OccurredAt:   time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC), ExecutionStartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Revision: substate.StepFunctionsRevision(0, substate.RankTerminal, 0),
+	}
+	data.Normalize()
+	return substate.NewEvent("0123456789abcdef0123456789abcdef", data)
+}
+
+// BenchmarkMarshalEvent is the normalizer's cost per canonical event.
+func BenchmarkMarshalEvent(b *testing.B) {
+	e := benchEvent()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := substate.MarshalEvent(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnmarshalEvent is the projector's and the rebuild's cost per
+// canonical event.
+func BenchmarkUnmarshalEvent(b *testing.B) {
+	body, err := substate.MarshalEvent(benchEvent())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := substate.UnmarshalEvent(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
