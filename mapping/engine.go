@@ -1,8 +1,6 @@
 package mapping
 
 import (
-	"encoding/json"
-
 	"github.com/substatehq/substate"
 )
 
@@ -10,7 +8,7 @@ import (
 // substate.EngineEvent in JSON) to its canonical event.
 func (m *Mapper) MapEngine(body []byte) (substate.EventData, error) {
 	var ev substate.EngineEvent
-	if err := json.Unmarshal(body, &ev); err != nil {
+	if err := decode(body, &ev); err != nil {
 		return substate.EventData{}, substate.WrapError(substate.EINVALID, err, "decode engine event")
 	}
 	return m.MapEngineEvent(ev)

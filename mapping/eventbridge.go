@@ -51,7 +51,7 @@ type dataDetails struct {
 // Change" event to its canonical event.
 func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
 	var ev eventBridgeEvent
-	if err := json.Unmarshal(body, &ev); err != nil {
+	if err := decode(body, &ev); err != nil {
 		return substate.EventData{}, substate.WrapError(substate.EINVALID, err, "decode eventbridge event")
 	}
 	if ev.Source != EventBridgeSource || ev.DetailType != EventBridgeDetailType {

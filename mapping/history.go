@@ -2,7 +2,6 @@ package mapping
 
 import (
 	"cmp"
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -164,7 +163,7 @@ func ParseHistory(body []byte) (History, error) {
 	var page struct {
 		Events []HistoryEvent `json:"events"`
 	}
-	if err := json.Unmarshal(body, &page); err != nil {
+	if err := decode(body, &page); err != nil {
 		return History{}, substate.WrapError(substate.EINVALID, err, "decode execution history")
 	}
 	return AnalyzeHistory(page.Events), nil

@@ -1,7 +1,6 @@
 package mapping
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -38,7 +37,7 @@ type describeExecution struct {
 // latest error).
 func (m *Mapper) MapPoll(body []byte) (substate.EventData, error) {
 	var p pollPayload
-	if err := json.Unmarshal(body, &p); err != nil {
+	if err := decode(body, &p); err != nil {
 		return substate.EventData{}, substate.WrapError(substate.EINVALID, err, "decode step functions poll")
 	}
 	x := p.Execution

@@ -2,7 +2,6 @@ package mapping
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -52,7 +51,7 @@ func decodeRestateRows(body []byte) ([]restateRow, error) {
 		var page struct {
 			Rows []restateRow `json:"rows"`
 		}
-		if err := json.Unmarshal(body, &page); err != nil {
+		if err := decode(body, &page); err != nil {
 			return nil, substate.WrapError(substate.EINVALID, err, "decode restate rows")
 		}
 		if len(page.Rows) == 0 {
@@ -61,7 +60,7 @@ func decodeRestateRows(body []byte) ([]restateRow, error) {
 		return page.Rows, nil
 	}
 	var r restateRow
-	if err := json.Unmarshal(bytes.TrimSpace(body), &r); err != nil {
+	if err := decode(bytes.TrimSpace(body), &r); err != nil {
 		return nil, substate.WrapError(substate.EINVALID, err, "decode restate row")
 	}
 	return []restateRow{r}, nil
