@@ -82,6 +82,6 @@
 // whole execution, over all its tasks (on backing-off, including the retry
 // being waited for), so a failed execution keeps them in the view.
 //
-// Describe returns the newest event as Status.Raw and leaves Status.Event
-// zero: adapters do not import each other, so the caller maps it.
+// Describe returns the newest event as Status.Raw: adapters do not import
+// each other, so the caller maps it.
 package engine

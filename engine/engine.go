@@ -206,8 +206,8 @@ func (e *Engine) DeleteWorkflow(ctx context.Context, ref string) error {
 }
 
 // Describe returns an execution's newest status event as the raw evidence.
-// Status.Event is left zero: the engine does not import mapping, so the
-// caller maps Raw like any raw event.
+// The engine does not import mapping: the caller maps Raw like any raw
+// event.
 func (e *Engine) Describe(ctx context.Context, executionID string) (Status, error) {
 	rec, err := e.db.execution(executionID)
 	if err != nil {

@@ -20,8 +20,10 @@ type Provider interface {
 	// name with the same input again returns the existing execution with
 	// Existing set; a different input is an ECONFLICT error.
 	Start(ctx context.Context, req StartRequest) (Execution, error)
-	// Describe returns the execution's current status, as the raw provider
-	// evidence and the canonical event it maps to. Unknown ids are ENOTFOUND.
+	// Describe returns the execution's current status as raw provider
+	// evidence, a raw event the mapping package turns into the canonical
+	// event (mapping.Mapper.Map), as the normalizer does. Unknown ids are
+	// ENOTFOUND.
 	Describe(ctx context.Context, executionID string) (Status, error)
 	// Stop ends a running execution with an error and cause.
 	Stop(ctx context.Context, executionID, errorType, cause string) error
@@ -52,9 +54,9 @@ type Execution struct {
 	Existing  bool      `json:"existing,omitempty"` // the execution already existed with the same input
 }
 
-// Status is an execution's current status: the raw provider evidence, ready to
-// publish on SUBSTATE_RAW, and the canonical event it maps to.
+// Status is an execution's current status: the raw provider evidence, ready
+// to publish on SUBSTATE_RAW. Providers do not map it themselves (adapters
+// do not import each other); the caller maps Raw with the mapping package.
 type Status struct {
-	Raw   substate.RawEvent
-	Event substate.EventData
+	Raw substate.RawEvent
 }

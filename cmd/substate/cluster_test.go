@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,9 +118,10 @@ func (w *clusterWorker) start(tb testing.TB, natsURL string) {
 }
 
 // TestCluster runs two workers on a three-node JetStream cluster with
-// three replicas, kills a NATS node and a worker during a steady stream of
-// events, restarts them, and checks that both views equal the reference
-// fold and that every acknowledged event is in the streams.
+// three replicas, kills the NATS node leading SUBSTATE_RAW and a worker
+// during a steady stream of new events, restarts them, and checks that both
+// views equal the reference fold, that every acknowledged event reached
+// both streams, and that each tenant shows its newest stored status.
 func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a NATS cluster and worker processes")
@@ -137,9 +141,10 @@ func TestCluster(t *testing.T) {
 	go func() { defer close(done); steadyStream(ctx, workers, &acked, &sent) }()
 
 	waitSent(t, &sent, 100)
-	nodes[1].kill() // a NATS node dies mid-stream
+	leader := rawLeader(t, url, nodes)
+	leader.kill() // the node the ingress writes through dies mid-stream
 	waitSent(t, &sent, 250)
-	nodes[1].start(t)
+	leader.start(t)
 	waitSent(t, &sent, 400)
 	workers[1].p.kill(t) // a worker dies mid-batch
 	waitSent(t, &sent, 550)
@@ -154,9 +159,13 @@ func TestCluster(t *testing.T) {
 	for _, w := range workers {
 		w.p.terminate(t)
 	}
+	if n := sent.Load(); n < 700 {
+		t.Fatalf("only %d events sent", n)
+	}
 	checkAcked(t, url, &acked)
 	checkReplicas(t, url)
 	want := referenceFoldURL(t, url)
+	checkNewest(t, url, want)
 	for _, w := range workers {
 		live := readView(t, filepath.Join(w.dir, viewFile(w.instance)))
 		if len(live) != len(want) {
@@ -173,15 +182,18 @@ func TestCluster(t *testing.T) {
 }
 
 // steadyStream posts Restate rows, alternating between the workers, until
-// ctx is done; a row a worker does not acknowledge is posted again to the
-// other one, as a load balancer would.
+// ctx is done. Every row is a new event: send i is round i/30 of tenant
+// i%30, with its own webhook id and a later modified_at, so the stream keeps
+// changing views through every failure. A row a worker does not acknowledge
+// is posted again, with the same id, to the other one, as a load balancer
+// would.
 func steadyStream(ctx context.Context, workers []*clusterWorker, acked *sync.Map, sent *atomic.Int64) {
 	for i := 0; ctx.Err() == nil; i++ {
-		tenant, step := fmt.Sprintf("t%02d", i%30), (i/30)%6
+		id, body := clusterRow(i)
 		for try := 0; ctx.Err() == nil; try++ {
 			w := workers[(i+try)%len(workers)]
-			if deliver("http://"+w.http, tenant, step) == nil {
-				acked.Store(fmt.Sprintf("%s-%d", tenant, step), true)
+			if deliverRow("http://"+w.http, id, body) == nil {
+				acked.Store(id, true)
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -189,6 +201,62 @@ func steadyStream(ctx context.Context, workers []*clusterWorker, acked *sync.Map
 		sent.Add(1)
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// clusterBase is the modified_at of the first row of the cluster test.
+var clusterBase = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+// clusterRow returns the webhook id and the body of send i: tenant i%30 in
+// round i/30, running in even rounds and backing off in odd ones, so the
+// view counts a retry at every backing-off → running transition.
+func clusterRow(i int) (id string, body []byte) {
+	tenant, round := fmt.Sprintf("t%02d", i%30), i/30
+	row := map[string]any{"id": "inv_" + tenant, "target_service_key": tenant, "status": "running",
+		"created_at":  clusterBase.Format(time.RFC3339Nano),
+		"modified_at": clusterBase.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano)}
+	if round%2 == 1 {
+		row["status"], row["last_failure"] = "backing-off", fmt.Sprintf("[503] round %d failed", round)
+	}
+	body, _ = json.Marshal(row)
+	return fmt.Sprintf("%s-%d", tenant, i), body
+}
+
+// deliverRow posts a Restate row under a webhook id; nil means 202.
+func deliverRow(url, id string, body []byte) error {
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/ingest/restate", bytes.NewReader(body))
+	req.Header.Set("webhook-id", id)
+	resp, err := ingestClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// rawLeader returns the node that leads SUBSTATE_RAW.
+func rawLeader(tb testing.TB, url string, nodes []*natsNode) *natsNode {
+	tb.Helper()
+	b, err := bus.Open(bus.Config{URL: url})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer b.Close()
+	s, err := b.JetStream.Stream(context.Background(), substate.StreamRaw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if c := s.CachedInfo().Cluster; c != nil {
+		for _, n := range nodes {
+			if n.name == c.Leader {
+				return n
+			}
+		}
+	}
+	tb.Fatalf("%s has no leader among the nodes: %+v", substate.StreamRaw, s.CachedInfo().Cluster)
+	return nil
 }
 
 func waitSent(tb testing.TB, sent *atomic.Int64, n int64) {
@@ -242,7 +310,9 @@ func unsettled(b *bus.Bus, stream, name string) string {
 	return ""
 }
 
-// checkAcked checks that every acknowledged delivery is in SUBSTATE_RAW.
+// checkAcked checks that every acknowledged delivery is in SUBSTATE_RAW and
+// was normalized into SUBSTATE_EVENTS (whose messages name their raw event
+// in the Substate-Raw-Id header).
 func checkAcked(tb testing.TB, url string, acked *sync.Map) {
 	tb.Helper()
 	b, err := bus.Open(bus.Config{URL: url})
@@ -250,16 +320,60 @@ func checkAcked(tb testing.TB, url string, acked *sync.Map) {
 		tb.Fatal(err)
 	}
 	defer b.Close()
-	stored := map[string]bool{}
+	raw, events := map[string]bool{}, map[string]bool{}
 	for _, m := range allMsgs(tb, b, substate.StreamRaw) {
-		stored[m.Header.Get(substate.HeaderMsgID)] = true
+		raw[m.Header.Get(substate.HeaderMsgID)] = true
 	}
+	for _, m := range allMsgs(tb, b, substate.StreamEvents) {
+		events[m.Header.Get(substate.HeaderRawID)] = true
+	}
+	n := 0
 	acked.Range(func(k, _ any) bool {
-		if !stored[k.(string)] {
-			tb.Errorf("acknowledged delivery %s is not in %s", k, substate.StreamRaw)
+		n++
+		if id := k.(string); !raw[id] {
+			tb.Errorf("acknowledged delivery %s is not in %s", id, substate.StreamRaw)
+		} else if !events[id] {
+			tb.Errorf("acknowledged delivery %s has no event in %s", id, substate.StreamEvents)
 		}
 		return true
 	})
+	if n == 0 {
+		tb.Error("no delivery was acknowledged")
+	}
+}
+
+// checkNewest checks the reference fold against the raw evidence: every
+// tenant shows the status of its newest row stored in SUBSTATE_RAW.
+func checkNewest(tb testing.TB, url string, fold map[string]substate.TenantView) {
+	tb.Helper()
+	b, err := bus.Open(bus.Config{URL: url})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer b.Close()
+	type row struct {
+		Key        string    `json:"target_service_key"`
+		Status     string    `json:"status"`
+		ModifiedAt time.Time `json:"modified_at"`
+	}
+	newest := map[string]row{}
+	for _, m := range allMsgs(tb, b, substate.StreamRaw) {
+		var r row
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			tb.Fatal(err)
+		}
+		if r.ModifiedAt.After(newest[r.Key].ModifiedAt) {
+			newest[r.Key] = r
+		}
+	}
+	if len(newest) != 30 || len(fold) != 30 {
+		tb.Errorf("%d tenants in %s, %d in the fold, want 30", len(newest), substate.StreamRaw, len(fold))
+	}
+	for tenant, r := range newest {
+		if got := string(fold[tenant].WorkflowSubState); got != r.Status {
+			tb.Errorf("tenant %s is %s, its newest row says %s", tenant, got, r.Status)
+		}
+	}
 }
 
 // checkReplicas checks that every stream has three replicas on the cluster.

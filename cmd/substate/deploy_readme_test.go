@@ -6,6 +6,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/substatehq/substate"
 )
 
 // commandLine matches a substate command in a README code block.
@@ -49,6 +53,38 @@ func TestDeployReadme(t *testing.T) {
 	if commands == 0 {
 		t.Errorf("%s shows no substate command", path)
 	}
+	envs := allEnvs(t)
+	for _, name := range regexp.MustCompile(`SUBSTATE_[A-Z0-9][A-Z0-9_]*`).FindAllString(string(b), -1) {
+		if !envs[name] && !streams[name] {
+			t.Errorf("%s names %s, which is no flag's variable and no stream", path, name)
+		}
+	}
+}
+
+// streams are the stream names, which look like variables.
+var streams = map[string]bool{substate.StreamRaw: true, substate.StreamEvents: true, substate.StreamDLQ: true}
+
+// allEnvs returns the environment variables of every command's flags.
+func allEnvs(t *testing.T) map[string]bool {
+	t.Helper()
+	parser, err := newParser(&CLI{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		for _, f := range n.Flags {
+			for _, e := range f.Envs {
+				out[e] = true
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(parser.Model.Node)
+	return out
 }
 
 // shellWords splits a command line into words as a shell does for the

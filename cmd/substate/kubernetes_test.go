@@ -17,6 +17,7 @@ type k8sObject struct {
 	} `yaml:"metadata"`
 	Data map[string]string `yaml:"data"`
 	Spec struct {
+		Replicas *int `yaml:"replicas"`
 		Template struct {
 			Metadata struct {
 				Annotations map[string]string `yaml:"annotations"`
@@ -88,22 +89,30 @@ func TestKubernetesManifests(t *testing.T) {
 			configMaps[o.Metadata.Name] = o.Data
 		}
 	}
-	roles := map[string]string{"Deployment": RoleIngest, "StatefulSet": RoleProject}
+	roles := map[string]string{"substate-ingest": RoleIngest, "substate-projector": RoleProject, "substate-engine": RoleEngine}
 	workloads := 0
 	for _, o := range objs {
-		if roles[o.Kind] == "" {
+		if o.Kind != "Deployment" && o.Kind != "StatefulSet" {
 			continue
 		}
 		workloads++
+		if roles[o.Metadata.Name] == "" {
+			t.Errorf("%s %s: no role expected of it", o.Kind, o.Metadata.Name)
+			continue
+		}
+		// The engine owns its executions: one pod, never two at once.
+		if roles[o.Metadata.Name] == RoleEngine && (o.Kind != "StatefulSet" || o.Spec.Replicas == nil || *o.Spec.Replicas != 1) {
+			t.Errorf("%s %s: the engine must be a StatefulSet of one replica", o.Kind, o.Metadata.Name)
+		}
 		for _, c := range o.Spec.Template.Spec.Containers {
 			t.Run(o.Metadata.Name+"/"+c.Name, func(t *testing.T) {
 				f := dryRunContainer(t, known, configMaps, c)
-				checkContainer(t, o, c, f, roles[o.Kind])
+				checkContainer(t, o, c, f, roles[o.Metadata.Name])
 			})
 		}
 	}
-	if workloads != 2 {
-		t.Fatalf("%d workloads, want the ingest Deployment and the projector StatefulSet", workloads)
+	if workloads != 3 {
+		t.Fatalf("%d workloads, want the ingest Deployment and the projector and engine StatefulSets", workloads)
 	}
 }
 

@@ -17,28 +17,40 @@ import (
 const (
 	// RoleAll runs everything in one process: the single-binary default.
 	RoleAll = "all"
-	// RoleIngest runs the HTTP ingress, the normalizer, the built-in engine
-	// and the EventBridge forwarder. It keeps no view and scales out freely:
-	// every normalizer shares one durable consumer.
+	// RoleIngest runs the HTTP ingress, the normalizer and the EventBridge
+	// forwarder. It keeps no state and scales out freely: every normalizer
+	// shares one durable consumer.
 	RoleIngest = "ingest"
-	// RoleProject runs the projector, its view and the query API. Each
-	// replica keeps a full view and its own durable consumer, named from
-	// --instance.
+	// RoleProject runs the projector, its view, the query API and the
+	// pollers. Each replica keeps a full view and its own durable
+	// consumer, named from --instance.
 	RoleProject = "project"
+	// RoleEngine runs the built-in workflow engine alone. Its executions
+	// live in <data-dir>/engine.db and belong to the process that started
+	// them, so a cluster runs exactly one, on a persistent data dir.
+	RoleEngine = "engine"
 )
 
 // RoleFlags choose what one worker process runs, so that a deployment can
 // scale ingestion and queries separately.
 type RoleFlags struct {
-	Role       string `enum:"all,ingest,project" default:"all" help:"What this process runs: all; ingest (HTTP ingress, normalizer, engine, EventBridge forwarder; no view); project (projector, view and query API, one durable consumer per --instance)."`
+	Role       string `enum:"all,ingest,project,engine" default:"all" help:"What this process runs: all; ingest (HTTP ingress, normalizer, EventBridge forwarder; stateless); project (projector, view, query API and pollers, one durable consumer per --instance); engine (the built-in workflow engine; run exactly one, on a persistent --data-dir)."`
 	ChangeFeed bool   `default:"true" negatable:"" help:"Publish real view changes on substate.changes.<tenant>. Every projector replica publishes the same change with the same seq: subscribers keep the highest seq per tenant, or all replicas but one run with --no-change-feed."`
 }
 
 // ingests reports whether the role runs the ingress and the normalizer.
-func (f RoleFlags) ingests() bool { return f.Role != RoleProject }
+func (f RoleFlags) ingests() bool { return f.runs(RoleIngest) }
 
 // projects reports whether the role runs the projector and its view.
-func (f RoleFlags) projects() bool { return f.Role != RoleIngest }
+func (f RoleFlags) projects() bool { return f.runs(RoleProject) }
+
+// runsEngine reports whether the role runs the built-in workflow engine.
+func (f RoleFlags) runsEngine() bool { return f.runs(RoleEngine) }
+
+// runs reports whether the role includes part; no role is RoleAll.
+func (f RoleFlags) runs(part string) bool {
+	return f.Role == part || f.Role == RoleAll || f.Role == ""
+}
 
 // openSteps returns the steps that open what the worker's role runs, in
 // the order Open takes them. Steps that declare durable consumers retry:
@@ -49,7 +61,10 @@ func (w *Worker) openSteps() []func(context.Context) error {
 		steps = append(steps, w.openView)
 	}
 	if w.Flags.ingests() {
-		steps = append(steps, w.openMapper, w.retrying(w.openNormalizer), w.retrying(w.openForwarder), w.openEngine)
+		steps = append(steps, w.openMapper, w.retrying(w.openNormalizer), w.retrying(w.openForwarder))
+	}
+	if w.Flags.runsEngine() {
+		steps = append(steps, w.openEngine)
 	}
 	if w.Flags.projects() {
 		// The reconciler reads the view for stale runs; with several

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine/demo"
 )
 
 // get returns the status and body of a GET.
@@ -35,8 +36,8 @@ func get(tb testing.TB, url string) (int, string) {
 func TestRoleSplit(t *testing.T) {
 	ingestDir := t.TempDir()
 	in := startWorker(t, ingestDir, "--role", "ingest")
-	if in.View != nil || in.projector != nil {
-		t.Fatal("the ingest role opened a view or a projector")
+	if in.View != nil || in.projector != nil || in.Engine != nil {
+		t.Fatal("the ingest role opened a view, a projector or the engine")
 	}
 	if views, _ := filepath.Glob(filepath.Join(ingestDir, "view*.db")); len(views) > 0 {
 		t.Fatalf("the ingest role created %v", views)
@@ -82,6 +83,42 @@ func TestRoleSplit(t *testing.T) {
 	}
 }
 
+// TestEngineRole runs the built-in engine in a process of its own, as the
+// engine StatefulSet does: an execution started over NATS reaches the view
+// of a projector through a separate ingest process.
+func TestEngineRole(t *testing.T) {
+	in := startWorker(t, t.TempDir(), "--role", "ingest")
+	en := startWorker(t, t.TempDir(), "--role", "engine", "--nats-url", in.Bus.ClientURL())
+	if en.Engine == nil || en.View != nil || en.normalizer != nil || en.projector != nil {
+		t.Fatal("the engine role must run the engine and nothing else")
+	}
+	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL())
+	svc, err := demo.Register(in.Bus.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	file := filepath.Join(t.TempDir(), "order.yaml")
+	if err := os.WriteFile(file, demo.Workflow, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := demo.Scenarios[1] // backorder: fails without retries
+	code, out, errOut := runCLI(t, "workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", in.Bus.ClientURL())
+	if code != 0 || !strings.Contains(out, "started "+s.Name) {
+		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
+	}
+	eventually(t, func() string {
+		code, out, _ := runCLI(t, "tenants", "get", s.TenantID, "--server", pr.HTTP.URL(), "--json")
+		if code != 0 || !strings.Contains(out, `"workflowSubState": "failed"`) {
+			return fmt.Sprintf("tenant %s on the projector: %s", s.TenantID, out)
+		}
+		return ""
+	})
+	if code, body := get(t, en.HTTP.URL()+"/readyz"); code != http.StatusOK {
+		t.Errorf("engine role not ready: %d %s", code, body)
+	}
+}
+
 func TestNoChangeFeed(t *testing.T) {
 	w := startWorker(t, t.TempDir(), "--no-change-feed")
 	if w.projector.Changes != nil {
@@ -93,7 +130,7 @@ func TestNoChangeFeed(t *testing.T) {
 }
 
 func TestCheckExposureByRole(t *testing.T) {
-	for role, wantErr := range map[string]bool{RoleAll: true, RoleIngest: true, RoleProject: false} {
+	for role, wantErr := range map[string]bool{RoleAll: true, RoleIngest: true, RoleProject: false, RoleEngine: false} {
 		f := WorkerFlags{HTTPAddr: "0.0.0.0:8080", RoleFlags: RoleFlags{Role: role}}
 		if err := NewWorker(f).checkExposure(); (err != nil) != wantErr {
 			t.Errorf("role %s without credentials on 0.0.0.0: err = %v, want error %t", role, err, wantErr)

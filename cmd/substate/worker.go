@@ -27,7 +27,7 @@ import (
 
 // WorkerFlags configure the worker; run, demo and bench share them.
 type WorkerFlags struct {
-	DataDir              string        `default:"./data" help:"Where the view (view.db) and the embedded NATS store (nats/) live."`
+	DataDir              string        `default:"./data" help:"Where the view (view.db), the engine's executions (engine.db) and the embedded NATS store (nats/) live."`
 	HTTPAddr             string        `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
 	IngestAPIKey         string        `help:"X-Api-Key that EventBridge deliveries must carry."`
 	RestateWebhookSecret string        `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`

@@ -43,7 +43,7 @@ func (c *WorkflowValidateCmd) Run(m *Main) error {
 
 // WorkflowStartCmd is "substate workflow start FILE --tenant T".
 type WorkflowStartCmd struct {
-	File        string `arg:"" type:"existingfile" help:"Definition file: substate YAML/JSON for the engine, Amazon States Language JSON for Step Functions."`
+	File        string `arg:"" type:"existingfile" help:"Definition file: substate YAML/JSON for the engine, Amazon States Language JSON for Step Functions (named after the file: orders.asl.json creates or reuses the state machine orders)."`
 	Tenant      string `required:"" help:"Tenant the execution provisions."`
 	Input       string `default:"{}" help:"Execution input, a JSON object."`
 	Name        string `help:"Execution name, the idempotency key: starting the same name and input again is a no-op (default: generated)."`
@@ -78,7 +78,7 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 	}
 	verb := "started"
 	if x.Existing {
-		verb = "already running"
+		verb = "already started" // running or closed: the name is taken with this input
 	}
 	fmt.Fprintf(m.Stdout, "%s %s (workflow %s, tenant %s)\n", verb, x.ID, x.Workflow, c.Tenant)
 	return nil
@@ -105,10 +105,17 @@ func (c *WorkflowStartCmd) startStepFunctions(ctx context.Context, def []byte) (
 	}
 	p := stepfunctions.New(cfg)
 	p.RoleARN, p.AccountID = c.RoleARN, c.AccountID
-	name := strings.TrimSuffix(filepath.Base(c.File), filepath.Ext(c.File))
-	ref, err := p.EnsureWorkflow(ctx, engine.Workflow{Name: name, Definition: def})
+	ref, err := p.EnsureWorkflow(ctx, engine.Workflow{Name: stateMachineName(c.File), Definition: def})
 	if err != nil {
 		return engine.Execution{}, err
 	}
 	return p.Start(ctx, engine.StartRequest{Workflow: ref, Name: c.Name, TenantID: c.Tenant, Input: json.RawMessage(c.Input)})
+}
+
+// stateMachineName is the state machine a definition file creates: the
+// file name without its extension, and without ".asl" (AWS tools name ASL
+// files NAME.asl.json).
+func stateMachineName(file string) string {
+	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	return strings.TrimSuffix(name, ".asl")
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
+	"github.com/substatehq/substate/internal/awstest"
 )
 
 func TestWorkflowValidate(t *testing.T) {
@@ -49,7 +52,7 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, args...)
-	if code != 0 || !strings.Contains(out, "already running") {
+	if code != 0 || !strings.Contains(out, "already started") {
 		t.Fatalf("second start: exit %d\n%s", code, out)
 	}
 	eventually(t, func() string {
@@ -63,4 +66,73 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "JSON object") {
 		t.Fatalf("bad input: exit %d %s", code, errOut)
 	}
+}
+
+// TestWorkflowStartOnStepFunctions starts a Step Functions execution
+// through the CLI, with AWS_ENDPOINT_URL pointing at the local AWS server:
+// the state machine is created once, the same name and input start nothing
+// new, another input is refused.
+func TestWorkflowStartOnStepFunctions(t *testing.T) {
+	srv := awstest.New(t)
+	awsEnv(t, srv.URL, awstest.Region)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "order-fulfillment.asl.json")
+	asl := `{"StartAt":"Charge","States":{"Charge":{"Type":"Wait","Seconds":60,"End":true}}}`
+	if err := os.WriteFile(file, []byte(asl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := func(input string, extra ...string) (int, string, string) {
+		args := append([]string{"workflow", "start", file, "--provider", "stepfunctions", "--tenant", "acme",
+			"--name", "ord-1", "--input", input, "--role-arn", "arn:aws:iam::123456789012:role/substate-sfn"}, extra...)
+		return runCLI(t, args...)
+	}
+	code, out, errOut := start(`{"orderId":"o-1"}`, "--json")
+	if code != 0 {
+		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
+	}
+	var x engine.Execution
+	if err := json.Unmarshal([]byte(out), &x); err != nil {
+		t.Fatalf("start --json: %v\n%s", err, out)
+	}
+	machine := awstest.StateMachineARN("order-fulfillment")
+	if want := awstest.ExecutionARN(machine, "ord-1"); x.ID != want || x.Workflow != machine || x.Existing {
+		t.Fatalf("execution = %+v, want new %s", x, want)
+	}
+	if got, _ := srv.Execution(x.ID); !strings.Contains(got.Input, `"tenantId":"acme"`) {
+		t.Fatalf("execution input = %s, want the tenant added", got.Input)
+	}
+
+	code, out, errOut = start(`{ "orderId": "o-1" }`)
+	if code != 0 || !strings.Contains(out, "already started "+x.ID) {
+		t.Fatalf("second start: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = start(`{"orderId":"o-2"}`)
+	if code != 1 || !strings.Contains(errOut, "exists with a different input") {
+		t.Fatalf("other input: exit %d\n%s", code, errOut)
+	}
+	if srv.Calls("CreateStateMachine") != 1 || srv.Calls("StartExecution") != 1 {
+		t.Fatalf("create %d, start %d calls; want one of each", srv.Calls("CreateStateMachine"), srv.Calls("StartExecution"))
+	}
+
+	t.Run("ErrInvalidDefinition", func(t *testing.T) {
+		bad := filepath.Join(dir, "broken.asl.json")
+		if err := os.WriteFile(bad, []byte(`{"StartAt":"Missing","States":{"A":{"Type":"Succeed"}}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetCalls()
+		code, _, errOut := runCLI(t, "workflow", "start", bad, "--provider", "stepfunctions", "--tenant", "acme", "--role-arn", "arn:aws:iam::123456789012:role/x")
+		if code != 1 || !strings.Contains(errOut, "invalid state machine definition") || srv.TotalCalls() != 0 {
+			t.Fatalf("exit %d after %d calls\n%s", code, srv.TotalCalls(), errOut)
+		}
+	})
+	t.Run("ErrNoRole", func(t *testing.T) {
+		other := filepath.Join(dir, "other.json")
+		if err := os.WriteFile(other, []byte(asl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCLI(t, "workflow", "start", other, "--provider", "stepfunctions", "--tenant", "acme")
+		if code != 1 || !strings.Contains(errOut, "no execution role arn") {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+	})
 }

@@ -38,9 +38,9 @@ type PollHistory struct {
 }
 
 // Describe returns the execution's status as raw evidence: Status.Raw is
-// Poll(ctx, executionID, true). Status.Event is left zero: the provider
-// does not map statuses, the normalizer maps the raw event (mapping.MapPoll)
-// like any other. An unknown execution is ENOTFOUND.
+// Poll(ctx, executionID, true). The provider does not map statuses; the
+// normalizer maps the raw event (mapping.MapPoll) like any other. An
+// unknown execution is ENOTFOUND.
 func (p *Provider) Describe(ctx context.Context, executionID string) (engine.Status, error) {
 	raw, err := p.Poll(ctx, executionID, true)
 	if err != nil {

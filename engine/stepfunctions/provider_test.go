@@ -71,6 +71,22 @@ func TestEnsureWorkflow(t *testing.T) {
 		_, err := p.EnsureWorkflow(ctx, engine.Workflow{Name: "orders", Definition: []byte(definition)})
 		wantCode(t, err, substate.EINVALID)
 	})
+	// AWS errors of each call come back with their code and the operation.
+	for _, tt := range []struct{ name, op, awsCode, code, prefix string }{
+		{"ErrInvalidDefinition", "CreateStateMachine", "InvalidDefinition", substate.EINVALID, "stepfunctions: create state machine: "},
+		{"ErrAlreadyExists", "CreateStateMachine", "StateMachineAlreadyExists", substate.ECONFLICT, "stepfunctions: create state machine: "},
+		{"ErrThrottled", "DescribeStateMachine", "ThrottlingException", substate.ETHROTTLED, "stepfunctions: describe state machine: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, p := newProvider(t)
+			srv.Fail(tt.op, awstest.MaxAttempts, http.StatusBadRequest, tt.awsCode, "injected")
+			_, err := p.EnsureWorkflow(ctx, engine.Workflow{Name: "orders", Definition: []byte(definition)})
+			wantCode(t, err, tt.code)
+			if !strings.HasPrefix(err.Error(), tt.prefix) || !strings.Contains(err.Error(), tt.awsCode) {
+				t.Fatalf("err = %q, want %q and the AWS error", err, tt.prefix)
+			}
+		})
+	}
 }
 
 func TestEnsureWorkflowInvalid(t *testing.T) {
