@@ -44,6 +44,8 @@ type ApplyResult struct {
 	Stale     int      // events older than what the view already holds
 	Skipped   int      // events at or below the checkpoint (redeliveries)
 	Committed bool     // whether a write transaction was committed
+	// BytesWritten is what the transaction wrote to the view's storage.
+	BytesWritten uint64
 }
 
 // TenantFilter selects tenants for GET /v1/tenants.

@@ -19,6 +19,7 @@ type Metrics struct {
 	Stale          prometheus.Counter
 	Redelivered    prometheus.Counter
 	Commits        prometheus.Counter
+	WrittenBytes   prometheus.Counter
 	BatchSize      *prometheus.HistogramVec // stage
 	ConsumerLag    *prometheus.GaugeVec     // consumer
 	ChangesEmitted prometheus.Counter
@@ -51,6 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Stale:          counter("substate_view_stale_total", "Events ignored as older than the view."),
 		Redelivered:    counter("substate_view_redelivered_total", "Events at or below the view checkpoint, skipped."),
 		Commits:        counter("substate_view_commits_total", "Write transactions committed by the projector."),
+		WrittenBytes:   counter("substate_view_written_bytes_total", "Bytes the projector's commits wrote to the view file."),
 		ChangesEmitted: counter("substate_changes_published_total", "Messages published on the change feed."),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "substate_batch_size", Help: "Messages per fetched batch.",
@@ -62,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Ingested, m.IngestLatency, m.Normalized, m.DeadLettered, m.Naks,
-			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits,
+			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
 			m.ChangesEmitted, m.BatchSize, m.ConsumerLag)
 	}
 	return m

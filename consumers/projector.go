@@ -121,6 +121,7 @@ func (p *Projector) observe(res substate.ApplyResult) {
 		m.Redelivered.Add(float64(res.Skipped))
 		if res.Committed {
 			m.Commits.Inc()
+			m.WrittenBytes.Add(float64(res.BytesWritten))
 		}
 	}
 }

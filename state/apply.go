@@ -39,7 +39,7 @@ func (d *DB) Apply(ctx context.Context, batch []substate.Sequenced) (substate.Ap
 		if err := d.commit(w, w.last); err != nil {
 			return substate.ApplyResult{}, err
 		}
-		w.res.Committed = true
+		w.res.Committed, w.res.BytesWritten = true, d.written
 	} else {
 		d.hold(w)
 	}

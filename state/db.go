@@ -62,7 +62,8 @@ type DB struct {
 	seq        uint64            // highest sequence applied, in memory
 	checkpoint uint64            // highest sequence committed
 	stats      Stats
-	allocated  int64 // bbolt's page bytes allocated as of the last commit
+	allocated  int64  // bbolt's page bytes allocated as of the last commit
+	written    uint64 // bytes the last commit wrote
 }
 
 // Stats counts what the DB did since Open.
@@ -242,7 +243,8 @@ func (d *DB) commit(w *work, seq uint64) error {
 	d.seq, d.checkpoint = seq, seq
 	d.stats.Commits++
 	alloc := pageAlloc(d.db)
-	d.stats.BytesWritten += uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
+	d.written = uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
+	d.stats.BytesWritten += d.written
 	d.allocated = alloc
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,7 @@ func TestMetrics(t *testing.T) {
 		`substate_dead_lettered_total{reason="invalid",stage="ingest"} 1`,
 		`substate_dead_lettered_total{reason="tenant_unresolved",stage="normalize"} 1`,
 		`substate_unknown_states_total{provider="stepfunctions",state="HIBERNATING"} 1`,
+		`substate_view_commits_total 1`, // the unknown state is older than FAILED: stale
 	}
 	eventually(t, func() string {
 		code, body := get(t, w.HTTP.URL()+"/metrics")
@@ -45,6 +47,9 @@ func TestMetrics(t *testing.T) {
 			if !strings.Contains(body, line+"\n") {
 				return "/metrics has no " + line
 			}
+		}
+		if !regexp.MustCompile(`\nsubstate_view_written_bytes_total [1-9][0-9]{3,}\n`).MatchString(body) {
+			return "/metrics has no substate_view_written_bytes_total of a commit's pages"
 		}
 		return ""
 	})
