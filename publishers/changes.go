@@ -2,9 +2,9 @@ package publishers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
+	"github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate"
@@ -22,7 +22,8 @@ type Changes struct {
 var _ substate.ChangePublisher = (*Changes)(nil)
 
 // PublishChanges publishes each change; the connection flushes them in the
-// background.
+// background. A change is encoded with JSON v2, as canonical events are:
+// the projector publishes one for every real change.
 func (p *Changes) PublishChanges(_ context.Context, changes []substate.Change) error {
 	for i := range changes {
 		body, err := json.Marshal(&changes[i])
