@@ -14,13 +14,14 @@ import (
 
 // BenchCmd is "substate bench": the real pipeline in process, measured.
 type BenchCmd struct {
-	Events   int           `default:"100000" help:"Events per scenario."`
-	Tenants  int           `default:"100000" help:"Tenants of the large-view scenario (up to 1,000,000)."`
-	Rate     float64       `default:"10000" help:"Offered rate of the latency scenario, in events per second."`
-	Duration time.Duration `default:"5s" help:"How long the latency scenario and the naive baseline send."`
-	JSON     bool          `help:"Print the report as JSON."`
-	Keep     bool          `help:"Keep each scenario's data directory under <data-dir>/bench."`
-	Profile  string        `type:"path" placeholder:"FILE" help:"Write a CPU profile of the whole run to FILE (go tool pprof reads it)."`
+	Events     int           `default:"100000" help:"Events per scenario."`
+	Tenants    int           `default:"100000" help:"Tenants of the large-view scenario (up to 1,000,000)."`
+	Rate       float64       `default:"10000" help:"Offered rate of the latency scenario, in events per second."`
+	Duration   time.Duration `default:"5s" help:"How long the latency scenario and the naive baseline send."`
+	JSON       bool          `help:"Print the report as JSON."`
+	Keep       bool          `help:"Keep each scenario's data directory under <data-dir>/bench."`
+	Profile    string        `type:"path" placeholder:"FILE" help:"Write a CPU profile of the whole run to FILE (go tool pprof reads it)."`
+	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open."`
 
 	WorkerFlags `embed:""`
 }
@@ -264,30 +265,6 @@ func (b *benchRun) atRate(ctx context.Context) (*scenarioResult, error) {
 		return nil, err
 	}
 	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(events))
-	return res, nil
-}
-
-// largeView fills a view with --tenants tenants, one execution each, then
-// measures a scenario on it.
-func (b *benchRun) largeView(ctx context.Context) (*scenarioResult, error) {
-	load := b.load
-	load.tenants = b.Tenants
-	fill, events := load.changes(b.Tenants, 0), load.changes(b.Events, 1)
-	p, err := b.open(ctx, "large-view", b.BatchSize, keysFor(fill, events))
-	if err != nil {
-		return nil, err
-	}
-	defer p.close(b.Keep)
-	stop := p.run(p.normalize, p.project)
-	_, err = b.measure(ctx, p, "large-view fill", load, fill, drive{window: b.window()})
-	var res *scenarioResult
-	if err == nil {
-		res, err = b.measure(ctx, p, "large-view", load, events, drive{window: b.window()})
-	}
-	if err = firstErr(err, stop()); err != nil {
-		return nil, err
-	}
-	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(fill, events))
 	return res, nil
 }
 

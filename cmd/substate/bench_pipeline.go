@@ -151,10 +151,4 @@ func checkSharedServer(ctx context.Context, f WorkerFlags) error {
 }
 
 // viewFileSize returns the size of the pipeline's view file.
-func (p *benchPipeline) viewFileSize() int64 {
-	fi, err := os.Stat(filepath.Join(p.dir, viewFile("")))
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
+func (p *benchPipeline) viewFileSize() int64 { return fileSize(filepath.Join(p.dir, viewFile(""))) }

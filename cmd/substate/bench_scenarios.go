@@ -33,12 +33,18 @@ type scenarioResult struct {
 	CPUPerEvent     float64 `json:"cpuMicrosecondsPerEvent"` // user and system time of the whole process
 	PeakAnonMiB     float64 `json:"peakAnonMiB"`             // resident, outside the page cache
 	PeakRSSMiB      float64 `json:"peakRSSMiB"`              // with the view's mapped pages
-	ViewFileMiB     float64 `json:"viewFileMiB"`
-	RawBytes        float64 `json:"rawBytesPerEvent"`
-	CanonicalBytes  float64 `json:"canonicalBytesPerEvent"` // as stored, headers included
-	IdleBatches     int     `json:"batchesWithoutChange"`
-	IdleCommits     int     `json:"commitsOfBatchesWithoutChange"`
-	ViewCheck       string  `json:"viewCheck"` // "ok", or what is wrong
+	// Worker is where the worker ran: "in process" with the embedded NATS
+	// server and the load generator, or "child process" on its own.
+	Worker string `json:"worker"`
+	// ServerPeakAnonMiB is the bench process's peak (NATS server and load
+	// generator) when the worker ran as a child process.
+	ServerPeakAnonMiB float64 `json:"benchProcessPeakAnonMiB,omitzero"`
+	ViewFileMiB       float64 `json:"viewFileMiB"`
+	RawBytes          float64 `json:"rawBytesPerEvent"`
+	CanonicalBytes    float64 `json:"canonicalBytesPerEvent"` // as stored, headers included
+	IdleBatches       int     `json:"batchesWithoutChange"`
+	IdleCommits       int     `json:"commitsOfBatchesWithoutChange"`
+	ViewCheck         string  `json:"viewCheck"` // "ok", or what is wrong
 }
 
 // drive says how a scenario sends: in a closed loop that keeps at most
@@ -92,7 +98,7 @@ func noopBurst(events []benchEvent, n int) []benchEvent {
 func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, load benchLoad, events []benchEvent, d drive) (*scenarioResult, error) {
 	p.probe.counts() // start over
 	st0, allocs0, cpu0 := p.view.Stats(), mallocs(), cpuTime()
-	mem := sampleMemory(50 * time.Millisecond)
+	mem := sampleMemory(readMemory, 50*time.Millisecond)
 	start := time.Now()
 	s := p.sender(load, d.window)
 	s.rate = d.rate
@@ -118,7 +124,7 @@ func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, l
 		Commits: st.Commits - st0.Commits, AllocsPerEvent: float64(mallocs()-allocs0) / n,
 		CPUPerEvent: float64((cpuTime() - cpu0).Microseconds()) / n,
 		PeakAnonMiB: mib(anon), PeakRSSMiB: mib(rss), ViewFileMiB: mib(uint64(p.viewFileSize())),
-		RawBytes: float64(s.bytes) / n, IdleBatches: c.idleBatches, IdleCommits: c.idleCommits,
+		RawBytes: float64(s.bytes) / n, IdleBatches: c.idleBatches, IdleCommits: c.idleCommits, Worker: "in process",
 	}
 	res.NoopShare = float64(s.duplicates+c.unchanged+c.stale) / n
 	res.CommitsPerEvent = float64(res.Commits) / n

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -21,9 +22,13 @@ type memory struct {
 	rss, anon, file uint64 // bytes
 }
 
-// readMemory reads the resident memory; it is zero where /proc is not.
-func readMemory() memory {
-	data, err := os.ReadFile("/proc/self/status")
+// readMemory reads the process's resident memory; it is zero where /proc
+// is not.
+func readMemory() memory { return readMemoryOf("/proc/self/status") }
+
+// readMemoryOf reads the resident memory from a /proc status file.
+func readMemoryOf(status string) memory {
+	data, err := os.ReadFile(status)
 	if err != nil {
 		return memory{}
 	}
@@ -54,8 +59,10 @@ func readMemory() memory {
 	return m
 }
 
-// memSampler follows the peak resident memory while a scenario runs.
+// memSampler follows the peak resident memory of a process while a
+// scenario runs.
 type memSampler struct {
+	read     func() memory
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	peakAnon atomic.Uint64
@@ -63,8 +70,8 @@ type memSampler struct {
 }
 
 // sampleMemory reads the memory every interval until the sampler stops.
-func sampleMemory(every time.Duration) *memSampler {
-	s := &memSampler{stop: make(chan struct{})}
+func sampleMemory(read func() memory, every time.Duration) *memSampler {
+	s := &memSampler{read: read, stop: make(chan struct{})}
 	s.observe()
 	s.wg.Go(func() {
 		t := time.NewTicker(every)
@@ -82,7 +89,7 @@ func sampleMemory(every time.Duration) *memSampler {
 }
 
 func (s *memSampler) observe() {
-	m := readMemory()
+	m := s.read()
 	raise(&s.peakAnon, m.anon)
 	raise(&s.peakRSS, m.rss)
 }
@@ -132,4 +139,15 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// writeHeapProfile writes the live heap to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	err = pprof.WriteHeapProfile(f)
+	return errors.Join(err, f.Close())
 }

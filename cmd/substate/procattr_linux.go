@@ -5,8 +5,8 @@ import (
 	"syscall"
 )
 
-// dieWithParent makes a child process get SIGKILL when the test binary
-// dies, so a test killed by its timeout leaves no server behind.
+// dieWithParent makes a child process get SIGKILL when its parent dies, so
+// a bench or a test that is killed leaves no worker or server behind.
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -129,7 +129,7 @@ func (w *Worker) openBus(context.Context) error {
 	return retry(30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return w.topology().EnsureStreams(ctx, b.JetStream)
+		return w.Flags.topology().EnsureStreams(ctx, b.JetStream)
 	}, w.Logger)
 }
 
@@ -154,8 +154,8 @@ func retry(limit time.Duration, fn func() error, log *slog.Logger) error {
 	}
 }
 
-func (w *Worker) topology() bus.Topology {
-	f := w.Flags
+// topology is the configuration of the streams the flags ask for.
+func (f WorkerFlags) topology() bus.Topology {
 	return bus.Topology{
 		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
 		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},

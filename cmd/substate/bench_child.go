@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/state"
+)
+
+// workerCommand returns the command that runs "substate <args>" in a
+// child process: this executable. Tests, whose executable is the test
+// binary, replace it.
+var workerCommand = func(args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command(exe, args...), nil
+}
+
+// childWorker is "substate run" in a child process connected to the
+// bench's NATS server, as a worker runs with --nats-url in a deployment:
+// its memory is the worker's alone, without the server's caches.
+type childWorker struct {
+	cmd  *exec.Cmd
+	dir  string // its data directory
+	http string // its HTTP address
+	js   jetstream.JetStream
+}
+
+// startChild starts the worker on url and waits until its durable
+// consumers are in place.
+func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, dir string) (*childWorker, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	f := b.WorkerFlags
+	args := []string{"run", "--nats-url", url, "--data-dir", dir, "--http-addr", addr, "--sfn-reconcile", "off",
+		"--batch-size", strconv.Itoa(f.BatchSize), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
+		"--replicas", strconv.Itoa(f.NATSReplicas)}
+	for flag, v := range map[string]string{"--nats-creds": f.NATSCreds, "--nats-tls-ca": f.NATSTLSCA, "--nats-tls-cert": f.NATSTLSCert, "--nats-tls-key": f.NATSTLSKey} {
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	cmd, err := workerCommand(args...)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = b.logs, b.logs
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start worker: %w", err)
+	}
+	c := &childWorker{cmd: cmd, dir: dir, http: addr, js: js}
+	if err := c.waitReady(ctx); err != nil {
+		c.kill()
+		return nil, err
+	}
+	return c, nil
+}
+
+// freeAddr returns a loopback address with a port nothing listens on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitReady waits for the worker's /readyz.
+func (c *childWorker) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + c.http + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return errors.New("bench: the worker did not get ready within a minute; see bench.log")
+}
+
+// waitApplied blocks until the worker's projector has acknowledged every
+// event of n published since SUBSTATE_EVENTS was empty.
+func (c *childWorker) waitApplied(ctx context.Context, n uint64, idle time.Duration) error {
+	last, since := uint64(0), time.Now()
+	for {
+		info, err := consumerInfo(ctx, c.js, substate.StreamEvents, bus.ProjectorConsumer(""))
+		if err != nil {
+			return err
+		}
+		done := info.AckFloor.Stream
+		if done >= n && info.NumAckPending == 0 {
+			return nil
+		}
+		if done != last {
+			last, since = done, time.Now()
+		} else if time.Since(since) > idle {
+			return fmt.Errorf("bench: the worker's view acknowledged %d of %d events and nothing for %s", done, n, idle)
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (*jetstream.ConsumerInfo, error) {
+	cons, err := js.Consumer(ctx, stream, name)
+	if err != nil {
+		return nil, err
+	}
+	return cons.Info(ctx)
+}
+
+// metrics reads counters of the worker's /metrics.
+func (c *childWorker) metrics(names ...string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + c.http + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("bench: read the worker's metrics: %w", err)
+	}
+	out := make(map[string]float64, len(names))
+	for _, n := range names {
+		if f, ok := families[n]; ok && len(f.Metric) > 0 {
+			m := f.Metric[0]
+			out[n] = m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		}
+	}
+	return out, nil
+}
+
+// memory reads the worker's resident memory.
+func (c *childWorker) memory() memory {
+	return readMemoryOf(filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "status"))
+}
+
+// stop ends the worker as SIGTERM does and opens its view, which the
+// caller closes.
+func (c *childWorker) stop() (*state.DB, error) {
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return nil, err
+	}
+	if err := c.cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("bench: worker: %w", err)
+	}
+	db := state.NewDB(filepath.Join(c.dir, viewFile("")))
+	return db, db.Open()
+}
+
+func (c *childWorker) kill() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/publishers"
+)
+
+// Worker metrics the large-view scenario reads.
+const (
+	metricCommits = "substate_view_commits_total"
+	metricWritten = "substate_view_written_bytes_total"
+	metricMallocs = "go_memstats_mallocs_total"
+	metricCPU     = "process_cpu_seconds_total"
+)
+
+// largeView fills a view with --tenants tenants, one execution each, then
+// sends the scenario's events on it. The worker runs in a child process
+// connected to the bench's NATS server (as with --nats-url), so that its
+// memory is measured alone: the figure a deployment sizes a worker by.
+// The NATS server and the load generator stay in the bench's process.
+func (b *benchRun) largeView(ctx context.Context) (*scenarioResult, error) {
+	load := b.load
+	load.tenants = b.Tenants
+	fill, events := load.changes(b.Tenants, 0), load.changes(b.Events, 1)
+	dir := filepath.Join(b.root, "large-view")
+	srv, err := b.openServer(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer b.closeServer(srv, dir)
+	child, err := b.startChild(ctx, srv.JetStream, srv.ClientURL(), filepath.Join(dir, "worker"))
+	if err != nil {
+		return nil, err
+	}
+	defer child.kill()
+	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
+	if _, err := s.send(ctx, fill, nil); err != nil {
+		return nil, err
+	}
+	if err := child.waitApplied(ctx, uint64(len(fill)), benchIdle); err != nil {
+		return nil, err
+	}
+	res, err := b.measureChild(ctx, child, s, events, len(fill))
+	if err != nil {
+		return nil, err
+	}
+	db, err := child.stop()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	res.Tenants, res.ViewCheck = checkView(ctx, db, expectedView(fill, events))
+	res.ViewFileMiB = mib(uint64(fileSize(db.Path)))
+	return res, nil
+}
+
+// measureChild sends the events to the child worker and measures its
+// throughput, its commits, allocations and CPU time from its metrics, and
+// its peak memory.
+func (b *benchRun) measureChild(ctx context.Context, child *childWorker, s *sender, events []benchEvent, before int) (*scenarioResult, error) {
+	m0, err := child.metrics(metricCommits, metricWritten, metricMallocs, metricCPU)
+	if err != nil {
+		return nil, err
+	}
+	mem, self := sampleMemory(child.memory, 50*time.Millisecond), sampleMemory(readMemory, 50*time.Millisecond)
+	start, bytes0 := time.Now(), s.bytes
+	_, err = s.send(ctx, events, nil)
+	if err == nil {
+		err = child.waitApplied(ctx, uint64(before+len(events)), benchIdle)
+	}
+	elapsed := time.Since(start)
+	anon, rss := mem.done()
+	selfAnon, _ := self.done()
+	if err != nil {
+		return nil, err
+	}
+	m1, err := child.metrics(metricCommits, metricWritten, metricMallocs, metricCPU)
+	if err != nil {
+		return nil, err
+	}
+	n := float64(len(events))
+	res := &scenarioResult{
+		Name: "large-view", Events: len(events), Seconds: elapsed.Seconds(), EventsPerSecond: n / elapsed.Seconds(),
+		Commits:        uint64(m1[metricCommits] - m0[metricCommits]),
+		AllocsPerEvent: (m1[metricMallocs] - m0[metricMallocs]) / n,
+		CPUPerEvent:    (m1[metricCPU] - m0[metricCPU]) * 1e6 / n,
+		PeakAnonMiB:    mib(anon), PeakRSSMiB: mib(rss), ServerPeakAnonMiB: mib(selfAnon),
+		RawBytes: float64(s.bytes-bytes0) / n, Worker: "child process",
+	}
+	res.CommitsPerEvent = float64(res.Commits) / n
+	res.BytesPerEvent = (m1[metricWritten] - m0[metricWritten]) / n
+	if info, err := child.js.Stream(ctx, substate.StreamEvents); err == nil && info.CachedInfo().State.Msgs > 0 {
+		st := info.CachedInfo().State
+		res.CanonicalBytes = float64(st.Bytes) / float64(st.Msgs)
+	}
+	return res, nil
+}
+
+// openServer opens the bench's NATS for a scenario with a child worker:
+// the embedded server storing under dir, or --nats-url; with the streams.
+func (b *benchRun) openServer(ctx context.Context, dir string) (*bus.Bus, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	f := b.WorkerFlags
+	f.DataDir = dir
+	srv, err := bus.Open(f.busConfig(f.loggerTo(b.logs)))
+	if err != nil {
+		return nil, err
+	}
+	if err := f.topology().EnsureStreams(ctx, srv.JetStream); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return srv, nil
+}
+
+// closeServer deletes the streams from a shared server, closes it and
+// removes dir unless --keep.
+func (b *benchRun) closeServer(srv *bus.Bus, dir string) error {
+	var errs []error
+	if !srv.Embedded() {
+		errs = append(errs, deleteStreams(context.Background(), srv.JetStream))
+	}
+	errs = append(errs, srv.Close())
+	if !b.Keep {
+		errs = append(errs, os.RemoveAll(dir))
+	}
+	return errors.Join(errs...)
+}
+
+// fileSize returns the size of a file, 0 when it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
