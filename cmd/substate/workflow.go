@@ -78,7 +78,7 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 	}
 	verb := "started"
 	if x.Existing {
-		verb = "already running"
+		verb = "already started" // it may have finished since
 	}
 	fmt.Fprintf(m.Stdout, "%s %s (workflow %s, tenant %s)\n", verb, x.ID, x.Workflow, c.Tenant)
 	return nil

@@ -49,7 +49,7 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, args...)
-	if code != 0 || !strings.Contains(out, "already running") {
+	if code != 0 || !strings.Contains(out, "already started "+s.Name) {
 		t.Fatalf("second start: exit %d\n%s", code, out)
 	}
 	eventually(t, func() string {
