@@ -62,7 +62,8 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	d := &demoRun{w: w, out: m.Stdout, expect: map[string]string{}, current: map[string]substate.SubState{}, start: time.Now()}
 	err = d.run(ctx, c.Tenants, c.Timeout)
 	d.stopLive()
-	d.summary(ctx)
+	// An interrupted demo still reads the view for its summary.
+	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil)
 	return err
 }
 

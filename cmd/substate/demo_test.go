@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDemo runs the demo twice on the same data: the second run must show
@@ -37,5 +40,44 @@ func TestDemo(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDemoInterrupted stops the demo (as Ctrl-C does) once a tenant has
+// succeeded: the summary must still show the view as it is, not blank rows.
+func TestDemoInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo runs its workflows in real time")
+	}
+	var out, errOut syncBuffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code := make(chan int, 1)
+	go func() {
+		code <- m.Run(ctx, []string{"demo", "--tenants", "4", "--data-dir", t.TempDir(),
+			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
+	}()
+	eventuallyWithin(t, time.Minute, func() string {
+		if !strings.Contains(out.String(), "→ succeeded") {
+			return "no tenant succeeded yet:\n" + out.String()
+		}
+		return ""
+	})
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit %d: %s", c, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the demo did not stop")
+	}
+	_, table, _ := strings.Cut(out.String(), "Tenant view after")
+	if !regexp.MustCompile(`(?m)^\S+\s+succeeded\s+completed`).MatchString(table) {
+		t.Errorf("the summary lacks the tenant that succeeded:\n%s", table)
+	}
+	if !strings.Contains(table, "Interrupted before") {
+		t.Errorf("the summary does not say the demo was interrupted:\n%s", table)
 	}
 }
