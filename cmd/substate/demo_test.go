@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,16 +11,28 @@ import (
 
 // TestDemo runs the demo twice on the same data: the second run must show
 // the same story, not an already settled view with its provider events
-// dropped as duplicates of the first run's.
+// dropped as duplicates of the first run's. The second run writes to a
+// terminal, so the live status line runs too.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo runs its workflows in real time")
 	}
 	dataDir := t.TempDir()
-	for _, run := range []string{"First", "Again"} {
-		t.Run(run, func(t *testing.T) {
-			code, out, errOut := runCLI(t, "demo", "--tenants", "4", "--data-dir", dataDir,
-				"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0")
+	for _, run := range []struct {
+		name string
+		out  interface {
+			io.Writer
+			String() string
+		}
+	}{{"First", &syncBuffer{}}, {"AgainOnTerminal", &ttyBuffer{}}} {
+		t.Run(run.name, func(t *testing.T) {
+			var errBuf syncBuffer
+			m := &Main{Stdout: run.out, Stderr: &errBuf}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			code := m.Run(ctx, []string{"demo", "--tenants", "4", "--data-dir", dataDir,
+				"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
+			out, errOut := run.out.String(), errBuf.String()
 			if code != 0 {
 				t.Fatalf("demo exited %d\n%s\n%s", code, out, errOut)
 			}
@@ -33,6 +46,9 @@ func TestDemo(t *testing.T) {
 				if !strings.Contains(out, want) {
 					t.Errorf("demo output lacks %q:\n%s", want, out)
 				}
+			}
+			if _, tty := run.out.(*ttyBuffer); tty != strings.Contains(out, "now: ") {
+				t.Errorf("status line shown %v on a terminal %v:\n%q", !tty, tty, out)
 			}
 			for _, tenant := range []string{"hooli", "stark", "wayne"} {
 				if !strings.Contains(out, tenant+strings.Repeat(" ", 22-len(tenant))+" running") {
