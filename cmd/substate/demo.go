@@ -34,6 +34,12 @@ type demoRun struct {
 	mu     sync.Mutex        // serializes output lines
 	expect map[string]string // tenant → the sub-state it should settle in
 	start  time.Time
+
+	// The live status line (demo_live.go), guarded by mu.
+	current map[string]substate.SubState // tenant → its sub-state now
+	live    bool                         // the status line is shown
+	drawn   bool                         // it is on screen now
+	tick    chan struct{}                // closed to stop redrawing it
 }
 
 // Run runs the demo and fails when a tenant settles other than expected.
@@ -53,9 +59,11 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	go func() { done <- w.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
-	d := &demoRun{w: w, out: m.Stdout, expect: map[string]string{}, start: time.Now()}
+	d := &demoRun{w: w, out: m.Stdout, expect: map[string]string{}, current: map[string]substate.SubState{}, start: time.Now()}
 	err = d.run(ctx, c.Tenants, c.Timeout)
-	d.summary(ctx)
+	d.stopLive()
+	// An interrupted demo still reads the view for its summary.
+	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil)
 	return err
 }
 
@@ -90,6 +98,7 @@ func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) e
 	}
 	defer sub.Unsubscribe()
 	d.printf("substate demo: %d tenants on the built-in engine, 3 on Step Functions and Restate (through HTTP ingress at %s)\n\n", tenants, d.w.HTTP.URL())
+	d.showLive(ctx)
 	if err := d.startEngine(ctx, tenants); err != nil {
 		return err
 	}
@@ -201,11 +210,14 @@ func (d *demoRun) printChange(m *nats.Msg) {
 	if e := c.New.WorkflowErrorMessage; e != "" {
 		line += fmt.Sprintf("  error=%q", shorten(e, 70))
 	}
-	d.printf("%s\n", line)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.current[c.TenantID] = c.New.WorkflowSubState
+	d.write(line + "\n")
 }
 
 func (d *demoRun) printf(format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, format, args...)
+	d.write(fmt.Sprintf(format, args...))
 }

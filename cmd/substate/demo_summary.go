@@ -10,8 +10,9 @@ import (
 )
 
 // summary prints the final view of the demo's tenants and the count of
-// tenants by sub-state, and says whether each settled as expected.
-func (d *demoRun) summary(ctx context.Context) {
+// tenants by sub-state, and says whether each settled as expected (or,
+// when the demo was interrupted, how many had not settled yet).
+func (d *demoRun) summary(ctx context.Context, interrupted bool) {
 	var views []substate.TenantView
 	bySubState := map[substate.SubState]int{}
 	wrong := 0
@@ -40,10 +41,13 @@ func (d *demoRun) summary(ctx context.Context) {
 		d.printf("  (no status yet) %d", n)
 	}
 	d.printf("\n")
-	if wrong == 0 {
+	switch {
+	case wrong == 0:
 		d.printf("Every tenant settled as expected. Explore: substate tenants list --has-error, substate events tail --from-start\n")
-	} else {
-		d.printf("%d tenants did not settle as expected.\n", wrong)
+	case interrupted:
+		d.printf("Interrupted before %s settled as expected.\n", plural(wrong, "tenant"))
+	default:
+		d.printf("%s did not settle as expected.\n", plural(wrong, "tenant"))
 	}
 	d.printf("(The view, the streams and the worker log, demo.log, are kept under %s.)\n", d.w.Flags.DataDir)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -29,10 +30,14 @@ type providerStory struct {
 }
 
 // providerStories builds the Step Functions and Restate tenants of the demo:
-// a redriven execution that fails then succeeds, one that backs off then
-// succeeds, and one that is killed.
+// a redriven execution that fails then succeeds, an invocation that waits,
+// backs off and succeeds, and one that waits and is killed. Execution and
+// event ids carry the run's start, so a second demo on the same data is new
+// traffic rather than duplicates that JetStream drops.
 func providerStories(start time.Time) []providerStory {
-	arn := "arn:aws:states:us-east-1:123456789012:execution:provision-tenant:hooli-run-1"
+	run := start.UTC().Format("20060102T150405")
+	arn := "arn:aws:states:us-east-1:123456789012:execution:provision-tenant:hooli-" + run
+	stark, wayne := "inv_stark_"+run, "inv_wayne_"+run
 	return []providerStory{
 		{"hooli", "stepfunctions", "succeeded", "Step Functions: fails, is redriven, succeeds", []providerStep{
 			sfnStep("hooli", arn, "RUNNING", 0, start, nil, ""),
@@ -40,15 +45,18 @@ func providerStories(start time.Time) []providerStory {
 			sfnStep("hooli", arn, "RUNNING", 1, start, nil, ""),
 			sfnStep("hooli", arn, "SUCCEEDED", 1, start, nil, ""),
 		}},
-		{"stark", "restate", "succeeded", "Restate: backs off twice, then completes", []providerStep{
-			restateStep("stark", "inv_stark", "running", start, 1, "", "", ""),
-			restateStep("stark", "inv_stark", "backing-off", start, 2, "[503] dns provider unavailable", "", ""),
-			restateStep("stark", "inv_stark", "running", start, 3, "", "", ""),
-			restateStep("stark", "inv_stark", "completed", start, 3, "", "success", ""),
+		{"stark", "restate", "succeeded", "Restate: sleeps (suspended), backs off twice, then completes", []providerStep{
+			restateStep("stark", stark, "running", start, 1, 1, "", "", ""),
+			restateStep("stark", stark, "suspended", start, 2, 1, "", "", ""),
+			restateStep("stark", stark, "running", start, 3, 1, "", "", ""),
+			restateStep("stark", stark, "backing-off", start, 4, 2, "[503] dns provider unavailable", "", ""),
+			restateStep("stark", stark, "running", start, 5, 3, "", "", ""),
+			restateStep("stark", stark, "completed", start, 6, 3, "", "success", ""),
 		}},
-		{"wayne", "restate", "failed", "Restate: killed by an operator", []providerStep{
-			restateStep("wayne", "inv_wayne", "running", start, 1, "", "", ""),
-			restateStep("wayne", "inv_wayne", "completed", start, 1, "", "failure", "[409] killed"),
+		{"wayne", "restate", "failed", "Restate: waits for an approval (suspended), is killed by an operator", []providerStep{
+			restateStep("wayne", wayne, "running", start, 1, 1, "", "", ""),
+			restateStep("wayne", wayne, "suspended", start, 2, 1, "", "", ""),
+			restateStep("wayne", wayne, "completed", start, 3, 1, "", "failure", "[409] killed"),
 		}},
 	}
 }
@@ -56,9 +64,10 @@ func providerStories(start time.Time) []providerStory {
 // sfnStep is an EventBridge "Step Functions Execution Status Change" event.
 func sfnStep(tenant, arn, status string, redrive int, start time.Time, errName any, cause string) providerStep {
 	seq := time.Duration(redrive*2+len(status)) * time.Second
+	name := arn[strings.LastIndexByte(arn, ':')+1:]
 	detail := map[string]any{
 		"executionArn": arn, "stateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:provision-tenant",
-		"name": "hooli-run-1", "status": status, "startDate": start.UnixMilli(), "redriveCount": redrive,
+		"name": name, "status": status, "startDate": start.UnixMilli(), "redriveCount": redrive,
 		"input": `{"tenantId":"` + tenant + `"}`, "inputDetails": map[string]bool{"included": true},
 	}
 	if status != "RUNNING" {
@@ -67,7 +76,7 @@ func sfnStep(tenant, arn, status string, redrive int, start time.Time, errName a
 	if errName != nil {
 		detail["error"], detail["cause"] = errName, cause
 	}
-	id := fmt.Sprintf("demo-%s-%s-%d", tenant, status, redrive)
+	id := fmt.Sprintf("demo-%s-%s-%d", name, status, redrive)
 	body, _ := json.Marshal(map[string]any{
 		"version": "0", "id": id, "detail-type": "Step Functions Execution Status Change", "source": "aws.states",
 		"account": "123456789012", "time": start.Add(seq).UTC().Format(time.RFC3339), "region": "us-east-1",
@@ -76,12 +85,10 @@ func sfnStep(tenant, arn, status string, redrive int, start time.Time, errName a
 	return providerStep{tenant: tenant, path: "/v1/ingest/eventbridge", body: body}
 }
 
-// restateStep is a sys_invocation row as a Restate handler would post it.
-func restateStep(tenant, inv, status string, start time.Time, attempt int, lastFailure, result, failure string) providerStep {
-	modified := start.Add(time.Duration(attempt) * time.Second)
-	if status == "completed" {
-		modified = modified.Add(time.Second)
-	}
+// restateStep is a sys_invocation row as a Restate handler would post it,
+// modified step seconds after start, on attempt number attempt.
+func restateStep(tenant, inv, status string, start time.Time, step, attempt int, lastFailure, result, failure string) providerStep {
+	modified := start.Add(time.Duration(step) * time.Second)
 	row := map[string]any{
 		"id": inv, "target": "Provisioner/" + tenant + "/run", "target_service_name": "Provisioner",
 		"target_service_key": tenant, "status": status, "created_at": start.Format(time.RFC3339Nano),
@@ -97,7 +104,7 @@ func restateStep(tenant, inv, status string, start time.Time, attempt int, lastF
 		row["completion_failure"] = failure
 	}
 	body, _ := json.Marshal(row)
-	id := "demo-" + inv + "-" + status + "-" + strconv.Itoa(attempt)
+	id := "demo-" + inv + "-" + strconv.Itoa(step) + "-" + status
 	return providerStep{tenant: tenant, path: "/v1/ingest/restate", body: body, id: id}
 }
 

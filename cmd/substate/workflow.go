@@ -21,7 +21,9 @@ type WorkflowCmd struct {
 
 // WorkflowValidateCmd is "substate workflow validate FILE…".
 type WorkflowValidateCmd struct {
-	Files []string `arg:"" type:"existingfile" help:"Definition files (YAML or JSON)."`
+	// Plain strings, not existingfile: that type makes paths absolute, and
+	// problems should name the file as the user wrote it.
+	Files []string `arg:"" help:"Definition files (YAML or JSON)."`
 }
 
 // Run validates every file and fails if any has a problem.
@@ -43,7 +45,7 @@ func (c *WorkflowValidateCmd) Run(m *Main) error {
 
 // WorkflowStartCmd is "substate workflow start FILE --tenant T".
 type WorkflowStartCmd struct {
-	File        string `arg:"" type:"existingfile" help:"Definition file: substate YAML/JSON for the engine, Amazon States Language JSON for Step Functions (named after the file: orders.asl.json creates or reuses the state machine orders)."`
+	File        string `arg:"" help:"Definition file: substate YAML/JSON for the engine, Amazon States Language JSON for Step Functions (named after the file: orders.asl.json creates or reuses the state machine orders)."`
 	Tenant      string `required:"" help:"Tenant the execution provisions."`
 	Input       string `default:"{}" help:"Execution input, a JSON object."`
 	Name        string `help:"Execution name, the idempotency key: starting the same name and input again is a no-op (default: generated)."`

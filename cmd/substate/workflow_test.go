@@ -32,6 +32,19 @@ func TestWorkflowValidate(t *testing.T) {
 	if want := bad + `:8:11: state "Start": next state "Missing" does not exist`; code != 1 || !strings.Contains(out, want) {
 		t.Fatalf("broken file: exit %d, want 1 and %q in\n%s", code, want, out)
 	}
+	t.Run("RelativePath", func(t *testing.T) {
+		t.Chdir(dir)
+		code, out, _ := runCLI(t, "workflow", "validate", "bad.yaml")
+		if want := "\nbad.yaml:8:11: state \"Start\": "; code != 1 || !strings.Contains("\n"+out, want) {
+			t.Fatalf("exit %d, want 1 and the path as given, %q, in\n%s", code, want, out)
+		}
+	})
+	t.Run("ErrMissingFile", func(t *testing.T) {
+		code, out, _ := runCLI(t, "workflow", "validate", good, filepath.Join(dir, "nope.yaml"))
+		if code != 1 || !strings.Contains(out, "nope.yaml") || !strings.Contains(out, good+": ok") {
+			t.Fatalf("exit %d, want 1, the good file ok and the missing one named:\n%s", code, out)
+		}
+	})
 }
 
 func TestWorkflowStartOnEngine(t *testing.T) {
@@ -52,7 +65,7 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, args...)
-	if code != 0 || !strings.Contains(out, "already started") {
+	if code != 0 || !strings.Contains(out, "already started "+s.Name) {
 		t.Fatalf("second start: exit %d\n%s", code, out)
 	}
 	eventually(t, func() string {
