@@ -135,6 +135,12 @@ func TestProjectorScrambledHistory(t *testing.T) {
 		t.Errorf("tenants with an error: %+v %v, want b", page.Tenants, err)
 	}
 	stats := view.Stats()
+	// a's first event in the stream is its success, b's its failure, c's
+	// its start: three changes; the other four events are older, and the
+	// two repeated ids never reach the stream.
+	if stats.Applied != 3 || stats.Stale != 4 {
+		t.Errorf("view stats %+v, want 3 applied and 4 stale", stats)
+	}
 	waitFor(t, "the change feed", func() bool { return changes.len() >= int(stats.Applied) })
 	time.Sleep(50 * time.Millisecond) // nothing more may arrive
 	if got := changes.len(); got != int(stats.Applied) || got == 0 {
