@@ -59,7 +59,8 @@ type Transition struct {
 	ExecutionID   string    `json:"executionId"`
 	ProviderState string    `json:"providerState"`
 	Revision      Revision  `json:"revision"`
-	Outcome       string    `json:"outcome"` // one of the Outcome constants
+	Outcome       string    `json:"outcome"`                // one of the Outcome constants
+	NewExecution  bool      `json:"newExecution,omitempty"` // the event's execution replaced the one the view followed
 	Old           ViewState `json:"old"`
 	New           ViewState `json:"new"`
 	Reason        string    `json:"reason,omitempty"` // why an invalid event was rejected

@@ -19,10 +19,11 @@ import (
 // only after that commit, and redelivered ones at or below the stored
 // sequence are skipped. Real changes go on the change feed after the commit.
 //
-// The view must see the stream in order: when a message arrives past a gap
-// (an earlier one is still awaiting redelivery, for example after a
-// reconnect), the missing sequences are read from the stream directly, so
-// the later redelivery is skipped instead of lost.
+// The view must see the stream in order: when a batch skips sequences the
+// view has not seen, before its first message or between two of them (they
+// are still awaiting redelivery, for example after a crash), the missing
+// sequences are read from the stream directly, so the later redelivery is
+// skipped instead of lost.
 type Projector struct {
 	Consumer    jetstream.Consumer
 	Stream      jetstream.Stream // SUBSTATE_EVENTS, to read gaps
@@ -50,10 +51,13 @@ func (p *Projector) Run(ctx context.Context) error {
 
 func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 	p.Metrics.observeBatch(substate.StageProject, len(batch))
-	events := p.decode(ctx, batch)
-	events, err := p.fillGaps(ctx, events)
+	events, seqs := p.decode(ctx, batch)
+	events, err := p.fillGaps(ctx, events, seqs)
 	if err == nil {
 		err = p.apply(ctx, events)
+	}
+	if err == nil && len(seqs) > 0 {
+		p.next = max(p.next, seqs[len(seqs)-1]+1)
 	}
 	if err != nil {
 		// Not acknowledged: redelivered later, and the checkpoint (which did
@@ -71,15 +75,19 @@ func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 }
 
 // decode turns messages into sequenced events; a message that is not a
-// canonical event is dead-lettered (and acknowledged) at once.
-func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) []substate.Sequenced {
+// canonical event is dead-lettered (and acknowledged) at once. It also
+// returns the stream sequences of the batch, dead-lettered ones included,
+// in order.
+func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substate.Sequenced, []uint64) {
 	out := make([]substate.Sequenced, 0, len(batch))
+	seqs := make([]uint64, 0, len(batch))
 	for _, m := range batch {
 		meta, err := m.Metadata()
 		if err != nil {
 			p.deadLetter(ctx, m, substate.WrapError(substate.EINVALID, err, "no jetstream metadata"))
 			continue
 		}
+		seqs = append(seqs, meta.Sequence.Stream)
 		e, err := substate.UnmarshalEvent(m.Data())
 		if err != nil {
 			p.deadLetter(ctx, m, err)
@@ -87,8 +95,14 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) []substat
 		}
 		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data})
 	}
-	slices.SortFunc(out, func(a, b substate.Sequenced) int { return cmp.Compare(a.Seq, b.Seq) })
-	return slices.CompactFunc(out, func(a, b substate.Sequenced) bool { return a.Seq == b.Seq })
+	slices.Sort(seqs)
+	return sortSequenced(out), slices.Compact(seqs)
+}
+
+// sortSequenced sorts events by sequence and drops repeated sequences.
+func sortSequenced(events []substate.Sequenced) []substate.Sequenced {
+	slices.SortFunc(events, func(a, b substate.Sequenced) int { return cmp.Compare(a.Seq, b.Seq) })
+	return slices.CompactFunc(events, func(a, b substate.Sequenced) bool { return a.Seq == b.Seq })
 }
 
 func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) error {
@@ -98,9 +112,6 @@ func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) erro
 	res, err := p.Store.Apply(ctx, events)
 	if err != nil {
 		return err
-	}
-	if last := events[len(events)-1].Seq; last >= p.next {
-		p.next = last + 1
 	}
 	p.observe(res)
 	if p.Changes != nil && len(res.Changes) > 0 {
@@ -126,34 +137,62 @@ func (p *Projector) observe(res substate.ApplyResult) {
 	}
 }
 
-// fillGaps reads from the stream the sequences between what the view
-// expects and the first message of the batch.
-func (p *Projector) fillGaps(ctx context.Context, events []substate.Sequenced) ([]substate.Sequenced, error) {
-	if len(events) == 0 || p.Stream == nil || events[0].Seq <= p.next {
+// fillGaps reads from the stream the sequences the view has not seen that
+// are missing before or between the batch's sequences seqs (sorted): a
+// message the batch skips is still awaiting redelivery, and once a later
+// one is applied its redelivery would be skipped as already applied.
+func (p *Projector) fillGaps(ctx context.Context, events []substate.Sequenced, seqs []uint64) ([]substate.Sequenced, error) {
+	if p.Stream == nil {
 		return events, nil
 	}
-	info, err := p.Stream.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var missing []substate.Sequenced
-	for seq := max(p.next, info.State.FirstSeq); seq < events[0].Seq; seq++ {
+	var first uint64 // the stream's first sequence, read at the first gap
+	next := p.next
+	for _, seq := range seqs {
+		if seq > next {
+			if first == 0 {
+				info, err := p.Stream.Info(ctx)
+				if err != nil {
+					return nil, err
+				}
+				first = max(info.State.FirstSeq, 1)
+			}
+			m, err := p.readRange(ctx, max(next, first), seq)
+			if err != nil {
+				return nil, err
+			}
+			missing = append(missing, m...)
+		}
+		next = max(next, seq+1)
+	}
+	if len(missing) == 0 {
+		return events, nil
+	}
+	return sortSequenced(append(missing, events...)), nil
+}
+
+// readRange reads the canonical events of sequences from to to-1 from the
+// stream; a sequence removed by retention, deleted or not a canonical
+// event (dead-lettered when its own delivery arrives) is left out.
+func (p *Projector) readRange(ctx context.Context, from, to uint64) ([]substate.Sequenced, error) {
+	var out []substate.Sequenced
+	for seq := from; seq < to; seq++ {
 		raw, err := p.Stream.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // removed by retention or deleted
+			continue
 		} else if err != nil {
 			return nil, err
 		}
 		e, err := substate.UnmarshalEvent(raw.Data)
 		if err != nil {
-			continue // dead-lettered when its own delivery arrives
+			continue
 		}
-		missing = append(missing, substate.Sequenced{Seq: seq, Event: e.Data})
+		out = append(out, substate.Sequenced{Seq: seq, Event: e.Data})
 	}
-	if len(missing) > 0 {
-		p.logger().Warn("read a gap in the event stream directly", "from", p.next, "to", events[0].Seq-1, "events", len(missing))
+	if from < to {
+		p.logger().Warn("read a gap in the event stream directly", "from", from, "to", to-1, "events", len(out))
 	}
-	return append(missing, events...), nil
+	return out, nil
 }
 
 func (p *Projector) deadLetter(ctx context.Context, m jetstream.Msg, err error) {

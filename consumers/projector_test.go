@@ -135,6 +135,12 @@ func TestProjectorScrambledHistory(t *testing.T) {
 		t.Errorf("tenants with an error: %+v %v, want b", page.Tenants, err)
 	}
 	stats := view.Stats()
+	// a's first event in the stream is its success, b's its failure, c's
+	// its start: three changes; the other four events are older, and the
+	// two repeated ids never reach the stream.
+	if stats.Applied != 3 || stats.Stale != 4 {
+		t.Errorf("view stats %+v, want 3 applied and 4 stale", stats)
+	}
 	waitFor(t, "the change feed", func() bool { return changes.len() >= int(stats.Applied) })
 	time.Sleep(50 * time.Millisecond) // nothing more may arrive
 	if got := changes.len(); got != int(stats.Applied) || got == 0 {
@@ -207,6 +213,76 @@ func TestProjectorReadsGaps(t *testing.T) {
 	if cp, _ := view.Checkpoint(context.Background()); cp != 3 {
 		t.Errorf("checkpoint %d, want 3", cp)
 	}
+}
+
+// TestProjectorReadsGapsInsideABatch gives the projector a batch whose
+// sequences skip some still awaiting redelivery, as after a worker died
+// holding them: a redelivery that is due and a new message come together,
+// while the messages between them come back only later. The projector
+// reads the ones between from the stream before applying the batch, so
+// their later redelivery is skipped instead of lost.
+func TestProjectorReadsGapsInsideABatch(t *testing.T) {
+	b := newBus(t)
+	view := openView(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	pub := publishers.NewJetStream(b.JetStream)
+	var events []substate.Event // one tenant's retries: each running after backing-off counts one
+	for i := range 5 {
+		events = append(events,
+			engineEvent("a", substate.StateBackingOff, uint64(2*i+1), t0),
+			engineEvent("a", substate.StateRunning, uint64(2*i+2), t0))
+	}
+	if err := pub.PublishEvents(ctx, events[:9]); err != nil {
+		t.Fatal(err)
+	}
+
+	// A worker that dies holding sequences 1 to 9: 1 is due again at once,
+	// 2 to 9 only after a while.
+	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, projectorConfig(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.FetchNoWait(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range held.Messages() {
+		if meta, _ := m.Metadata(); meta.Sequence.Stream == 1 {
+			m.Nak()
+		} else {
+			m.NakWithDelay(time.Second)
+		}
+	}
+	if err := pub.PublishEvents(ctx, events[9:]); err != nil { // sequence 10, new
+		t.Fatal(err)
+	}
+
+	runProjector(t, b, view, projectorConfig())
+	waitFor(t, "the projector", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	v, err := view.Tenant(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.WorkflowRetryCount != 5 || v.WorkflowSubState != substate.StateRunning {
+		t.Errorf("view %s with %d retries, want running with 5: the events between 1 and 10 were lost", v.WorkflowSubState, v.WorkflowRetryCount)
+	}
+	if cp, _ := view.Checkpoint(ctx); cp != 10 {
+		t.Errorf("checkpoint %d, want 10", cp)
+	}
+}
+
+// engineEvent builds an engine event of tenant's one execution at seq,
+// with no retry count of its own: the view infers retries.
+func engineEvent(tenant string, s substate.SubState, seq uint64, started time.Time) substate.Event {
+	d := substate.EventData{TenantID: tenant, Provider: substate.ProviderEngine, ExecutionID: "run-1", Workflow: "provision",
+		SubState: s, ProviderState: string(s), ExecutionStartedAt: started,
+		OccurredAt: started.Add(time.Duration(seq) * time.Second), Revision: substate.Revision(seq)}
+	if s == substate.StateBackingOff {
+		d.ErrorMessage = "throttled"
+	}
+	d.Normalize()
+	return substate.NewEvent(fmt.Sprintf("%s/%d", tenant, seq), d)
 }
 
 func TestProjectorDeadLettersBadEvents(t *testing.T) {

@@ -12,9 +12,10 @@ import (
 
 // Changes publishes tenant view changes on substate.changes.<tenant> as
 // core NATS messages: {"seq":…,"tenantId":…,"old":{…},"new":{…}}. Delivery
-// is at most once per subscriber, like any core NATS subject; a consumer
-// that must not miss one captures substate.changes.> in a stream of its own,
-// or reads the same transitions from SUBSTATE_EVENTS.
+// is at most once: a subscriber that is away misses them, and so does a
+// stream capturing substate.changes.> when the worker dies between its
+// commit and the publish. A consumer that must see every transition reads
+// them from SUBSTATE_EVENTS.
 type Changes struct {
 	Conn *nats.Conn
 }

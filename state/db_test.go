@@ -18,6 +18,10 @@ func TestApplyUnchangedOpensNoWriteTransaction(t *testing.T) {
 	if got := db.Stats().Commits; got != 1 {
 		t.Fatalf("commits after the first batch = %d, want 1", got)
 	}
+	writes := db.PageWrites()
+	if writes == 0 {
+		t.Fatal("bbolt counted no page writes for the first commit")
+	}
 
 	res := s.apply(
 		ev("t1", "a", running, 2, native("active")),                             // newer, same status
@@ -35,6 +39,9 @@ func TestApplyUnchangedOpensNoWriteTransaction(t *testing.T) {
 	st := db.Stats()
 	if st.Commits != 1 || st.Pending != 2 {
 		t.Errorf("stats = %+v, want 1 commit and 2 pending", st)
+	}
+	if got := db.PageWrites() - writes; got != 0 {
+		t.Errorf("bbolt wrote %d pages for a batch without changes, want 0", got)
 	}
 	if got := mustTenant(t, db, "t1").ProviderState; got != "active" {
 		t.Errorf("providerState = %q, want the unchanged event's active", got)

@@ -21,6 +21,16 @@ var (
 	}
 )
 
+// PageWrites returns how many pages the committed write transactions wrote
+// since Open, by bbolt's own count: it moves with every commit, even one
+// that changed nothing, so it checks Stats.Commits from below.
+func (d *DB) PageWrites() int64 {
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	st := d.db.Stats()
+	return st.TxStats.GetWrite()
+}
+
 // Verify checks a closed view file: bbolt's own consistency check, then
 // that every record decodes and the three indexes hold exactly the keys
 // its records imply.

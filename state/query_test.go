@@ -3,10 +3,13 @@ package state_test
 import (
 	"cmp"
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/state"
@@ -258,5 +261,71 @@ func TestActiveManyChunks(t *testing.T) {
 	}
 	if n != 700 {
 		t.Errorf("yielded %d tenants, want 700", n)
+	}
+}
+
+// TestTenantsReadOnlyTheirIndex shows that a filtered listing reads the
+// records its index names and no others: one record of a tenant that
+// matches no filter is made undecodable, which every filtered listing
+// survives and a listing of every tenant reports.
+func TestTenantsReadOnlyTheirIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "view.db")
+	db := state.NewDB(path)
+	if err := db.Open(); err != nil {
+		t.Fatal(err)
+	}
+	evs := []substate.EventData{ev("looping", "a", backingOff, 1, retries(3), failure("throttled"))}
+	for i := range 50 {
+		evs = append(evs, ev(tenantID(i), "a", running, 1))
+	}
+	newStream(t, db).apply(evs...)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corrupt(t, path, tenantID(7))
+	if err := db.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	for _, tc := range []struct {
+		name string
+		f    substate.TenantFilter
+	}{
+		{"SubState", substate.TenantFilter{SubState: backingOff}},
+		{"HasError", substate.TenantFilter{HasError: true}},
+		{"MinRetryCount", substate.TenantFilter{MinRetryCount: 1}},
+		{"SortRetryDesc", substate.TenantFilter{SortRetryDesc: true, MinRetryCount: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := db.Tenants(ctx, tc.f)
+			if err != nil {
+				t.Fatalf("read a record outside its index: %v", err)
+			}
+			if got := ids(page.Tenants); !slices.Equal(got, []string{"looping"}) {
+				t.Errorf("tenants = %v, want [looping]", got)
+			}
+		})
+	}
+	if _, err := db.Tenants(ctx, substate.TenantFilter{Limit: 100}); err == nil {
+		t.Error("listing every tenant read past the undecodable record")
+	}
+}
+
+// corrupt replaces the stored record of tenant id in the closed view file
+// at path with bytes no record version decodes.
+func corrupt(tb testing.TB, path, id string) {
+	tb.Helper()
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer b.Close()
+	err = b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("tenants")).Put([]byte(id), []byte{0xff, 0xff})
+	})
+	if err != nil {
+		tb.Fatal(err)
 	}
 }

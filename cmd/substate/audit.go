@@ -71,7 +71,7 @@ func writeJSONLines[T any](w io.Writer, items []T) error {
 // printAudit prints the transitions as a table, each with its raw
 // evidence on the line below when raw is set, then a summary.
 func printAudit(w io.Writer, page substate.HistoryPage, raw bool) error {
-	t := table{header: []string{"SEQ", "OCCURRED", "PROVIDER", "EXECUTION", "SUB-STATE", "RETRIES", "ERROR", "EFFECT"}}
+	t := table{header: []string{"SEQ", "OCCURRED", "PROVIDER", "EXECUTION", "REPORTED", "SUB-STATE", "RETRIES", "ERROR", "EFFECT"}}
 	for i := range page.Transitions {
 		tr := &page.Transitions[i]
 		t.rows = append(t.rows, auditRow(tr))
@@ -95,6 +95,7 @@ func auditRow(tr *substate.Transition) []string {
 	}
 	return []string{
 		strconv.FormatUint(tr.Seq, 10), occurred, dash(string(tr.Provider)), dash(shorten(tr.ExecutionID, 40)),
+		dash(clip(tr.ProviderState, 20)),
 		change(string(tr.Old.SubState), string(tr.New.SubState)),
 		change(strconv.Itoa(tr.Old.RetryCount), strconv.Itoa(tr.New.RetryCount)),
 		dash(clip(tr.New.ErrorMessage, 50)), effect(tr),
@@ -116,7 +117,7 @@ func effect(tr *substate.Transition) string {
 		switch {
 		case tr.Old.SubState == "":
 			return "changed: first event"
-		case tr.Old.ExecutionID != "" && tr.New.ExecutionID != tr.Old.ExecutionID:
+		case tr.NewExecution:
 			return "changed: newer execution"
 		}
 		return "changed"

@@ -25,6 +25,18 @@ var story = []engineStep{
 	{"run-1", 7, "succeeded", 1, ""}, // late, of the older run
 }
 
+// rerun is a run that fails, is resumed under the same execution id (as a
+// Step Functions redrive is) and succeeds; its failure arrives again late.
+// The success ends the same execution: it is no newer one, though it
+// clears the execution id from the view.
+var rerun = []engineStep{
+	{"run-1", 1, "running", 0, ""},
+	{"run-1", 2, "failed", 0, "quota exceeded"},
+	{"run-1", 3, "running", 0, ""},
+	{"run-1", 4, "succeeded", 0, ""},
+	{"run-1", 2, "failed", 0, "quota exceeded"}, // redelivered late
+}
+
 func TestAuditGolden(t *testing.T) {
 	b := newTestBus(t)
 	publishStory(t, b, "acme corp", story)
@@ -42,6 +54,13 @@ func TestAuditGolden(t *testing.T) {
 		t.Fatalf("audit --raw: exit %d: %s", code, errOut)
 	}
 	golden(t, "audit-raw.txt", out)
+
+	publishStory(t, b, "hooli", rerun)
+	code, out, errOut = runCLI(t, "audit", "--tenant", "hooli", "--nats-url", url)
+	if code != 0 {
+		t.Fatalf("audit: exit %d: %s", code, errOut)
+	}
+	golden(t, "audit-rerun.txt", out)
 
 	code, out, _ = runCLI(t, "audit", "--tenant", "acme corp", "--json", "--raw", "--nats-url", url)
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -2,24 +2,20 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/httpapi"
 )
 
 // process is "substate run" in a child process (this test binary
@@ -89,11 +85,17 @@ func (p *process) terminate(tb testing.TB) {
 	}
 }
 
+// crashStatuses is each tenant's history in the crash tests: two retries,
+// and two rows that change nothing (active after running, the same
+// failure seen again), which the view holds in memory until its next
+// commit, so a crash must not lose them.
+var crashStatuses = []string{"running", "active", "backing-off", "running", "backing-off", "running", "completed", "completed"}
+
 // restateRow is one webhook delivery of a Restate invocation status. The
 // rows carry no retry_count, so the view infers retries from backing-off →
 // running transitions: a redelivery applied twice would count one twice.
 func restateRow(tenant string, step int) []byte {
-	statuses := []string{"running", "backing-off", "running", "backing-off", "running", "completed"}
+	statuses := crashStatuses
 	row := map[string]any{"id": "inv_" + tenant, "target_service_key": tenant, "status": statuses[step],
 		"created_at":  "2026-11-01T10:00:00Z",
 		"modified_at": time.Date(2026, 11, 1, 10, 0, step, 0, time.UTC).Format(time.RFC3339Nano)}
@@ -124,36 +126,41 @@ func deliver(url string, tenant string, step int) error {
 	return nil
 }
 
-// TestCrashRecovery kills the worker with SIGKILL in the middle of its
-// batches, again and again; after the last restart the view equals the
-// reference fold of the event stream, and the bbolt file is consistent.
+// TestCrashRecovery kills the worker with SIGKILL while it works, again
+// and again: each round posts a slice of every tenant's history from
+// several clients at once and kills the worker as soon as its projector
+// holds a batch it has not acknowledged (or when the posting is over, if
+// that moment was missed), with posts still in flight. After the last
+// restart the view equals the reference fold of the event stream, no
+// retry was counted twice, and the bbolt file is consistent.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills worker processes")
 	}
 	dir := t.TempDir()
 	httpAddr, natsAddr := freePort(t), freePort(t)
-	const tenants, steps = 40, 6
+	const tenants, rounds, clients = 120, 5, 8
+	steps := len(crashStatuses)
 	next := make([]int, tenants) // the next step to deliver per tenant
-	for round := 0; round < 4; round++ {
+	midBatch := 0
+	for round := range rounds {
 		p := startProcess(t, dir, httpAddr, natsAddr)
-		// Deliver a slice of every tenant's history, then kill at once:
-		// the normalizer and projector are mid-batch.
-		for i := range tenants {
-			for s := next[i]; s < min(steps, (round+1)*2); s++ {
-				if err := deliver(p.httpURL, fmt.Sprintf("t%02d", i), s); err != nil {
-					break // the row is delivered again after the restart
-				}
-				next[i] = s + 1
-			}
+		upTo := min(steps, (round+1)*steps/(rounds-1))
+		posted := postRound(p.httpURL, next, upTo, clients)
+		if round == rounds-1 {
+			<-posted
+			waitSettled(t, p.nats)
+			p.terminate(t)
+			break
 		}
-		if round < 3 {
-			p.kill(t)
-			continue
+		if waitBatchInHand(t, p, posted) {
+			midBatch++
 		}
-		waitSettled(t, p.nats)
-		p.terminate(t)
+		p.kill(t)
+		<-posted // the posts the kill cut short are delivered again next round
 	}
+	t.Logf("%d of %d kills hit the projector with a batch in hand", midBatch, rounds-1)
+
 	live := readView(t, filepath.Join(dir, "view.db"))
 	want := referenceFold(t, dir)
 	if len(live) != tenants || len(want) != tenants {
@@ -176,146 +183,68 @@ func TestCrashRecovery(t *testing.T) {
 	checkBolt(t, filepath.Join(dir, "view.db"))
 }
 
-// waitSettled waits until the normalizer and the projector have nothing
-// pending and nothing unacknowledged.
-func waitSettled(tb testing.TB, url string) {
+// postRound delivers each tenant's steps from next[i] up to upTo, from
+// clients goroutines that each own a share of the tenants (so a tenant's
+// rows go out in order), and closes the returned channel when all are done.
+// A tenant whose post fails stops there for this round.
+func postRound(url string, next []int, upTo, clients int) <-chan struct{} {
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := c; i < len(next); i += clients {
+				for s := next[i]; s < upTo; s++ {
+					if err := deliver(url, fmt.Sprintf("t%03d", i), s); err != nil {
+						break
+					}
+					next[i] = s + 1
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+// waitBatchInHand watches the worker until its view has committed a batch
+// since the watch began and the projector's consumer holds more delivered
+// but unacknowledged messages than it did then (what a killed predecessor
+// held stays unacknowledged until the ack wait ends), and reports whether
+// it saw that before the posts were over (posted closed) and the pipeline
+// had nothing left to do.
+func waitBatchInHand(tb testing.TB, p *process, posted <-chan struct{}) bool {
 	tb.Helper()
-	b, err := bus.Open(bus.Config{URL: url})
+	b, err := bus.Open(bus.Config{URL: p.nats})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer b.Close()
-	eventually(tb, func() string {
-		for _, c := range []struct{ stream, name string }{{substate.StreamRaw, bus.ConsumerNormalizer}, {substate.StreamEvents, bus.ProjectorConsumer("")}} {
-			info := consumerState(tb, b.JetStream, c.stream, c.name)
-			if info.NumPending != 0 || info.NumAckPending != 0 {
-				return fmt.Sprintf("%s: %d pending, %d unacked", c.name, info.NumPending, info.NumAckPending)
-			}
-		}
-		return ""
-	})
-}
-
-func consumerState(tb testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
-	tb.Helper()
-	c, err := js.Consumer(context.Background(), stream, name)
-	if err != nil {
-		tb.Fatal(err)
+	unacked := func() int {
+		return consumerState(tb, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")).NumAckPending
 	}
-	info, err := c.Info(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return info
-}
-
-// readView returns every tenant of a view file.
-func readView(tb testing.TB, path string) map[string]substate.TenantView {
-	tb.Helper()
-	db := state.NewDB(path)
-	if err := db.Open(); err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	out := map[string]substate.TenantView{}
-	f := substate.TenantFilter{Limit: 1000}
+	held, cp := unacked(), p.checkpoint(tb)
 	for {
-		page, err := db.Tenants(context.Background(), f)
-		if err != nil {
-			tb.Fatal(err)
+		if p.checkpoint(tb) > cp && unacked() > held {
+			return true
 		}
-		for _, v := range page.Tenants {
-			out[v.TenantID] = v
-		}
-		if page.NextPageToken == "" {
-			return out
-		}
-		f.PageToken = page.NextPageToken
-	}
-}
-
-// referenceFold applies the retained event stream of a stopped worker's
-// embedded server in order, one event at a time, to a fresh view.
-func referenceFold(tb testing.TB, dataDir string) map[string]substate.TenantView {
-	tb.Helper()
-	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dataDir, "nats")})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer b.Close()
-	return foldStream(tb, b)
-}
-
-// referenceFoldURL folds the event stream of the NATS at url.
-func referenceFoldURL(tb testing.TB, url string) map[string]substate.TenantView {
-	tb.Helper()
-	b, err := bus.Open(bus.Config{URL: url})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer b.Close()
-	return foldStream(tb, b)
-}
-
-func foldStream(tb testing.TB, b *bus.Bus) map[string]substate.TenantView {
-	tb.Helper()
-	ref := state.NewDB(filepath.Join(tb.TempDir(), "ref.db"))
-	if err := ref.Open(); err != nil {
-		tb.Fatal(err)
-	}
-	for _, m := range allMsgs(tb, b, substate.StreamEvents) {
-		e, err := substate.UnmarshalEvent(m.Data)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := ref.Apply(context.Background(), []substate.Sequenced{{Seq: m.Sequence, Event: e.Data}}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	path := ref.Path
-	ref.Close()
-	return readView(tb, path)
-}
-
-// allMsgs returns every message of a stream in order.
-func allMsgs(tb testing.TB, b *bus.Bus, stream string) []*jetstream.RawStreamMsg {
-	tb.Helper()
-	ctx := context.Background()
-	s, err := b.JetStream.Stream(ctx, stream)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := uint64(1); ; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			if info, ierr := s.Info(ctx); ierr == nil && seq <= info.State.LastSeq {
-				continue
+		select {
+		case <-posted:
+			if idle(tb, b.JetStream) {
+				return false
 			}
-			return out
-		} else if err != nil {
-			tb.Fatal(err)
+		default:
 		}
-		out = append(out, m)
 	}
 }
 
-// checkBolt runs bbolt's consistency check on a file.
-func checkBolt(tb testing.TB, path string) {
+// checkpoint returns the last sequence the worker's view committed.
+func (p *process) checkpoint(tb testing.TB) uint64 {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
-	if err != nil {
-		tb.Fatal(err)
+	var pos httpapi.ViewPosition
+	if code := getPage(tb, p.httpURL+"/v1/view/checkpoint", &pos); code != http.StatusOK {
+		tb.Fatalf("view checkpoint: status %d", code)
 	}
-	defer db.Close()
-	if err := db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			return err
-		}
-		return nil
-	}); err != nil {
-		tb.Fatalf("bbolt check: %v", err)
-	}
+	return pos.Checkpoint
 }
 
 // TestSIGTERMDrains stops a busy worker with SIGTERM: it exits 0 and leaves
@@ -328,7 +257,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	httpAddr, natsAddr := freePort(t), freePort(t)
 	p := startProcess(t, dir, httpAddr, natsAddr)
 	for i := range 200 {
-		if err := deliver(p.httpURL, fmt.Sprintf("t%03d", i), i%6); err != nil {
+		if err := deliver(p.httpURL, fmt.Sprintf("t%03d", i), i%len(crashStatuses)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -43,11 +44,72 @@ func (d *demoRun) summary(ctx context.Context, interrupted bool) {
 	d.printf("\n")
 	switch {
 	case wrong == 0:
-		d.printf("Every tenant settled as expected. Explore: substate tenants list --has-error, substate events tail --from-start\n")
+		d.printf("Every tenant settled as expected.\n")
 	case interrupted:
 		d.printf("Interrupted before %s settled as expected.\n", plural(wrong, "tenant"))
 	default:
 		d.printf("%s did not settle as expected.\n", plural(wrong, "tenant"))
 	}
 	d.printf("(The view, the streams and the worker log, demo.log, are kept under %s.)\n", d.w.Flags.DataDir)
+	d.printf("%s", exploreHint(d.w.Flags, storyTenant(views)))
+}
+
+// The defaults of --http-addr and --nats-listen (struct tags cannot name
+// constants).
+const (
+	defaultHTTPAddr   = "127.0.0.1:8080"
+	defaultNATSListen = "127.0.0.1:4222"
+)
+
+// storyTenant picks a tenant worth an audit: the first with retries, else
+// the first that failed, else the first.
+func storyTenant(views []substate.TenantView) string {
+	if i := slices.IndexFunc(views, func(v substate.TenantView) bool { return v.WorkflowRetryCount > 0 }); i >= 0 {
+		return views[i].TenantID
+	}
+	if i := slices.IndexFunc(views, func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed }); i >= 0 {
+		return views[i].TenantID
+	}
+	if len(views) > 0 {
+		return views[0].TenantID
+	}
+	return "TENANT"
+}
+
+// exploreHint says how to look at the demo's data once it has ended: the
+// worker is stopped with the demo, so it is started again on the same data
+// and addresses, and the commands are given the addresses that are not
+// their defaults.
+func exploreHint(f WorkerFlags, tenant string) string {
+	run := "substate run --data-dir " + shellQuote(f.DataDir)
+	var server, nats string
+	if f.HTTPAddr != defaultHTTPAddr {
+		run += " --http-addr " + f.HTTPAddr
+		server = " --server http://" + f.HTTPAddr
+	}
+	switch {
+	case f.NATSURL != "":
+		run += " --nats-url " + f.NATSURL
+		nats = " --nats-url " + f.NATSURL
+	case f.NATSListen != defaultNATSListen:
+		run += " --nats-listen " + f.NATSListen
+		nats = " --nats-url nats://" + f.NATSListen
+	}
+	return "\nTo look around, start the worker again on the demo's data, then ask it from another terminal:\n" +
+		"  " + run + "\n" +
+		"  substate tenants list --has-error" + server + "\n" +
+		"  substate audit --tenant " + shellQuote(tenant) + nats + "\n" +
+		"  substate verify" + server + nats + "\n"
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but letters,
+// digits and -_./:@.
+func shellQuote(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

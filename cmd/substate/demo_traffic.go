@@ -73,6 +73,9 @@ func sfnStep(tenant, arn, status string, redrive int, start time.Time, errName a
 	if status != "RUNNING" {
 		detail["stopDate"] = start.Add(seq).UnixMilli()
 	}
+	if redrive > 0 { // when the redrive's RUNNING happened, as Step Functions reports it
+		detail["redriveDate"] = start.Add(time.Duration(redrive*2+len("RUNNING")) * time.Second).UnixMilli()
+	}
 	if errName != nil {
 		detail["error"], detail["cause"] = errName, cause
 	}

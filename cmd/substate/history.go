@@ -90,5 +90,8 @@ func fold(rec state.Record, m *replay.Event) (substate.Transition, state.Record)
 	t.ExecutionID, t.ProviderState, t.Revision = d.ExecutionID, d.ProviderState, d.Revision
 	next, out := state.ApplyEvent(rec, *d, m.Stored)
 	t.Outcome, t.New = out.String(), substate.StateOf(next.View)
+	// The record still names the execution a succeeded event hid from the
+	// view, so a success of the same execution is not mistaken for a new one.
+	t.NewExecution = out == state.Changed && rec.ExecutionID != "" && d.ExecutionID != rec.ExecutionID
 	return t, next
 }

@@ -196,6 +196,21 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		return ""
 	})
+	// One change, one stale event, one write transaction: the projector's
+	// metrics say so on /metrics (the lag gauges once first measured).
+	eventually(t, func() string {
+		metrics := getBody(t, url+"/metrics")
+		for _, want := range []string{
+			"substate_view_applied_total 1\n", "substate_view_unchanged_total 0\n", "substate_view_stale_total 1\n",
+			"substate_view_commits_total 1\n", `substate_batch_size_count{stage="project"} `,
+			`substate_consumer_lag{consumer="substate-projector"} `, `substate_consumer_lag{consumer="substate-normalizer"} `,
+		} {
+			if !strings.Contains(metrics, want) {
+				return "/metrics lacks " + want
+			}
+		}
+		return ""
+	})
 	code, out, _ := runCLI(t, "tenants", "list", "--server", url, "--has-error")
 	if code != 0 || !strings.Contains(out, "acme") || !strings.Contains(out, "payment provider returned HTTP 503") {
 		t.Fatalf("tenants list --has-error: %d\n%s", code, out)
