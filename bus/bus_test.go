@@ -121,6 +121,22 @@ func TestConsumerFrom(t *testing.T) {
 			t.Fatalf("first redelivered sequence = %d, want 3", got)
 		}
 	})
+	// A consumer made with explicit acks (as before cumulative ones) is
+	// recreated after the checkpoint: the server cannot change its policy.
+	t.Run("RecreatesOnAnotherAckPolicy", func(t *testing.T) {
+		ackAll(t, c, 5)
+		c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, bus.ProjectorConsumerConfig("a", time.Second, 1), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Config.AckPolicy != jetstream.AckAllPolicy || info.NumPending != 1 {
+			t.Fatalf("ack policy %v with %d pending, want AckAll from sequence 5", info.Config.AckPolicy, info.NumPending)
+		}
+	})
 }
 
 func TestProjectorConsumerName(t *testing.T) {

@@ -139,6 +139,18 @@ func ConsumerConfig(name string, ackWait time.Duration, replicas int) jetstream.
 	}
 }
 
+// ProjectorConsumerConfig returns the durable consumer configuration of a
+// projector instance. Its acknowledgements are cumulative (AckAll): the
+// projector applies the stream in order and stores the sequence it reached
+// in the view, so after each commit one ack of the batch's last message
+// covers the whole batch, instead of one ack for every event. Only the
+// instance that owns it reads this consumer.
+func ProjectorConsumerConfig(instance string, ackWait time.Duration, replicas int) jetstream.ConsumerConfig {
+	cfg := ConsumerConfig(ProjectorConsumer(instance), ackWait, replicas)
+	cfg.AckPolicy = jetstream.AckAllPolicy
+	return cfg
+}
+
 // EnsureConsumer creates a durable consumer on stream, or updates it when
 // its settings differ; one already as configured is left alone.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
@@ -162,14 +174,16 @@ func sameConsumer(have, want jetstream.ConsumerConfig) bool {
 // ConsumerFrom returns the durable consumer positioned to deliver stream
 // sequences after checkpoint. A consumer whose acknowledged floor is already
 // past the checkpoint (its view was lost or restored from an older copy) is
-// recreated from checkpoint+1, so the view is rebuilt instead of left behind.
+// recreated from checkpoint+1, so the view is rebuilt instead of left behind;
+// so is one with another ack policy, which the server cannot update (the
+// checkpoint, not the consumer, says what the view holds).
 func ConsumerFrom(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, checkpoint uint64) (jetstream.Consumer, error) {
 	c, err := js.Consumer(ctx, stream, cfg.Durable)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 	case err != nil:
 		return nil, fmt.Errorf("consumer %s: %w", cfg.Durable, err)
-	case c.CachedInfo().AckFloor.Stream <= checkpoint:
+	case c.CachedInfo().AckFloor.Stream <= checkpoint && c.CachedInfo().Config.AckPolicy == cfg.AckPolicy:
 		// Keep the start position it was created with: it cannot be updated.
 		info := c.CachedInfo().Config
 		cfg.DeliverPolicy, cfg.OptStartSeq = info.DeliverPolicy, info.OptStartSeq

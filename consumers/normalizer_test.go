@@ -75,10 +75,18 @@ func consumerInfo(tb testing.TB, js jetstream.JetStream, stream, name string) *j
 
 // settled reports whether a consumer has nothing pending and nothing
 // awaiting an ack.
+// settled reports whether a consumer has been delivered every message of
+// its stream and has acknowledged them all: its ack floor is the stream's
+// last sequence (pending counts alone can read zero before the consumer
+// has seen a message just stored).
 func settled(tb testing.TB, js jetstream.JetStream, stream, name string) func() bool {
 	return func() bool {
+		s, err := js.Stream(context.Background(), stream)
+		if err != nil {
+			tb.Fatal(err)
+		}
 		info := consumerInfo(tb, js, stream, name)
-		return info.NumPending == 0 && info.NumAckPending == 0
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= s.CachedInfo().State.LastSeq
 	}
 }
 

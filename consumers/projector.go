@@ -35,7 +35,8 @@ type Projector struct {
 	Metrics     *Metrics
 	Logger      *slog.Logger
 
-	next uint64 // the stream sequence the view expects next
+	next   uint64 // the stream sequence the view expects next
+	ackAll bool   // the consumer's acks are cumulative
 }
 
 // Run applies batches until ctx is done, then finishes the batch in hand.
@@ -45,14 +46,19 @@ func (p *Projector) Run(ctx context.Context) error {
 		return err
 	}
 	p.next = cp + 1
+	if info := p.Consumer.CachedInfo(); info != nil {
+		p.ackAll = info.Config.AckPolicy == jetstream.AckAllPolicy
+	}
 	pl := puller{consumer: p.Consumer, batchSize: cmp.Or(p.BatchSize, 512), linger: p.Linger, logger: p.logger()}
 	return pl.run(ctx, p.handle)
 }
 
 func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 	p.Metrics.observeBatch(substate.StageProject, len(batch))
-	events, seqs := p.decode(ctx, batch)
-	events, err := p.fillGaps(ctx, events, seqs)
+	events, seqs, err := p.decode(ctx, batch)
+	if err == nil {
+		events, err = p.fillGaps(ctx, events, seqs)
+	}
 	if err == nil {
 		err = p.apply(ctx, events)
 	}
@@ -69,34 +75,55 @@ func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 		}
 		return
 	}
+	p.ack(batch, seqs)
+}
+
+// ack acknowledges a committed batch. On the worker's consumer, whose acks
+// are cumulative (see bus.ProjectorConsumerConfig), one ack of the message
+// with the highest sequence covers the batch; otherwise each is acked.
+func (p *Projector) ack(batch []jetstream.Msg, seqs []uint64) {
+	if !p.ackAll || len(seqs) == 0 {
+		for _, m := range batch {
+			ack(m, p.logger())
+		}
+		return
+	}
+	last := seqs[len(seqs)-1]
 	for _, m := range batch {
-		ack(m, p.logger())
+		if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream == last {
+			ack(m, p.logger())
+			return
+		}
 	}
 }
 
 // decode turns messages into sequenced events; a message that is not a
-// canonical event is dead-lettered (and acknowledged) at once. It also
-// returns the stream sequences of the batch, dead-lettered ones included,
-// in order.
-func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substate.Sequenced, []uint64) {
+// canonical event is dead-lettered, and acknowledged with the batch. It
+// also returns the stream sequences of the batch, dead-lettered ones
+// included, in order. It fails when a dead letter cannot be stored: the
+// batch is then handed back whole, so that no ack covers that message.
+func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substate.Sequenced, []uint64, error) {
 	out := make([]substate.Sequenced, 0, len(batch))
 	seqs := make([]uint64, 0, len(batch))
 	for _, m := range batch {
 		meta, err := m.Metadata()
 		if err != nil {
+			// Without a sequence it cannot be acked with the batch.
 			p.deadLetter(ctx, m, substate.WrapError(substate.EINVALID, err, "no jetstream metadata"))
 			continue
 		}
 		seqs = append(seqs, meta.Sequence.Stream)
 		e, err := substate.UnmarshalEvent(m.Data())
 		if err != nil {
-			p.deadLetter(ctx, m, err)
+			if err := storeDeadLetter(ctx, m, substate.StageProject, err, p.DeadLetters, p.Metrics, p.logger()); err != nil {
+				return nil, nil, err
+			}
 			continue
 		}
 		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data})
 	}
 	slices.Sort(seqs)
-	return sortSequenced(out), slices.Compact(seqs)
+	return sortSequenced(out), slices.Compact(seqs), nil
 }
 
 // sortSequenced sorts events by sequence and drops repeated sequences.

@@ -53,7 +53,7 @@ func runProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.Consu
 }
 
 func projectorConfig() jetstream.ConsumerConfig {
-	return bus.ConsumerConfig(bus.ProjectorConsumer(""), 30*time.Second, 1)
+	return bus.ProjectorConsumerConfig("", 30*time.Second, 1)
 }
 
 // sfn builds a Step Functions canonical event of an execution.

@@ -77,7 +77,7 @@ func newPipeline(tb testing.TB) *pipeline {
 	runNormalizer(tb, b, nil)
 	view := openView(tb)
 	ctx := context.Background()
-	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, bus.ConsumerConfig(bus.ProjectorConsumer(""), 30*time.Second, 1), 0)
+	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, bus.ProjectorConsumerConfig("", 30*time.Second, 1), 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

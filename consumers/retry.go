@@ -67,18 +67,28 @@ func (r Retry) fail(ctx context.Context, msg jetstream.Msg, stage string, err er
 // it once that store is acknowledged. If the dead-letter stream cannot take
 // it either, the message is handed back for a later attempt: never dropped.
 func (r Retry) deadLetter(ctx context.Context, msg jetstream.Msg, stage string, err error, dlq substate.DeadLetterPublisher, m *Metrics, log *slog.Logger) {
+	if perr := storeDeadLetter(ctx, msg, stage, err, dlq, m, log); perr != nil {
+		if nerr := msg.NakWithDelay(r.Delay(1)); nerr != nil {
+			log.Warn("nak failed; the message is redelivered after the ack wait", "err", nerr)
+		}
+		return
+	}
+	ack(msg, log)
+}
+
+// storeDeadLetter stores msg on the dead-letter stream with the reason and
+// counts it; acknowledging msg is the caller's. It returns the error of a
+// dead-letter publish that failed.
+func storeDeadLetter(ctx context.Context, msg jetstream.Msg, stage string, err error, dlq substate.DeadLetterPublisher, m *Metrics, log *slog.Logger) error {
 	d := substate.DeadLetter{Stage: stage, Reason: reason(err), Subject: msg.Subject(), Body: msg.Data(), Header: msg.Headers()}
 	if meta, merr := msg.Metadata(); merr == nil {
 		d.Seq = meta.Sequence.Stream
 	}
 	if perr := dlq.PublishDeadLetter(ctx, d); perr != nil {
 		log.Error("dead-letter publish failed, redelivering later", "stage", stage, "subject", msg.Subject(), "err", perr)
-		if nerr := msg.NakWithDelay(r.Delay(1)); nerr != nil {
-			log.Warn("nak failed; the message is redelivered after the ack wait", "err", nerr)
-		}
-		return
+		return perr
 	}
 	log.Warn("dead-lettered", "stage", stage, "subject", msg.Subject(), "seq", d.Seq, "reason", d.Reason)
 	m.countDeadLetter(stage, substate.ErrorCode(err))
-	ack(msg, log)
+	return nil
 }

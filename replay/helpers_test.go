@@ -81,7 +81,7 @@ func publishMsg(tb testing.TB, js jetstream.JetStream, subject string, data []by
 func runProjector(tb testing.TB, b *bus.Bus, db *state.DB) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := bus.ConsumerConfig(bus.ProjectorConsumer(""), 30*time.Second, 1)
+	cfg := bus.ProjectorConsumerConfig("", 30*time.Second, 1)
 	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, cfg, 0)
 	if err != nil {
 		tb.Fatal(err)

@@ -216,8 +216,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	name := bus.ProjectorConsumer(w.Flags.Instance)
-	cfg := bus.ConsumerConfig(name, w.Flags.AckWait, w.Flags.NATSReplicas)
+	cfg := bus.ProjectorConsumerConfig(w.Flags.Instance, w.Flags.AckWait, w.Flags.NATSReplicas)
 	c, err := bus.ConsumerFrom(ctx, w.Bus.JetStream, substate.StreamEvents, cfg, cp)
 	if err != nil {
 		return err
