@@ -55,15 +55,20 @@ func (p *puller) run(ctx context.Context, handle func(context.Context, []jetstre
 }
 
 // fill blocks for the first message of a batch, then adds what arrives
-// within the linger time. It reports whether the iterator is closed.
+// until the linger time after it has passed. It reports whether the
+// iterator is closed.
 func (p *puller) fill(it jetstream.MessagesContext, batch *[]jetstream.Msg, size int) bool {
+	var deadline time.Time
 	for len(*batch) < size {
 		var msg jetstream.Msg
 		var err error
 		if len(*batch) == 0 {
 			msg, err = it.Next()
+			deadline = time.Now().Add(cmp.Or(p.linger, 2*time.Millisecond))
+		} else if wait := time.Until(deadline); wait > 0 {
+			msg, err = it.Next(jetstream.NextMaxWait(wait))
 		} else {
-			msg, err = it.Next(jetstream.NextMaxWait(cmp.Or(p.linger, 2*time.Millisecond)))
+			return false // linger over
 		}
 		switch {
 		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
