@@ -46,24 +46,25 @@ func (m *Mapper) MapRestate(body []byte) ([]substate.EventData, error) {
 	return out, nil
 }
 
+// restatePayload is either shape of a Restate payload in one pass: a page
+// {"rows":[…]} as the admin API answers, or a single row.
+type restatePayload struct {
+	Rows *[]restateRow `json:"rows"`
+	restateRow
+}
+
 func decodeRestateRows(body []byte) ([]restateRow, error) {
-	if _, ok := member(body, "rows"); ok {
-		var page struct {
-			Rows []restateRow `json:"rows"`
-		}
-		if err := decode(body, &page); err != nil {
-			return nil, substate.WrapError(substate.EINVALID, err, "decode restate rows")
-		}
-		if len(page.Rows) == 0 {
-			return nil, substate.Errorf(substate.EINVALID, "restate payload has no rows")
-		}
-		return page.Rows, nil
-	}
-	var r restateRow
-	if err := decode(bytes.TrimSpace(body), &r); err != nil {
+	var p restatePayload
+	if err := decode(bytes.TrimSpace(body), &p); err != nil {
 		return nil, substate.WrapError(substate.EINVALID, err, "decode restate row")
 	}
-	return []restateRow{r}, nil
+	if p.Rows == nil {
+		return []restateRow{p.restateRow}, nil
+	}
+	if len(*p.Rows) == 0 {
+		return nil, substate.Errorf(substate.EINVALID, "restate payload has no rows")
+	}
+	return *p.Rows, nil
 }
 
 func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
