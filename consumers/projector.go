@@ -89,9 +89,9 @@ func (p *Projector) ack(batch []jetstream.Msg, seqs []uint64) {
 		return
 	}
 	last := seqs[len(seqs)-1]
-	for _, m := range batch {
-		if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream == last {
-			ack(m, p.logger())
+	for i := len(batch) - 1; i >= 0; i-- { // delivered in order: usually the last
+		if meta, err := batch[i].Metadata(); err == nil && meta.Sequence.Stream == last {
+			ack(batch[i], p.logger())
 			return
 		}
 	}
