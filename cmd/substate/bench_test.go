@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/mapping"
 )
 
@@ -198,5 +200,46 @@ func TestBenchLoadShapes(t *testing.T) {
 	}
 	if want := expectedView(changes); len(want) != 10 {
 		t.Errorf("expected view of %d tenants, want 10", len(want))
+	}
+}
+
+// On a NATS server of its own (--nats-url) the bench runs every scenario,
+// deletes the streams it made, and refuses a server that holds substate's
+// streams already: it must never touch a deployment's data.
+func TestBenchNATSURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole pipeline eight times")
+	}
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	args := []string{"bench", "--json", "--data-dir", t.TempDir(), "--nats-url", b.ClientURL(), "--http-addr", "127.0.0.1:0",
+		"--log-level", "warn", "--events", "1000", "--tenants", "1000", "--rate", "2000", "--duration", "300ms"}
+	code, out, errOut := runCLIFor(t, 3*time.Minute, args...)
+	if code != 0 {
+		t.Fatalf("bench exited with %d: %s", code, errOut)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Settings.NATS != "external" {
+		t.Fatalf("report: %v, nats %q", err, rep.Settings.NATS)
+	}
+	for _, sc := range rep.all() {
+		if sc.ViewCheck != "ok" {
+			t.Errorf("%s: view check: %s", sc.Name, sc.ViewCheck)
+		}
+	}
+	ctx := context.Background()
+	for name := range b.JetStream.StreamNames(ctx).Name() {
+		t.Errorf("stream %s left on the server", name)
+	}
+
+	if err := bus.DefaultTopology().EnsureStreams(ctx, b.JetStream); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLIFor(t, time.Minute, args...)
+	if code == 0 || !strings.Contains(errOut, "exists") {
+		t.Fatalf("bench on a server with substate's streams: exit %d, %s", code, errOut)
 	}
 }
