@@ -69,10 +69,17 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 		os.Remove(b.root)
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, rep)
+		err = writeJSON(m.Stdout, rep)
+	} else {
+		rep.print(m.Stdout)
 	}
-	rep.print(m.Stdout)
-	return nil
+	if wrong := rep.wrong(); err == nil && len(wrong) > 0 {
+		for _, w := range wrong {
+			fmt.Fprintln(m.Stderr, "substate: bench:", w)
+		}
+		return exitError{1} // a wrong view fails the run; a slow one never does
+	}
+	return err
 }
 
 // spread is the number of tenants a scenario of n events runs over:

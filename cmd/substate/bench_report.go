@@ -120,6 +120,22 @@ func (r *benchReport) slowestDecode() decodeResult {
 	return out
 }
 
+// wrong lists what the run found incorrect: a view that differs from the
+// order rules, a rebuild that differs from the live view. Figures never
+// count here.
+func (r *benchReport) wrong() []string {
+	var out []string
+	for _, sc := range r.all() {
+		if sc.ViewCheck != "ok" {
+			out = append(out, fmt.Sprintf("%s: view: %s", sc.Name, sc.ViewCheck))
+		}
+	}
+	if r.Rebuild.EqualsLive != "yes" {
+		out = append(out, "rebuild: "+r.Rebuild.EqualsLive)
+	}
+	return out
+}
+
 // all returns every end-to-end result.
 func (r *benchReport) all() []*scenarioResult {
 	return append(slices.Clone(r.Scenarios), r.AtRate, r.LargeView, r.Naive)

@@ -243,3 +243,18 @@ func TestBenchNATSURL(t *testing.T) {
 		t.Fatalf("bench on a server with substate's streams: exit %d, %s", code, errOut)
 	}
 }
+
+// A wrong view fails the run, whatever the figures.
+func TestBenchReportWrong(t *testing.T) {
+	ok := &scenarioResult{Name: "changes", ViewCheck: "ok"}
+	rep := &benchReport{Scenarios: []*scenarioResult{ok, ok, ok}, AtRate: ok, LargeView: ok, Naive: ok,
+		Rebuild: &rebuildResult{EqualsLive: "yes"}}
+	if got := rep.wrong(); len(got) != 0 {
+		t.Fatalf("wrong() = %q for a correct run", got)
+	}
+	rep.Naive = &scenarioResult{Name: "naive", ViewCheck: "2 tenants differ from the order rules, e.g. …"}
+	rep.Rebuild = &rebuildResult{EqualsLive: "no: 1 tenants differ"}
+	if got := rep.wrong(); len(got) != 2 || !strings.HasPrefix(got[0], "naive: view: 2 tenants") {
+		t.Fatalf("wrong() = %q, want the naive view and the rebuild", got)
+	}
+}
