@@ -46,11 +46,17 @@ type ErrorDetail struct {
 }
 
 // Error writes err as a JSON error with the status of its code. Internal
-// errors are logged, since their message is not shown to the caller.
+// errors are logged, since their message is not shown to the caller, and
+// so are requests refused as unavailable (503), which the caller retries
+// but an operator should see.
 func Error(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
 	code := substate.ErrorCode(err)
-	if code == substate.EINTERNAL && log != nil {
+	switch {
+	case log == nil:
+	case code == substate.EINTERNAL:
 		log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	case code == substate.EUNAVAILABLE:
+		log.Warn("http request refused, the caller may retry", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if code == substate.EUNAVAILABLE {
 		w.Header().Set("Retry-After", "1")
