@@ -172,6 +172,9 @@ func startServer(c Config, logger *slog.Logger) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats server: %w", err)
 	}
+	if err := checkListen(host, port); err != nil {
+		return nil, err
+	}
 	srv.SetLoggerV2(serverLogger{logger}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) {
@@ -179,6 +182,20 @@ func startServer(c Config, logger *slog.Logger) (*server.Server, error) {
 		return nil, fmt.Errorf("embedded nats server did not start listening on %s", c.Listen)
 	}
 	return srv, nil
+}
+
+// checkListen reports why the embedded server could not listen on a fixed
+// port (most often: something else listens there), which the server itself
+// only logs.
+func checkListen(host string, port int) error {
+	if port <= 0 {
+		return nil
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("embedded nats server: %w (choose another --nats-listen)", err)
+	}
+	return l.Close()
 }
 
 func splitListen(addr string) (string, int, error) {

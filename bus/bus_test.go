@@ -2,6 +2,8 @@ package bus_test
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +54,23 @@ func TestOpenErrors(t *testing.T) {
 				t.Fatal("Open succeeded")
 			}
 		})
+	}
+}
+
+// A port something else listens on fails Open at once, and says so.
+func TestOpenPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b, err := bus.Open(bus.Config{Listen: l.Addr().String(), StoreDir: t.TempDir()})
+	if err == nil {
+		b.Close()
+		t.Fatal("Open succeeded on a port in use")
+	}
+	if !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), "--nats-listen") {
+		t.Fatalf("error %q does not say the address is in use", err)
 	}
 }
 
