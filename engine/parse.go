@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -25,13 +27,17 @@ func ParseFile(name string) (*Definition, error) {
 }
 
 // Parse parses and validates a YAML or JSON definition (JSON is parsed as
-// YAML, so both report positions the same way). file names the source in
+// YAML, so both report positions the same way; a file named *.json must
+// also be strict JSON). file names the source in
 // error messages and may be empty. On any problem it returns nil and a
 // ValidationErrors holding every problem found, in source order.
 func Parse(file string, src []byte) (*Definition, error) {
 	p := &parser{file: file, budget: nodeBudget}
 	if len(src) > MaxDefinitionSize {
 		p.errorf(nil, "", "definition is larger than %d bytes", MaxDefinitionSize)
+		return nil, p.errs
+	}
+	if strings.EqualFold(filepath.Ext(file), ".json") && !p.strictJSON(src) {
 		return nil, p.errs
 	}
 	root := p.load(src)
@@ -48,6 +54,28 @@ func Parse(file string, src []byte) (*Definition, error) {
 		return nil, p.errs
 	}
 	return d, nil
+}
+
+// strictJSON reports a .json definition's JSON syntax error, which the
+// YAML parser may accept (a trailing comma, say), at its line and column.
+func (p *parser) strictJSON(src []byte) bool {
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal(src, &v); errors.As(err, &se) {
+		line, col := position(src, int(se.Offset))
+		p.errorf(&yaml.Node{Line: line, Column: col}, "", "invalid JSON: %s", se.Error())
+		return false
+	}
+	return true
+}
+
+// position returns the 1-based line and column of a byte offset; the
+// column counts bytes, as the YAML parser does for ASCII text.
+func position(src []byte, off int) (line, col int) {
+	off = min(max(off-1, 0), len(src)) // Offset is just past the bad byte
+	before := src[:off]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	return line, off - (bytes.LastIndexByte(before, '\n') + 1) + 1
 }
 
 // load parses the YAML text into its root node, reporting syntax errors.

@@ -39,6 +39,18 @@ func TestParse(t *testing.T) {
 			t.Errorf("errors:\n%s\nwant %s", got, want)
 		}
 	})
+	// YAML accepts a trailing comma in a flow mapping; a .json file must be
+	// strict JSON, and its syntax error points at the place.
+	t.Run("ErrJSONSyntax", func(t *testing.T) {
+		src := "{\n  \"name\": \"wf\", \"version\": \"1\",\n  \"startAt\": \"a\",\n  \"states\": {\"a\": {\"type\": \"Success\"}},\n}\n"
+		if _, err := Parse("wf.yaml", []byte(src)); err != nil {
+			t.Fatalf("as YAML: %v", err)
+		}
+		_, err := Parse("wf.json", []byte(src))
+		if got, want := errText(err), "wf.json:5:1: invalid JSON: invalid character '}' looking for beginning of object key string"; !strings.Contains(got, want) {
+			t.Errorf("errors:\n%s\nwant %s", got, want)
+		}
+	})
 	t.Run("Example", func(t *testing.T) {
 		if _, err := ParseFile("demo/order_processing.yaml"); err != nil {
 			t.Fatal(err)
