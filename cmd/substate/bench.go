@@ -191,7 +191,8 @@ func (t timer) stage(name string, n int) stageResult {
 
 // stages measures each stage alone on the backlog the one before left:
 // ingest with no consumer running, then the normalizer over SUBSTATE_RAW,
-// then the projector over SUBSTATE_EVENTS, then a rebuild from it.
+// then the projector over SUBSTATE_EVENTS; then the same events again
+// through the HTTP ingress, and a rebuild from SUBSTATE_EVENTS.
 func (b *benchRun) stages(ctx context.Context) ([]stageResult, *rebuildResult, error) {
 	events := b.load.events(b.Events, b.rng)
 	p, err := b.open(ctx, "stages", b.BatchSize, keysFor(events))
@@ -217,8 +218,24 @@ func (b *benchRun) stages(ctx context.Context) ([]stageResult, *rebuildResult, e
 	if err = firstErr(err, stop()); err != nil {
 		return nil, nil, err
 	}
+	t = startTimer()
+	if err := p.postAll(ctx, b.load, redelivered(events)); err != nil {
+		return nil, nil, err
+	}
+	out = append(out, t.stage(fmt.Sprintf("ingest over HTTP (%d clients, an event a request)", httpClients), n))
 	rb, err := b.rebuild(ctx, p)
 	return out, rb, err
+}
+
+// redelivered returns the events again under new ids, so that JetStream
+// stores them again.
+func redelivered(events []benchEvent) []benchEvent {
+	out := make([]benchEvent, len(events))
+	for i, e := range events {
+		e.redelivery = 3
+		out[i] = e
+	}
+	return out
 }
 
 // firstErr returns the first error that is not nil.

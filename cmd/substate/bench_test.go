@@ -44,7 +44,7 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
-	if len(rep.DecodeMap) != len(substate.RawKinds) || len(rep.Stages) != 3 || len(rep.Scenarios) != 3 {
+	if len(rep.DecodeMap) != len(substate.RawKinds) || len(rep.Stages) != 4 || len(rep.Scenarios) != 3 {
 		t.Fatalf("report has %d decode figures, %d stages, %d scenarios", len(rep.DecodeMap), len(rep.Stages), len(rep.Scenarios))
 	}
 	for _, d := range rep.DecodeMap {
