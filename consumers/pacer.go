@@ -50,18 +50,3 @@ func defaultBurst(qps float64, n int) int {
 	}
 	return max(int(math.Ceil(qps)), n, 1)
 }
-
-// sleepContext waits for d or until ctx is done.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

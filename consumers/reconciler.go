@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/timex"
 )
 
 // Defaults of a Reconciler made by NewReconciler.
@@ -90,7 +91,7 @@ func NewReconciler(view substate.ActiveLister, pollers map[substate.Provider]sub
 		View: view, Pollers: pollers, Publisher: pub,
 		After: DefaultReconcileAfter, Interval: DefaultReconcileInterval, HistoryInterval: DefaultHistoryInterval,
 		QPS: DefaultReconcileQPS, HistoryCost: DefaultHistoryCost,
-		Now: time.Now, Sleep: sleepContext,
+		Now: time.Now, Sleep: timex.Sleep,
 	}
 }
 
@@ -314,7 +315,7 @@ func (r *Reconciler) init() {
 		r.Now = time.Now
 	}
 	if r.Sleep == nil {
-		r.Sleep = sleepContext
+		r.Sleep = timex.Sleep
 	}
 	if r.tracked == nil {
 		r.tracked = map[trackKey]*tracked{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/timex"
 )
 
 // Defaults of a RestatePoller made by NewRestatePoller.
@@ -99,7 +100,7 @@ func NewRestatePoller(url string, view substate.ActiveLister, pub substate.RawPu
 		Client:   &http.Client{Timeout: DefaultRestateTimeout},
 		Interval: DefaultRestateInterval, BatchSize: DefaultRestateBatchSize, QPS: DefaultRestateQPS,
 		MaxBackoff: DefaultRestateMaxBackoff, Columns: DefaultRestateColumns,
-		Now: time.Now, Sleep: sleepContext,
+		Now: time.Now, Sleep: timex.Sleep,
 	}
 }
 
@@ -271,7 +272,7 @@ func (p *RestatePoller) init() {
 		p.Now = time.Now
 	}
 	if p.Sleep == nil {
-		p.Sleep = sleepContext
+		p.Sleep = timex.Sleep
 	}
 	if p.pacer == nil {
 		p.pacer = newPacer(p.QPS, defaultBurst(p.QPS, 1), p.Now, p.Sleep)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/timex"
 )
 
 // What the EventBridge publisher puts on the bus. Rules select substate's
@@ -112,7 +113,7 @@ func (p *EventBridge) Publish(ctx context.Context, events []substate.Event) erro
 	pending, failures := p.entries(events)
 	for attempt := 1; len(pending) > 0 && attempt <= max(p.MaxAttempts, 1); attempt++ {
 		if attempt > 1 {
-			if err := sleep(ctx, p.backoff(attempt-1)); err != nil {
+			if err := timex.Sleep(ctx, p.backoff(attempt-1)); err != nil {
 				p.failed.Add(int64(len(failures) + len(pending)))
 				return fmt.Errorf("eventbridge: put events: %w", err)
 			}
@@ -190,19 +191,4 @@ func entrySize(e *types.PutEventsRequestEntry) int {
 		n += len(r)
 	}
 	return n
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/state"
 )
 
@@ -96,7 +97,7 @@ func (c *childWorker) waitReady(ctx context.Context) error {
 				return nil
 			}
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := timex.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -121,7 +122,7 @@ func (c *childWorker) waitApplied(ctx context.Context, n uint64, idle time.Durat
 		} else if time.Since(since) > idle {
 			return fmt.Errorf("bench: the worker's view acknowledged %d of %d events and nothing for %s", done, n, idle)
 		}
-		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := timex.Sleep(ctx, 5*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
 )
@@ -86,7 +87,7 @@ func (p *benchPipeline) waitNormalized(ctx context.Context, n uint64, idle time.
 		} else if time.Since(since) > idle {
 			return fmt.Errorf("bench: the normalizer published %d of %d events and nothing for %s", got, n, idle)
 		}
-		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := timex.Sleep(ctx, 5*time.Millisecond); err != nil {
 			return err
 		}
 	}

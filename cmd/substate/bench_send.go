@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -75,7 +76,7 @@ func (s *sender) wait(ctx context.Context, i int, start time.Time) error {
 	if s.rate > 0 {
 		due := start.Add(time.Duration(float64(i) / s.rate * float64(time.Second)))
 		if d := time.Until(due); d > time.Millisecond {
-			if err := sleep(ctx, d); err != nil {
+			if err := timex.Sleep(ctx, d); err != nil {
 				return err
 			}
 		}
@@ -108,16 +109,4 @@ func (s *sender) flush(ctx context.Context, keep int) error {
 	}
 	s.pending = append(s.pending[:0], s.pending[n:]...)
 	return nil
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
