@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -160,8 +161,11 @@ func (b *benchRun) natsKind() string {
 // enough for full batches at every stage.
 func (b *benchRun) window() int { return 8 * b.BatchSize }
 
-// open opens a fresh pipeline for one scenario.
+// open opens a fresh pipeline for one scenario, first handing back to the
+// system what earlier scenarios left on the heap, so that each peak of
+// resident memory is the scenario's own.
 func (b *benchRun) open(ctx context.Context, name string, batch, keys int) (*benchPipeline, error) {
+	debug.FreeOSMemory()
 	return openPipeline(ctx, b.WorkerFlags, b.logs, filepath.Join(b.root, name), batch, keys)
 }
 

@@ -107,25 +107,13 @@ func (c *childWorker) waitReady(ctx context.Context) error {
 // waitApplied blocks until the worker's projector has acknowledged every
 // event of n published since SUBSTATE_EVENTS was empty.
 func (c *childWorker) waitApplied(ctx context.Context, n uint64, idle time.Duration) error {
-	last, since := uint64(0), time.Now()
-	for {
+	return waitCount(ctx, n, idle, "the worker's view acknowledged", func() (uint64, bool, error) {
 		info, err := consumerInfo(ctx, c.js, substate.StreamEvents, bus.ProjectorConsumer(""))
 		if err != nil {
-			return err
+			return 0, false, err
 		}
-		done := info.AckFloor.Stream
-		if done >= n && info.NumAckPending == 0 {
-			return nil
-		}
-		if done != last {
-			last, since = done, time.Now()
-		} else if time.Since(since) > idle {
-			return fmt.Errorf("bench: the worker's view acknowledged %d of %d events and nothing for %s", done, n, idle)
-		}
-		if err := timex.Sleep(ctx, 5*time.Millisecond); err != nil {
-			return err
-		}
-	}
+		return info.AckFloor.Stream, info.NumAckPending == 0, nil
+	})
 }
 
 func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (*jetstream.ConsumerInfo, error) {

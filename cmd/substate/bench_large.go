@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -109,6 +110,7 @@ func (b *benchRun) openServer(ctx context.Context, dir string) (*bus.Bus, error)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
+	debug.FreeOSMemory() // see open
 	f := b.WorkerFlags
 	f.DataDir = dir
 	srv, err := bus.Open(f.busConfig(f.loggerTo(b.logs)))

@@ -72,20 +72,32 @@ func (p *benchPipeline) sender(load benchLoad, window int) *sender {
 // waitNormalized blocks until SUBSTATE_EVENTS holds n messages and the
 // normalizer has acknowledged everything it was given.
 func (p *benchPipeline) waitNormalized(ctx context.Context, n uint64, idle time.Duration) error {
+	return waitCount(ctx, n, idle, "the normalizer published", func() (uint64, bool, error) {
+		s, err := p.w.Bus.JetStream.Stream(ctx, substate.StreamEvents)
+		if err != nil {
+			return 0, false, err
+		}
+		return s.CachedInfo().State.Msgs, true, nil
+	})
+}
+
+// waitCount polls count until it reaches n and says it is settled, and
+// gives up when it did not move for idle; what names the count in the
+// error.
+func waitCount(ctx context.Context, n uint64, idle time.Duration, what string, count func() (uint64, bool, error)) error {
 	last, since := uint64(0), time.Now()
 	for {
-		s, err := p.w.Bus.JetStream.Stream(ctx, substate.StreamEvents)
+		got, settled, err := count()
 		if err != nil {
 			return err
 		}
-		got := s.CachedInfo().State.Msgs
-		if got >= n {
+		if got >= n && settled {
 			return nil
 		}
 		if got != last {
 			last, since = got, time.Now()
 		} else if time.Since(since) > idle {
-			return fmt.Errorf("bench: the normalizer published %d of %d events and nothing for %s", got, n, idle)
+			return fmt.Errorf("bench: %s %d of %d events and nothing for %s", what, got, n, idle)
 		}
 		if err := timex.Sleep(ctx, 5*time.Millisecond); err != nil {
 			return err
