@@ -93,15 +93,7 @@ func TestEngineRole(t *testing.T) {
 		t.Fatal("the engine role must run the engine and nothing else")
 	}
 	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL())
-	svc, err := demo.Register(in.Bus.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
-	file := filepath.Join(t.TempDir(), "order.yaml")
-	if err := os.WriteFile(file, demo.Workflow, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := orderWorkflow(t, in.Bus.Conn)
 	s := demo.Scenarios[1] // backorder: fails without retries
 	code, out, errOut := runCLI(t, "workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", in.Bus.ClientURL())
 	if code != 0 || !strings.Contains(out, "started "+s.Name) {

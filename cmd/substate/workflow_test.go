@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
 	"github.com/substatehq/substate/internal/awstest"
@@ -47,17 +49,25 @@ func TestWorkflowValidate(t *testing.T) {
 	})
 }
 
+// orderWorkflow serves the demo's task services on nc until the test ends
+// and writes the order workflow to a file, whose path it returns.
+func orderWorkflow(tb testing.TB, nc *nats.Conn) string {
+	tb.Helper()
+	svc, err := demo.Register(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { svc.Stop() })
+	file := filepath.Join(tb.TempDir(), "order.yaml")
+	if err := os.WriteFile(file, demo.Workflow, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return file
+}
+
 func TestWorkflowStartOnEngine(t *testing.T) {
 	w := startWorker(t, t.TempDir())
-	svc, err := demo.Register(w.Bus.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
-	file := filepath.Join(t.TempDir(), "order.yaml")
-	if err := os.WriteFile(file, demo.Workflow, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := orderWorkflow(t, w.Bus.Conn)
 	s := demo.Scenarios[1] // backorder: fails without retries
 	args := []string{"workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", w.Bus.ClientURL()}
 	code, out, errOut := runCLI(t, args...)
