@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,12 @@ func openView(tb testing.TB) *state.DB {
 // runProjector runs a projector on b into view until the test ends.
 func runProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.ConsumerConfig) {
 	tb.Helper()
+	runProjectorWith(tb, b, view, cfg, publishers.NewJetStream(b.JetStream))
+}
+
+// runProjectorWith runs a projector that dead-letters through dlq.
+func runProjectorWith(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.ConsumerConfig, dlq substate.DeadLetterPublisher) {
+	tb.Helper()
 	ctx := context.Background()
 	cp, err := view.Checkpoint(ctx)
 	if err != nil {
@@ -48,7 +55,7 @@ func runProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.Consu
 		tb.Fatal(err)
 	}
 	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, Changes: &publishers.Changes{Conn: b.Conn},
-		DeadLetters: publishers.NewJetStream(b.JetStream), Linger: time.Millisecond}
+		DeadLetters: dlq, Linger: time.Millisecond}
 	runInBackground(tb, p.Run)
 }
 
@@ -297,4 +304,75 @@ func TestProjectorDeadLettersBadEvents(t *testing.T) {
 	if m := streamMsgs(t, b.JetStream, substate.StreamDLQ)[0]; m.Header.Get(substate.HeaderDLQStage) != substate.StageProject {
 		t.Fatalf("stage %q", m.Header.Get(substate.HeaderDLQStage))
 	}
+}
+
+// The worker's projector consumer acks cumulatively: a batch costs one ack
+// after its commit, not one per event. Acks travel on $JS.ACK subjects,
+// which any subscriber on the account also receives.
+func TestProjectorOneAckPerBatch(t *testing.T) {
+	b := newBus(t)
+	var acks atomic.Int64
+	sub, err := b.Conn.Subscribe("$JS.ACK."+substate.StreamEvents+"."+bus.ProjectorConsumer("")+".>", func(*nats.Msg) { acks.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	var events []substate.Event
+	for i := range 200 {
+		events = append(events, engineEvent(fmt.Sprintf("t%d", i), substate.StateRunning, 1, time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)))
+	}
+	if err := publishers.NewJetStream(b.JetStream).PublishEvents(context.Background(), events); err != nil {
+		t.Fatal(err)
+	}
+	view := openView(t)
+	runProjector(t, b, view, projectorConfig())
+	waitFor(t, "the projector", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	if err := b.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, commits := acks.Load(), view.Stats().Commits; got == 0 || got > int64(commits) {
+		t.Fatalf("%d acks for 200 events in %d commits, want one per commit", got, commits)
+	}
+}
+
+// When a bad event cannot be dead-lettered, its batch is handed back whole:
+// nothing of it is applied or acknowledged, since an ack of the batch would
+// also cover the event that was not kept anywhere.
+func TestProjectorHandsBackABatchWhoseDeadLetterFails(t *testing.T) {
+	b := newBus(t)
+	tries := make(chan struct{}, 8)
+	dlq := deadLetterFunc(func(context.Context, substate.DeadLetter) error {
+		tries <- struct{}{}
+		return substate.Errorf(substate.EUNAVAILABLE, "dead-letter stream away")
+	})
+	js := b.JetStream
+	good := engineEvent("a", substate.StateRunning, 1, time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	if err := publishers.NewJetStream(js).PublishEvents(context.Background(), []substate.Event{good}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), substate.EventsSubject("x"), []byte(`{"specversion":"1.0","type":"other"}`)); err != nil {
+		t.Fatal(err)
+	}
+	view := openView(t)
+	runProjectorWith(t, b, view, projectorConfig(), dlq)
+	for range 2 { // the first try, and the redelivery of the handed-back batch
+		select {
+		case <-tries:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the bad event was not dead-lettered again")
+		}
+	}
+	if _, err := view.Tenant(context.Background(), "a"); substate.ErrorCode(err) != substate.ENOTFOUND {
+		t.Errorf("tenant a: %v, want it not applied", err)
+	}
+	if info := consumerInfo(t, js, substate.StreamEvents, bus.ProjectorConsumer("")); info.AckFloor.Stream != 0 {
+		t.Errorf("ack floor %d, want nothing acknowledged", info.AckFloor.Stream)
+	}
+}
+
+// deadLetterFunc is a dead-letter publisher made of a function.
+type deadLetterFunc func(context.Context, substate.DeadLetter) error
+
+func (f deadLetterFunc) PublishDeadLetter(ctx context.Context, d substate.DeadLetter) error {
+	return f(ctx, d)
 }
