@@ -197,13 +197,13 @@ func (t timer) stage(name string, n int) stageResult {
 // ingest with no consumer running, then the normalizer over SUBSTATE_RAW,
 // then the projector over SUBSTATE_EVENTS; then the same events again
 // through the HTTP ingress, and a rebuild from SUBSTATE_EVENTS.
-func (b *benchRun) stages(ctx context.Context) ([]stageResult, *rebuildResult, error) {
+func (b *benchRun) stages(ctx context.Context) (_ []stageResult, _ *rebuildResult, err error) {
 	events := b.load.events(b.Events, b.rng)
 	p, err := b.open(ctx, "stages", b.BatchSize, keysFor(events))
 	if err != nil {
 		return nil, nil, err
 	}
-	defer p.close(b.Keep)
+	defer func() { err = firstErr(err, p.close(b.Keep)) }()
 	n := len(events)
 	t := startTimer()
 	if _, err := p.sender(b.load, 0).send(ctx, events, nil); err != nil {
@@ -280,20 +280,8 @@ func (b *benchRun) rebuild(ctx context.Context, p *benchPipeline) (*rebuildResul
 // atRate sends changes at the offered rate for the duration and measures
 // ingest → view latency.
 func (b *benchRun) atRate(ctx context.Context) (*scenarioResult, error) {
-	load := b.load
-	events := load.events(int(b.Rate*b.Duration.Seconds()), b.rng)
-	p, err := b.open(ctx, "at-rate", b.BatchSize, keysFor(events))
-	if err != nil {
-		return nil, err
-	}
-	defer p.close(b.Keep)
-	stop := p.run(p.normalize, p.project)
-	res, err := b.measure(ctx, p, "at-rate", load, events, drive{rate: b.Rate})
-	if err = firstErr(err, stop()); err != nil {
-		return nil, err
-	}
-	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(events))
-	return res, nil
+	events := b.load.events(int(b.Rate*b.Duration.Seconds()), b.rng)
+	return b.scenario(ctx, "at-rate", b.BatchSize, b.load, events, drive{rate: b.Rate})
 }
 
 // naive runs the baseline: the same pipeline with batches of one event,
@@ -301,16 +289,5 @@ func (b *benchRun) atRate(ctx context.Context) (*scenarioResult, error) {
 // committed per event, for the duration.
 func (b *benchRun) naive(ctx context.Context) (*scenarioResult, error) {
 	events := b.load.events(b.Events, b.rng)
-	p, err := b.open(ctx, "naive", 1, keysFor(events))
-	if err != nil {
-		return nil, err
-	}
-	defer p.close(b.Keep)
-	stop := p.run(p.normalize, p.project)
-	res, err := b.measure(ctx, p, "naive", b.load, events, drive{window: b.window(), limit: b.Duration})
-	if err = firstErr(err, stop()); err != nil {
-		return nil, err
-	}
-	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(events[:res.Events]))
-	return res, nil
+	return b.scenario(ctx, "naive", 1, b.load, events, drive{window: b.window(), limit: b.Duration})
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"time"
 
-	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/publishers"
 )
@@ -26,7 +24,7 @@ const (
 // connected to the bench's NATS server (as with --nats-url), so that its
 // memory is measured alone: the figure a deployment sizes a worker by.
 // The NATS server and the load generator stay in the bench's process.
-func (b *benchRun) largeView(ctx context.Context) (*scenarioResult, error) {
+func (b *benchRun) largeView(ctx context.Context) (_ *scenarioResult, err error) {
 	load := b.load
 	load.tenants = b.Tenants
 	fill, events := load.changes(b.Tenants, 0), load.changes(b.Events, 1)
@@ -35,7 +33,7 @@ func (b *benchRun) largeView(ctx context.Context) (*scenarioResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer b.closeServer(srv, dir)
+	defer func() { err = firstErr(err, release(srv, srv.Close, dir, b.Keep)) }()
 	child, err := b.startChild(ctx, srv.JetStream, srv.ClientURL(), filepath.Join(dir, "worker"))
 	if err != nil {
 		return nil, err
@@ -97,10 +95,7 @@ func (b *benchRun) measureChild(ctx context.Context, child *childWorker, s *send
 	}
 	res.CommitsPerEvent = float64(res.Commits) / n
 	res.BytesPerEvent = (m1[metricWritten] - m0[metricWritten]) / n
-	if info, err := child.js.Stream(ctx, substate.StreamEvents); err == nil && info.CachedInfo().State.Msgs > 0 {
-		st := info.CachedInfo().State
-		res.CanonicalBytes = float64(st.Bytes) / float64(st.Msgs)
-	}
+	res.CanonicalBytes = canonicalBytes(ctx, child.js)
 	return res, nil
 }
 
@@ -122,20 +117,6 @@ func (b *benchRun) openServer(ctx context.Context, dir string) (*bus.Bus, error)
 		return nil, err
 	}
 	return srv, nil
-}
-
-// closeServer deletes the streams from a shared server, closes it and
-// removes dir unless --keep.
-func (b *benchRun) closeServer(srv *bus.Bus, dir string) error {
-	var errs []error
-	if !srv.Embedded() {
-		errs = append(errs, deleteStreams(context.Background(), srv.JetStream))
-	}
-	errs = append(errs, srv.Close())
-	if !b.Keep {
-		errs = append(errs, os.RemoveAll(dir))
-	}
-	return errors.Join(errs...)
 }
 
 // fileSize returns the size of a file, 0 when it cannot be read.

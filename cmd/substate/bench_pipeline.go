@@ -105,27 +105,32 @@ func waitCount(ctx context.Context, n uint64, idle time.Duration, what string, c
 	}
 }
 
-// streamBytes returns the bytes and messages a stream holds.
-func (p *benchPipeline) streamBytes(ctx context.Context, name string) (bytes, msgs uint64, err error) {
-	s, err := p.w.Bus.JetStream.Stream(ctx, name)
-	if err != nil {
-		return 0, 0, err
+// canonicalBytes returns the mean size of a canonical event as
+// SUBSTATE_EVENTS stores it, headers included, or 0 when it holds none.
+func canonicalBytes(ctx context.Context, js jetstream.JetStream) float64 {
+	s, err := js.Stream(ctx, substate.StreamEvents)
+	if err != nil || s.CachedInfo().State.Msgs == 0 {
+		return 0
 	}
 	st := s.CachedInfo().State
-	return st.Bytes, st.Msgs, nil
+	return float64(st.Bytes) / float64(st.Msgs)
 }
 
-// close closes the worker; on a shared NATS server (--nats-url) it first
-// deletes the streams the bench made, and it removes the data directory
-// unless keep is set.
-func (p *benchPipeline) close(keep bool) error {
+// close closes the worker and its data directory (see release).
+func (p *benchPipeline) close(keep bool) error { return release(p.w.Bus, p.w.Close, p.dir, keep) }
+
+// release undoes what a scenario set up: on a shared NATS server
+// (--nats-url) it deletes the streams the bench made, then closes what
+// holds the connection (the worker, or the bus itself) and removes the
+// scenario's directory unless keep is set.
+func release(nats *bus.Bus, closeAll func() error, dir string, keep bool) error {
 	var errs []error
-	if !p.w.Bus.Embedded() {
-		errs = append(errs, deleteStreams(context.Background(), p.w.Bus.JetStream))
+	if !nats.Embedded() {
+		errs = append(errs, deleteStreams(context.Background(), nats.JetStream))
 	}
-	errs = append(errs, p.w.Close())
+	errs = append(errs, closeAll())
 	if !keep {
-		errs = append(errs, os.RemoveAll(p.dir))
+		errs = append(errs, os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
 }

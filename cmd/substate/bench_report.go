@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -193,7 +194,7 @@ func (r *benchReport) print(w io.Writer) {
 	for _, sc := range r.all() {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.0f%%\t%.4f\t%s\t%.0f\t%s\t%.0f\t%s\n", r.label(sc), sc.Events, figure(sc.EventsPerSecond),
 			ms(sc.Latency, sc.Latency.P50), ms(sc.Latency, sc.Latency.P99), ms(sc.Latency, sc.Latency.Max), 100*sc.NoopShare,
-			sc.CommitsPerEvent, figure(sc.BytesPerEvent), sc.AllocsPerEvent, figure(sc.CPUPerEvent), sc.PeakAnonMiB, cmpOr(sc.ViewCheck, "-"))
+			sc.CommitsPerEvent, figure(sc.BytesPerEvent), sc.AllocsPerEvent, figure(sc.CPUPerEvent), sc.PeakAnonMiB, cmp.Or(sc.ViewCheck, "-"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n* the worker ran as a process of its own on the bench's NATS server (as with --nats-url): its memory alone;\n  the bench process (NATS server, load generator) peaked at %.0f MiB anon. The other scenarios run all of it in one process.\n",
@@ -228,13 +229,6 @@ func (r *benchReport) label(sc *scenarioResult) string {
 		return "naive baseline"
 	}
 	return sc.Name
-}
-
-func cmpOr(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
 
 // thisMachine describes the machine the bench runs on.

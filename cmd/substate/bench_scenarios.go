@@ -56,27 +56,34 @@ type drive struct {
 	limit  time.Duration
 }
 
-// e2e runs events of a load through a fresh pipeline, from ingest to view.
-// Then, when the load has no-ops, it sends a burst of them alone, so that
-// whole batches change nothing, and counts the commits of such batches.
+// e2e runs events of a load through a fresh pipeline, from ingest to view,
+// in a closed loop.
 func (b *benchRun) e2e(ctx context.Context, name string, load benchLoad, events []benchEvent) (*scenarioResult, error) {
-	p, err := b.open(ctx, name, b.BatchSize, keysFor(events))
+	return b.scenario(ctx, name, b.BatchSize, load, events, drive{window: b.window()})
+}
+
+// scenario runs events through a fresh pipeline with the given batch size
+// as d says, and checks the view against the events sent. When the load
+// has no-ops it then sends a burst of them alone, so that whole batches
+// change nothing, and counts the commits of such batches.
+func (b *benchRun) scenario(ctx context.Context, name string, batch int, load benchLoad, events []benchEvent, d drive) (res *scenarioResult, err error) {
+	p, err := b.open(ctx, name, batch, keysFor(events))
 	if err != nil {
 		return nil, err
 	}
-	defer p.close(b.Keep)
+	defer func() { err = firstErr(err, p.close(b.Keep)) }()
 	stop := p.run(p.normalize, p.project)
-	res, err := b.measure(ctx, p, name, load, events, drive{window: b.window()})
+	res, err = b.measure(ctx, p, name, load, events, d)
 	if err == nil && load.shape == loadHalfNoop {
 		var burst *scenarioResult
-		if burst, err = b.measure(ctx, p, name+" burst", load, noopBurst(events, 4*b.BatchSize), drive{window: b.window()}); err == nil {
+		if burst, err = b.measure(ctx, p, name+" burst", load, noopBurst(events, 4*b.BatchSize), d); err == nil {
 			res.IdleBatches, res.IdleCommits = res.IdleBatches+burst.IdleBatches, res.IdleCommits+burst.IdleCommits
 		}
 	}
 	if err = firstErr(err, stop()); err != nil {
 		return nil, err
 	}
-	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(events))
+	res.Tenants, res.ViewCheck = checkView(ctx, p.view, expectedView(events[:res.Events]))
 	return res, nil
 }
 
@@ -129,9 +136,7 @@ func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, l
 	res.NoopShare = float64(s.duplicates+c.unchanged+c.stale) / n
 	res.CommitsPerEvent = float64(res.Commits) / n
 	res.BytesPerEvent = float64(st.BytesWritten-st0.BytesWritten) / n
-	if bytes, msgs, err := p.streamBytes(ctx, substate.StreamEvents); err == nil && msgs > 0 {
-		res.CanonicalBytes = float64(bytes) / float64(msgs)
-	}
+	res.CanonicalBytes = canonicalBytes(ctx, p.w.Bus.JetStream)
 	return res, nil
 }
 

@@ -50,11 +50,7 @@ func busy(tb testing.TB, js jetstream.JetStream) string {
 
 func consumerState(tb testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
 	tb.Helper()
-	c, err := js.Consumer(context.Background(), stream, name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	info, err := c.Info(context.Background())
+	info, err := consumerInfo(context.Background(), js, stream, name)
 	if err != nil {
 		tb.Fatal(err)
 	}
