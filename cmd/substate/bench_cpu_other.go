@@ -1,0 +1,9 @@
+//go:build !unix
+
+package main
+
+import "time"
+
+// cpuTime returns 0 where the system has no getrusage: the bench then
+// reports no CPU time per event.
+func cpuTime() time.Duration { return 0 }
