@@ -36,10 +36,11 @@ func (d *DB) Apply(ctx context.Context, batch []substate.Sequenced) (substate.Ap
 		if err := ctx.Err(); err != nil {
 			return substate.ApplyResult{}, err
 		}
-		if err := d.commit(w, w.last); err != nil {
+		written, err := d.commit(w, w.last)
+		if err != nil {
 			return substate.ApplyResult{}, err
 		}
-		w.res.Committed, w.res.BytesWritten = true, d.written
+		w.res.Committed, w.res.BytesWritten = true, written
 	} else {
 		d.hold(w)
 	}

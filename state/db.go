@@ -62,8 +62,7 @@ type DB struct {
 	seq        uint64            // highest sequence applied, in memory
 	checkpoint uint64            // highest sequence committed
 	stats      Stats
-	allocated  int64  // bbolt's page bytes allocated as of the last commit
-	written    uint64 // bytes the last commit wrote
+	allocated  int64 // bbolt's page bytes allocated as of the last commit
 }
 
 // Stats counts what the DB did since Open.
@@ -215,13 +214,14 @@ func (d *DB) flush() error {
 	if len(d.pending) == 0 {
 		return nil
 	}
-	return d.commit(nil, d.seq)
+	_, err := d.commit(nil, d.seq)
+	return err
 }
 
 // commit writes the changed records of a batch and every pending record
-// with the checkpoint seq in one transaction, then clears pending. d.mu
-// must be held.
-func (d *DB) commit(w *work, seq uint64) error {
+// with the checkpoint seq in one transaction, then clears pending, and
+// returns the bytes the transaction wrote. d.mu must be held.
+func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
 	err := d.db.Update(func(tx *bolt.Tx) error {
@@ -237,16 +237,16 @@ func (d *DB) commit(w *work, seq uint64) error {
 		return b.meta.Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))
 	})
 	if err != nil {
-		return fmt.Errorf("commit tenant view: %w", err)
+		return 0, fmt.Errorf("commit tenant view: %w", err)
 	}
 	clear(d.pending)
 	d.seq, d.checkpoint = seq, seq
 	d.stats.Commits++
 	alloc := pageAlloc(d.db)
-	d.written = uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
-	d.stats.BytesWritten += d.written
+	written := uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
+	d.stats.BytesWritten += written
 	d.allocated = alloc
-	return nil
+	return written, nil
 }
 
 // writePending writes the pending records the batch w does not write

@@ -70,14 +70,14 @@ func TestStatsBytesWritten(t *testing.T) {
 	db := openDB(t)
 	s := newStream(t, db)
 	const page = 4096 // bbolt's page size is the OS page size: 4 KiB here
-	s.apply(ev("t1", "a", running, 1))
+	res := s.apply(ev("t1", "a", running, 1))
 	first := db.Stats().BytesWritten
-	if first < 2*page || first%page != 0 {
-		t.Fatalf("bytes written by one commit = %d, want whole pages, a leaf and a meta page at least", first)
+	if first < 2*page || first%page != 0 || res.BytesWritten != first {
+		t.Fatalf("bytes written by one commit = %d (result says %d), want whole pages, a leaf and a meta page at least", first, res.BytesWritten)
 	}
-	s.apply(ev("t1", "a", running, 1)) // a duplicate: no commit
-	if got := db.Stats().BytesWritten; got != first {
-		t.Errorf("bytes written after a batch with no commit = %d, want %d", got, first)
+	res = s.apply(ev("t1", "a", running, 1)) // a duplicate: no commit
+	if got := db.Stats().BytesWritten; got != first || res.BytesWritten != 0 {
+		t.Errorf("bytes written after a batch with no commit = %d (result says %d), want %d", got, res.BytesWritten, first)
 	}
 	var evs []substate.EventData
 	for i := range 500 {
