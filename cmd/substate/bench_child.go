@@ -55,9 +55,9 @@ func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, 
 	args := []string{"run", "--nats-url", url, "--data-dir", dir, "--http-addr", addr, "--sfn-reconcile", "off",
 		"--batch-size", strconv.Itoa(f.BatchSize), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
 		"--replicas", strconv.Itoa(f.NATSReplicas)}
-	for flag, v := range map[string]string{"--nats-creds": f.NATSCreds, "--nats-tls-ca": f.NATSTLSCA, "--nats-tls-cert": f.NATSTLSCert, "--nats-tls-key": f.NATSTLSKey} {
-		if v != "" {
-			args = append(args, flag, v)
+	for _, o := range [...][2]string{{"--nats-creds", f.NATSCreds}, {"--nats-tls-ca", f.NATSTLSCA}, {"--nats-tls-cert", f.NATSTLSCert}, {"--nats-tls-key", f.NATSTLSKey}} {
+		if o[1] != "" {
+			args = append(args, o[0], o[1])
 		}
 	}
 	cmd, err := workerCommand(args...)
