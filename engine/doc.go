@@ -65,6 +65,14 @@
 // matches ("*" matches any) moves to its next with the failed state's input
 // plus "error": {"errorType":…,"message":…}; with no match the execution fails.
 //
+// # Workflow timeout
+//
+// A top-level timeout (Definition.Timeout) bounds a whole execution from
+// its start. When it passes, the execution fails with TimeoutError in the
+// state it is in: an attempt in flight is abandoned, a wait or backoff cut
+// short, and no retry or catch applies (they handle a task's own errors).
+// The deadline is stored in the record, so a restart keeps it.
+//
 // # Durability and events
 //
 // Each execution is a record in bbolt (Engine.Path): state, input, phase,

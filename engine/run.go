@@ -41,7 +41,10 @@ func (e *Engine) launch(rec *record, def *Definition) {
 // run publishes what is pending, then takes one step after another,
 // persisting each new record before acting on it, until the execution
 // finishes or ctx ends.
+// A step runs under the workflow's timeout; publishing does not.
 func (e *Engine) run(ctx context.Context, r *runner) {
+	stepCtx, release := e.timeoutContext(ctx, r.rec.TimeoutAt)
+	defer release()
 	for {
 		if err := e.flush(ctx, r.rec); err != nil {
 			return
@@ -49,7 +52,7 @@ func (e *Engine) run(ctx context.Context, r *runner) {
 		if r.rec.Phase == phaseDone {
 			return
 		}
-		next, err := e.step(ctx, r.def, r.rec.clone())
+		next, err := e.stepOrTimeout(ctx, stepCtx, r)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.Logger.Error("execution step failed", "execution", r.rec.ID, "state", r.rec.State, "err", err)

@@ -73,6 +73,9 @@ func (e *Engine) newRecord(req StartRequest) (*record, *Definition, error) {
 		Definition: key, StartedAt: e.Clock.Now(), Phase: phaseEnter, State: def.StartAt,
 		Step: 1, Data: input, Status: substate.EngineRunning,
 	}
+	if def.Timeout > 0 {
+		rec.TimeoutAt = rec.StartedAt.Add(def.Timeout)
+	}
 	return rec, def, nil
 }
 
