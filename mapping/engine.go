@@ -28,6 +28,7 @@ func (m *Mapper) MapEngineEvent(ev substate.EngineEvent) (substate.EventData, er
 		RetryCountKnown:    true,
 		ErrorMessage:       ev.Error,
 		ErrorType:          ev.ErrorType,
+		Step:               ev.State,
 		OccurredAt:         ev.Time,
 		ExecutionStartedAt: ev.StartedAt,
 		Revision:           substate.Revision(min(ev.Seq, 1<<53-1)),
