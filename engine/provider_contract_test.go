@@ -90,7 +90,7 @@ func testProviderContract(t *testing.T, p providerUnderTest) {
 				break
 			}
 		}
-		if ev.SubState != substate.StateFailed || ev.ErrorMessage == "" {
+		if ev.SubState != substate.StateFailed || ev.Verb != substate.VerbCancelled || ev.ErrorMessage == "" {
 			t.Fatalf("after Stop: %s/%s, error %q; want failed/cancelled with the cause", ev.SubState, ev.Verb, ev.ErrorMessage)
 		}
 	})

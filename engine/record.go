@@ -44,7 +44,8 @@ type record struct {
 	Pending []substate.EngineEvent `json:"pending,omitempty"`
 	Last    substate.EngineEvent   `json:"last"`
 
-	Status  string          `json:"status"` // running, succeeded or failed
+	Status  string          `json:"status"`            // running, succeeded or failed
+	Stopped bool            `json:"stopped,omitempty"` // ended by Stop
 	Output  json.RawMessage `json:"output,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Cause   string          `json:"cause,omitempty"`

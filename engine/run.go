@@ -158,12 +158,25 @@ func (e *Engine) finish(rec *record, status string, te *TaskError) *record {
 		rec.Error, rec.Cause = te.Type, te.Message
 	}
 	rec.emit(now, status, func(ev *substate.EngineEvent) {
-		ev.Attempt, ev.RetryCount = rec.Attempt, rec.Retries
+		ev.Attempt, ev.RetryCount, ev.Stopped = rec.Attempt, rec.Retries, rec.Stopped
 		if te != nil {
 			ev.ErrorType, ev.Error = te.Type, te.Message
 		}
+		if status == substate.EngineSucceeded {
+			ev.Output, ev.OutputSize = boundedOutput(rec.Output)
+		}
 	})
 	return rec
+}
+
+// boundedOutput is the output a succeeded event carries: the execution's
+// output when it is at most substate.MaxEngineOutput bytes, else none;
+// and its size.
+func boundedOutput(out json.RawMessage) (json.RawMessage, int) {
+	if len(out) > substate.MaxEngineOutput {
+		return nil, len(out)
+	}
+	return out, len(out)
 }
 
 // emitAttempt emits an event about the current task attempt.

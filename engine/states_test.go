@@ -56,6 +56,9 @@ func TestWait(t *testing.T) {
 	if out := h.output(t, "w1"); out["keep"] != "me" {
 		t.Errorf("output %v, want the input passed through", out)
 	}
+	if got, want := string(ev.Output), `{"keep":"me"}`; got != want || ev.OutputSize != len(want) {
+		t.Errorf("succeeded event output %s (size %d), want %s", got, ev.OutputSize, want)
+	}
 }
 
 const failWorkflow = `

@@ -111,7 +111,7 @@ off even when its status says running (Restate itself reports such a row as
 
 **Engine** (` + "`engine.status`" + `): the engine's status names are the sub-state names;
 the retry count is always known and the revision is the event's ` + "`seq`" + `. The step is
-the event's ` + "`state`" + `.
+the event's ` + "`state`" + `. A stopped execution's failed event is marked ` + "`stopped`" + `.
 
 **Step** (` + "`step`" + ` in the canonical event, ` + "`workflowStep`" + ` in the view): the workflow state
 the execution is in. The engine says it in every event. Step Functions says it only in a
