@@ -59,8 +59,6 @@ func validateBatch(batch []substate.Sequenced) error {
 		err := ev.Validate()
 		switch {
 		case err != nil:
-		case len(ev.TenantID) > maxTenantID:
-			err = substate.Errorf(substate.EINVALID, "tenant id is longer than %d bytes", maxTenantID)
 		case !storable(ev.OccurredAt) || !storable(ev.ExecutionStartedAt):
 			err = substate.Errorf(substate.EINVALID, "event time outside the years 0 to 9999")
 		}
