@@ -190,8 +190,8 @@ func (w *Worker) openMapper(context.Context) error {
 		return err
 	}
 	unknown := w.Metrics.UnknownStates
-	w.Mapper = mapping.New(mapping.Config{Tenants: rules, Logger: w.Logger, OnUnknown: func(p, s string) {
-		unknown.WithLabelValues(p, s).Inc()
+	w.Mapper = mapping.New(mapping.Config{Tenants: rules, Logger: w.Logger, OnUnknown: func(p string) {
+		unknown.WithLabelValues(p).Inc()
 	}})
 	return nil
 }
