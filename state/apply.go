@@ -96,7 +96,7 @@ func (d *DB) plan(batch []substate.Sequenced) (*work, error) {
 		dirty: make(map[string]bool),
 		last:  d.seq,
 	}
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		tenants := tx.Bucket(bucketTenants)
 		for i := range batch {
 			s := &batch[i]
