@@ -168,6 +168,7 @@ func (f WorkerFlags) topology() bus.Topology {
 func (w *Worker) openView(context.Context) error {
 	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, viewFile(w.Flags.Instance)))
 	w.View.Logger = w.Logger.With("component", "projector") // logs each committed change
+	w.View.MoveCorrupt = true                               // a corrupt file is moved aside and refilled, see docs/view.md
 	if err := w.View.Open(); err != nil {
 		return fmt.Errorf("open view: %w", err)
 	}
