@@ -96,11 +96,13 @@ func (s *natsServer) fill(tb testing.TB, n, size int) {
 		if _, err := s.js.PublishAsync(fmt.Sprintf("s.%d", i%10), body); err != nil {
 			tb.Fatal(err)
 		}
-	}
-	select {
-	case <-s.js.PublishAsyncComplete():
-	case <-ctx.Done():
-		tb.Fatal("publishes not acknowledged")
+		if i%1000 == 0 || i == n { // stay under the client's bound on pending publishes
+			select {
+			case <-s.js.PublishAsyncComplete():
+			case <-ctx.Done():
+				tb.Fatal("publishes not acknowledged")
+			}
+		}
 	}
 }
 
