@@ -59,8 +59,8 @@ func shellQuote(s string) string {
 
 // Health returns nil while the view can be read and written, and
 // otherwise the *CorruptError that made it refuse writes: the first panic
-// recovered from bbolt, or a failed Check. It stays set until Close; a
-// worker's readiness check reports it.
+// recovered from bbolt, or a failed Check. It stays set until the next
+// Open succeeds; a worker's readiness check reports it.
 func (d *DB) Health() error {
 	if ce := d.corrupt.Load(); ce != nil {
 		return ce
@@ -164,6 +164,10 @@ func (d *DB) check(db *bolt.DB, op string) *CorruptError {
 // recognise as a database is corrupt; anything else (permissions, the lock
 // another process holds) is not.
 func (d *DB) openError(err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) { // bbolt panicked opening it
+		return ce
+	}
 	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) ||
 		errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrInvalidMapping) {
 		return &CorruptError{File: d.Path, Op: OpOpen, Reason: err.Error()}

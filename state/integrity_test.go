@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/faults"
 	"github.com/substatehq/substate/state"
@@ -169,6 +171,25 @@ func TestOpenCorrupt(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Freelist", func(t *testing.T) {
+		path, _ := corruptible(t, 2000, "tenants")
+		page := freelistPage(t, path)
+		if err := faults.CorruptBoltPage(path, page); err != nil {
+			t.Fatal(err)
+		}
+		_, err := openView(t, path)
+		wantCorrupt(t, err, path, state.OpOpen, 0)
+	})
+	t.Run("BothMetaPages", func(t *testing.T) {
+		path, _ := corruptible(t, 2000, "tenants")
+		for _, page := range []uint64{1, 0} { // page 0 last: it gives the page size
+			if err := faults.CorruptBoltPage(path, page); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := openView(t, path)
+		wantCorrupt(t, err, path, state.OpOpen, 0)
+	})
 	t.Run("MoveCorrupt", func(t *testing.T) {
 		path, page := corruptible(t, 2000, "tenants")
 		if err := faults.CorruptBoltPage(path, page); err != nil {
@@ -241,4 +262,29 @@ func TestShellQuotedRebuildCommand(t *testing.T) {
 	if got, want := ce.RebuildCommand(), `substate rebuild --out '/var/lib/substate data/view.db' --force`; got != want {
 		t.Fatalf("RebuildCommand = %s, want %s", got, want)
 	}
+}
+
+// freelistPage returns the page of the closed bbolt file at path that
+// holds the freelist.
+func freelistPage(t *testing.T, path string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var page uint64
+	_ = db.View(func(tx *bolt.Tx) error {
+		for id := 2; page == 0; id++ {
+			p, err := tx.Page(id)
+			if err != nil || p == nil {
+				t.Fatalf("no freelist page: %v", err)
+			}
+			if p.Type == "freelist" {
+				page = uint64(id)
+			}
+		}
+		return nil
+	})
+	return page
 }
