@@ -1,6 +1,7 @@
 package substate
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -35,7 +36,21 @@ type EngineEvent struct {
 	NextRetryAt time.Time `json:"nextRetryAt,omitzero"`
 	StartedAt   time.Time `json:"startedAt"` // when the execution started
 	Time        time.Time `json:"time"`      // when this happened
+
+	// Stopped marks the failed event of an execution ended by Engine.Stop
+	// (an operator), which maps to the verb cancelled.
+	Stopped bool `json:"stopped,omitempty"`
+	// Output is the execution's output, on the succeeded event only, when
+	// it is at most MaxEngineOutput bytes of compact JSON; OutputSize is its
+	// size either way, so an output left out is told from none.
+	Output     json.RawMessage `json:"output,omitempty"`
+	OutputSize int             `json:"outputSize,omitempty"`
 }
+
+// MaxEngineOutput is the largest execution output an engine event carries
+// (as Step Functions bounds its payloads at 256 KiB). A larger output stays
+// in the engine's execution record only.
+const MaxEngineOutput = 256 << 10
 
 // EngineEventID returns the id of the seq-th event of an execution.
 func EngineEventID(execution string, seq uint64) string {

@@ -35,6 +35,10 @@ type EventData struct {
 	ErrorMessage  string `json:"errorMessage"`
 	ErrorType     string `json:"errorType"`
 	ProviderState string `json:"providerState"`
+	// Step is the workflow state the execution is in (engine: the state
+	// name; Step Functions: the newest entered state in a polled history),
+	// absent when the provider's event does not say.
+	Step string `json:"step,omitempty"`
 
 	OccurredAt         time.Time `json:"occurredAt"`
 	ExecutionStartedAt time.Time `json:"executionStartedAt"`

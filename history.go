@@ -37,13 +37,14 @@ type ViewState struct {
 	ExecutionID  string   `json:"executionId"`
 	RetryCount   int      `json:"retryCount"`
 	ErrorMessage string   `json:"errorMessage"`
+	Step         string   `json:"step"`
 }
 
 // StateOf returns the rule-decided part of a view.
 func StateOf(v TenantView) ViewState {
 	return ViewState{
 		SubState: v.WorkflowSubState, Verb: v.WorkflowVerb, ExecutionID: v.WorkflowExecutionID,
-		RetryCount: v.WorkflowRetryCount, ErrorMessage: v.WorkflowErrorMessage,
+		RetryCount: v.WorkflowRetryCount, ErrorMessage: v.WorkflowErrorMessage, Step: v.WorkflowStep,
 	}
 }
 

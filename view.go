@@ -15,6 +15,7 @@ type TenantView struct {
 	WorkflowExecutionID  string    `json:"workflowExecutionId"`
 	WorkflowRetryCount   int       `json:"workflowRetryCount"`
 	WorkflowErrorMessage string    `json:"workflowErrorMessage"`
+	WorkflowStep         string    `json:"workflowStep"`
 	Provider             Provider  `json:"provider"`
 	ProviderState        string    `json:"providerState"`
 	UpdatedAt            time.Time `json:"updatedAt"`

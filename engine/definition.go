@@ -9,6 +9,8 @@ type Definition struct {
 	Version string // the definition's version string
 	StartAt string // the first state
 	Source  []byte // the text it was parsed from
+	// Timeout bounds a whole execution (the top-level timeout); 0: none.
+	Timeout time.Duration
 
 	states map[string]*state
 	order  []string // state names in source order

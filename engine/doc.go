@@ -11,8 +11,11 @@
 // "file:line:col: state "x": message": unknown fields, missing or mistyped
 // fields, invalid JSONPath, references to missing states, a startAt that
 // does not exist, no Success or Fail state reachable from startAt, a
-// terminal state with next, and cycles that pass through no Choice state
-// (such a cycle could never be left; loops through a Choice are allowed).
+// terminal state with next, and loops that can never be left. A loop (a
+// strongly connected group of states) can be left when one of its states
+// has a transition out of it: a Task's next or a catch entry, a Choice rule
+// or default; so a Task whose catch leads round a Wait back to it while its
+// next leads out is a valid polling loop.
 // A Task needs resource ("service.operation", split at the last dot) and
 // next: a workflow ends only in a Success or Fail state. A Wait needs next
 // and exactly one of seconds (fractions allowed) and timestamp (RFC 3339).
@@ -61,6 +64,14 @@
 // are exhausted (or none apply), the first catch entry whose errorType
 // matches ("*" matches any) moves to its next with the failed state's input
 // plus "error": {"errorType":…,"message":…}; with no match the execution fails.
+//
+// # Workflow timeout
+//
+// A top-level timeout (Definition.Timeout) bounds a whole execution from
+// its start. When it passes, the execution fails with TimeoutError in the
+// state it is in: an attempt in flight is abandoned, a wait or backoff cut
+// short, and no retry or catch applies (they handle a task's own errors).
+// The deadline is stored in the record, so a restart keeps it.
 //
 // # Durability and events
 //

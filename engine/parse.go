@@ -123,8 +123,10 @@ func (p *parser) workflow(d *Definition, root *yaml.Node) {
 			d.StartAt, _ = p.str(f)
 		case "states":
 			p.states(d, f.val)
+		case "timeout":
+			d.Timeout, _ = p.seconds(f, false)
 		default:
-			p.errorf(f.keyNode, "", "unknown field %q (fields: name, version, startAt, states)", f.key)
+			p.errorf(f.keyNode, "", "unknown field %q (fields: name, version, startAt, states, timeout)", f.key)
 		}
 	}
 	if p.deref(root).Kind != yaml.MappingNode {

@@ -23,6 +23,7 @@ type providerUnderTest struct {
 	provider   engine.Provider
 	definition string
 	unknownID  func(workflow string) string
+	step       string // the step Describe tells while it runs; "" when it cannot tell
 }
 
 // TestProviderContract runs the same checks against both providers: the
@@ -71,6 +72,9 @@ func testProviderContract(t *testing.T, p providerUnderTest) {
 			t.Fatalf("described = tenant %s, execution %s, provider %s, %s; want t-1, %s, %s, not terminal",
 				ev.TenantID, ev.ExecutionID, ev.Provider, ev.SubState, x.ID, p.provider.Name())
 		}
+		if ev.Step != p.step {
+			t.Errorf("described step %q, want %q", ev.Step, p.step)
+		}
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		_, err := p.provider.Describe(ctx, p.unknownID(ref))
@@ -86,8 +90,8 @@ func testProviderContract(t *testing.T, p providerUnderTest) {
 				break
 			}
 		}
-		if ev.SubState != substate.StateFailed || ev.ErrorMessage == "" {
-			t.Fatalf("after Stop: %s, error %q; want failed with the cause", ev.SubState, ev.ErrorMessage)
+		if ev.SubState != substate.StateFailed || ev.Verb != substate.VerbCancelled || ev.ErrorMessage == "" {
+			t.Fatalf("after Stop: %s/%s, error %q; want failed/cancelled with the cause", ev.SubState, ev.Verb, ev.ErrorMessage)
 		}
 	})
 	t.Run("DeleteWorkflow", func(t *testing.T) {
@@ -135,6 +139,7 @@ func openEngine(t *testing.T) providerUnderTest {
 		provider:   e,
 		definition: "name: orders\nversion: \"1\"\nstartAt: hold\nstates:\n  hold:\n    type: Wait\n    seconds: 3600\n    next: done\n  done:\n    type: Success\n",
 		unknownID:  func(string) string { return "nope" },
+		step:       "hold",
 	}
 }
 

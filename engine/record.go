@@ -33,6 +33,9 @@ type record struct {
 	Attempt  int             `json:"attempt,omitempty"`
 	Retries  int             `json:"retries,omitempty"` // retries in the whole execution so far
 	Deadline time.Time       `json:"deadline,omitzero"`
+	// TimeoutAt is when the workflow's timeout ends the execution (zero:
+	// no timeout). It is absolute, so a restart resumes with the time left.
+	TimeoutAt time.Time `json:"timeoutAt,omitzero"`
 
 	// Seq is the last emission sequence number assigned. Pending holds the
 	// events assigned but not yet acknowledged by the publisher: they are
@@ -41,7 +44,8 @@ type record struct {
 	Pending []substate.EngineEvent `json:"pending,omitempty"`
 	Last    substate.EngineEvent   `json:"last"`
 
-	Status  string          `json:"status"` // running, succeeded or failed
+	Status  string          `json:"status"`            // running, succeeded or failed
+	Stopped bool            `json:"stopped,omitempty"` // ended by Stop
 	Output  json.RawMessage `json:"output,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Cause   string          `json:"cause,omitempty"`

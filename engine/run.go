@@ -41,7 +41,10 @@ func (e *Engine) launch(rec *record, def *Definition) {
 // run publishes what is pending, then takes one step after another,
 // persisting each new record before acting on it, until the execution
 // finishes or ctx ends.
+// A step runs under the workflow's timeout; publishing does not.
 func (e *Engine) run(ctx context.Context, r *runner) {
+	stepCtx, release := e.timeoutContext(ctx, r.rec.TimeoutAt)
+	defer release()
 	for {
 		if err := e.flush(ctx, r.rec); err != nil {
 			return
@@ -49,7 +52,7 @@ func (e *Engine) run(ctx context.Context, r *runner) {
 		if r.rec.Phase == phaseDone {
 			return
 		}
-		next, err := e.step(ctx, r.def, r.rec.clone())
+		next, err := e.stepOrTimeout(ctx, stepCtx, r)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.Logger.Error("execution step failed", "execution", r.rec.ID, "state", r.rec.State, "err", err)
@@ -155,12 +158,25 @@ func (e *Engine) finish(rec *record, status string, te *TaskError) *record {
 		rec.Error, rec.Cause = te.Type, te.Message
 	}
 	rec.emit(now, status, func(ev *substate.EngineEvent) {
-		ev.Attempt, ev.RetryCount = rec.Attempt, rec.Retries
+		ev.Attempt, ev.RetryCount, ev.Stopped = rec.Attempt, rec.Retries, rec.Stopped
 		if te != nil {
 			ev.ErrorType, ev.Error = te.Type, te.Message
 		}
+		if status == substate.EngineSucceeded {
+			ev.Output, ev.OutputSize = boundedOutput(rec.Output)
+		}
 	})
 	return rec
+}
+
+// boundedOutput is the output a succeeded event carries: the execution's
+// output when it is at most substate.MaxEngineOutput bytes, else none;
+// and its size.
+func boundedOutput(out json.RawMessage) (json.RawMessage, int) {
+	if len(out) > substate.MaxEngineOutput {
+		return nil, len(out)
+	}
+	return out, len(out)
 }
 
 // emitAttempt emits an event about the current task attempt.

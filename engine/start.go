@@ -73,6 +73,9 @@ func (e *Engine) newRecord(req StartRequest) (*record, *Definition, error) {
 		Definition: key, StartedAt: e.Clock.Now(), Phase: phaseEnter, State: def.StartAt,
 		Step: 1, Data: input, Status: substate.EngineRunning,
 	}
+	if def.Timeout > 0 {
+		rec.TimeoutAt = rec.StartedAt.Add(def.Timeout)
+	}
 	return rec, def, nil
 }
 
@@ -115,7 +118,8 @@ func normalizeInput(in json.RawMessage) (json.RawMessage, error) {
 }
 
 // Stop ends an unfinished execution as failed with errorType (Stopped when
-// empty) and cause, and publishes the failed event before returning.
+// empty) and cause, and publishes the failed event, marked stopped (the
+// verb cancelled), before returning.
 func (e *Engine) Stop(ctx context.Context, executionID, errorType, cause string) error {
 	e.mu.Lock()
 	r := e.runners[executionID]
@@ -134,6 +138,7 @@ func (e *Engine) Stop(ctx context.Context, executionID, errorType, cause string)
 	if errorType == "" {
 		errorType = ErrStopped
 	}
+	rec.Stopped = true
 	rec = e.finish(rec, substate.EngineFailed, &TaskError{Type: errorType, Message: cause})
 	if err := e.db.putExecution(rec); err != nil {
 		return fmt.Errorf("store stopped execution: %w", err)

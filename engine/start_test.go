@@ -92,7 +92,7 @@ func TestDescribeAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := h.final(t, "d1")
-	if final.Status != substate.EngineFailed || final.ErrorType != "Cancelled" || final.Error != "operator asked" || final.Seq != 2 {
+	if final.Status != substate.EngineFailed || final.ErrorType != "Cancelled" || final.Error != "operator asked" || final.Seq != 2 || !final.Stopped {
 		t.Errorf("stopped event %+v", final)
 	}
 	h.clock.Advance(time.Hour) // the stopped runner must not wake up

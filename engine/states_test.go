@@ -56,6 +56,9 @@ func TestWait(t *testing.T) {
 	if out := h.output(t, "w1"); out["keep"] != "me" {
 		t.Errorf("output %v, want the input passed through", out)
 	}
+	if got, want := string(ev.Output), `{"keep":"me"}`; got != want || ev.OutputSize != len(want) {
+		t.Errorf("succeeded event output %s (size %d), want %s", got, ev.OutputSize, want)
+	}
 }
 
 const failWorkflow = `
@@ -128,5 +131,53 @@ func TestPollingLoop(t *testing.T) {
 		if got := <-keys; got != want {
 			t.Errorf("key %q, want %q", got, want)
 		}
+	}
+}
+
+// catchLoopWorkflow polls a task until it succeeds: its catch leads to a
+// Wait that loops back to it, its next leads out.
+const catchLoopWorkflow = `
+name: catch_loop
+version: "1"
+startAt: poll
+states:
+  poll:
+    type: Task
+    resource: svc.ready
+    next: done
+    catch:
+      - errorType: NotReady
+        next: pause
+  pause:
+    type: Wait
+    seconds: 30
+    next: poll
+  done:
+    type: Success
+`
+
+// TestCatchLoop runs the polling loop through catch: two NotReady replies,
+// each caught and waited out, then a success that leaves the loop.
+func TestCatchLoop(t *testing.T) {
+	h := newHarness(t)
+	var calls atomic.Int32
+	natstest.Service(t, h.nc, "svc", "ready", func(req micro.Request) {
+		if calls.Add(1) < 3 {
+			_ = req.Error("NotReady", "still provisioning", nil)
+			return
+		}
+		_ = req.RespondJSON(map[string]any{"ready": true})
+	})
+	h.start(t, catchLoopWorkflow, "c1", `{}`)
+	for range 2 {
+		h.sleepers(t, 1)
+		h.clock.Advance(30 * time.Second)
+	}
+	if ev := h.final(t, "c1"); ev.Status != substate.EngineSucceeded {
+		t.Fatalf("final %+v", ev)
+	}
+	want := "poll:running poll:error pause:waiting poll:running poll:error pause:waiting poll:running done:succeeded"
+	if got := statuses(h.rec.Events(), "c1"); got != want {
+		t.Errorf("events\n%s\nwant\n%s", got, want)
 	}
 }

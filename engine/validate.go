@@ -8,8 +8,8 @@ import (
 )
 
 // validate checks the rules that span states: startAt and every reference
-// name an existing state, a terminal state is reachable, and every cycle
-// passes through a Choice state.
+// name an existing state, a terminal state is reachable, and every loop has
+// a way out.
 func (p *parser) validate(d *Definition, root *yaml.Node) {
 	if d.StartAt != "" && d.states[d.StartAt] == nil {
 		p.errorf(p.valueNode(root, "startAt"), "", "startAt names state %q, which does not exist", d.StartAt)
@@ -24,10 +24,10 @@ func (p *parser) validate(d *Definition, root *yaml.Node) {
 	if d.states[d.StartAt] != nil && !terminalReachable(d) {
 		p.errorf(p.valueNode(root, "startAt"), "", "no Success or Fail state is reachable from %q", d.StartAt)
 	}
-	for _, cycle := range choicelessCycles(d) {
-		st := d.states[cycle[0]]
-		p.errorf(&yaml.Node{Line: st.pos.line, Column: st.pos.col}, cycle[0],
-			"states %s form a cycle with no Choice state, which could never be left", quoteJoin(cycle))
+	for _, loop := range closedLoops(d) {
+		st := d.states[loop[0]]
+		p.errorf(&yaml.Node{Line: st.pos.line, Column: st.pos.col}, loop[0],
+			"states %s form a loop that can never be left: no next, catch, choice or default of theirs leads out of it", quoteJoin(loop))
 	}
 }
 
@@ -62,12 +62,19 @@ func terminalReachable(d *Definition) bool {
 	return false
 }
 
-// choicelessCycles returns the strongly connected groups of non-Choice
-// states that form a cycle, each in source order.
-func choicelessCycles(d *Definition) [][]string {
+// closedLoops returns the loops that can never be left, each as its states
+// in source order. A loop is a strongly connected group of states (two or
+// more, or one that moves to itself); it can be left when one of its
+// states has a transition — next, a catch entry, a choice rule or default —
+// to a state outside it. Every transition counts, since each can be taken:
+// a Task's next when it succeeds, its catch entries when it fails, any
+// choice rule. A loop with no way out is the only way a state can have no
+// path to a Success or Fail state, so rejecting these ensures every state
+// can still end the execution.
+func closedLoops(d *Definition) [][]string {
 	t := tarjan{d: d, index: map[string]int{}, low: map[string]int{}, on: map[string]bool{}}
 	for _, name := range d.order {
-		if _, done := t.index[name]; !done && d.states[name].typ != typeChoice {
+		if _, done := t.index[name]; !done {
 			t.visit(name)
 		}
 	}
@@ -75,28 +82,50 @@ func choicelessCycles(d *Definition) [][]string {
 	for i, name := range d.order {
 		rank[name] = i
 	}
-	for _, c := range t.cycles {
-		sortByRank(c, rank)
+	var closed [][]string
+	for _, c := range t.loops {
+		if !leavable(d, c) {
+			sortByRank(c, rank)
+			closed = append(closed, c)
+		}
 	}
-	sortCycles(t.cycles, rank)
-	return t.cycles
+	sortLoops(closed, rank)
+	return closed
 }
 
-// tarjan finds strongly connected components among non-Choice states.
+// leavable reports whether a transition of one of the loop's states leads
+// out of it. A reference to a missing state counts as a way out: it is
+// reported on its own.
+func leavable(d *Definition, loop []string) bool {
+	in := make(map[string]bool, len(loop))
+	for _, name := range loop {
+		in[name] = true
+	}
+	for _, name := range loop {
+		for _, r := range d.states[name].successors() {
+			if !in[r.name] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tarjan finds the strongly connected groups of states that form loops.
 type tarjan struct {
-	d      *Definition
-	next   int
-	index  map[string]int
-	low    map[string]int
-	on     map[string]bool
-	stack  []string
-	cycles [][]string
+	d     *Definition
+	next  int
+	index map[string]int
+	low   map[string]int
+	on    map[string]bool
+	stack []string
+	loops [][]string
 }
 
 func (t *tarjan) edges(name string) []string {
 	var out []string
 	for _, r := range t.d.states[name].successors() {
-		if st := t.d.states[r.name]; st != nil && st.typ != typeChoice {
+		if t.d.states[r.name] != nil {
 			out = append(out, r.name)
 		}
 	}
@@ -132,7 +161,7 @@ func (t *tarjan) visit(v string) {
 		}
 	}
 	if len(comp) > 1 || selfLoop {
-		t.cycles = append(t.cycles, comp)
+		t.loops = append(t.loops, comp)
 	}
 }
 
@@ -140,7 +169,7 @@ func sortByRank(names []string, rank map[string]int) {
 	sort.Slice(names, func(i, j int) bool { return rank[names[i]] < rank[names[j]] })
 }
 
-func sortCycles(cs [][]string, rank map[string]int) {
+func sortLoops(cs [][]string, rank map[string]int) {
 	sort.Slice(cs, func(i, j int) bool { return rank[cs[i][0]] < rank[cs[j][0]] })
 }
 

@@ -124,11 +124,17 @@ func TestValidate(t *testing.T) {
 		{"CatchMissingNext", strings.Replace(base, "next: b", "next: b\n    catch:\n      - errorType: \"*\"", 1), `wf.yaml:10:9: state "a": catch entry has no next`},
 		{"CatchNextMissing", strings.Replace(base, "next: b", "next: b\n    catch:\n      - errorType: \"*\"\n        next: nope", 1),
 			`wf.yaml:11:15: state "a": next state "nope" does not exist`},
-		{"CycleWithoutChoice", strings.Replace(base, "next: b", "next: c", 1) + "  c:\n    type: Wait\n    seconds: 1\n    next: a\n",
-			`wf.yaml:5:3: state "a": states "a", "c" form a cycle with no Choice state, which could never be left`},
-		{"SelfLoop", base + "  s:\n    type: Wait\n    seconds: 1\n    next: s\n", `wf.yaml:11:3: state "s": states "s" form a cycle with no Choice state`},
-		{"CycleThroughCatch", strings.Replace(base, "next: b", "next: b\n    catch:\n      - errorType: \"*\"\n        next: h", 1) + "  h:\n    type: Task\n    resource: svc.fix\n    next: a\n",
-			`wf.yaml:5:3: state "a": states "a", "h" form a cycle with no Choice state`},
+		{"LoopWithoutExit", strings.Replace(base, "next: b", "next: c", 1) + "  c:\n    type: Wait\n    seconds: 1\n    next: a\n",
+			`wf.yaml:5:3: state "a": states "a", "c" form a loop that can never be left: no next, catch, choice or default of theirs leads out of it`},
+		{"SelfLoop", base + "  s:\n    type: Wait\n    seconds: 1\n    next: s\n", `wf.yaml:11:3: state "s": states "s" form a loop that can never be left`},
+		// A Task whose next and catch both stay in the loop: success and
+		// failure alike go round again.
+		{"LoopNextAndCatchInside", base + "  p:\n    type: Task\n    resource: svc.poll\n    next: w\n    catch:\n      - errorType: \"*\"\n        next: w\n  w:\n    type: Wait\n    seconds: 1\n    next: p\n",
+			`wf.yaml:11:3: state "p": states "p", "w" form a loop that can never be left`},
+		// A Choice on the loop is no way out when every rule and the
+		// default lead back into it.
+		{"LoopChoiceAllInside", base + "  p:\n    type: Task\n    resource: svc.poll\n    next: c\n  c:\n    type: Choice\n    choices:\n      - condition: {variable: $.x, isNull: true}\n        next: p\n    default: p\n",
+			`wf.yaml:11:3: state "p": states "p", "c" form a loop that can never be left`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("wf.yaml", []byte(tc.src))
@@ -143,8 +149,12 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestValidateLoopThroughChoice(t *testing.T) {
-	src := base + `  poll:
+// TestValidateLoops checks loops that can be left: through a Choice, and
+// through a Task whose catch leads round a Wait back to it while its next
+// leads out (polling until the task succeeds).
+func TestValidateLoops(t *testing.T) {
+	for _, tc := range []struct{ name, src string }{
+		{"ThroughChoice", base + `  poll:
     type: Task
     resource: svc.status
     next: ready
@@ -158,10 +168,16 @@ func TestValidateLoopThroughChoice(t *testing.T) {
     type: Wait
     seconds: 5
     next: poll
-`
-	src = strings.Replace(src, "startAt: a", "startAt: poll", 1)
-	if _, err := Parse("wf.yaml", []byte(src)); err != nil {
-		t.Fatalf("a loop through a Choice state must be valid: %v", err)
+`},
+		{"CatchToWait", catchLoopWorkflow},
+		{"CatchToTask", strings.Replace(base, "next: b", "next: b\n    catch:\n      - errorType: \"*\"\n        next: h", 1) + "  h:\n    type: Task\n    resource: svc.fix\n    next: a\n"},
+		{"LeftOnlyByFailure", strings.Replace(base, "next: b", "next: a\n    catch:\n      - errorType: \"*\"\n        next: b", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse("wf.yaml", []byte(tc.src)); err != nil {
+				t.Fatalf("a loop that can be left must be valid: %v", err)
+			}
+		})
 	}
 }
 

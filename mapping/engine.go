@@ -28,11 +28,16 @@ func (m *Mapper) MapEngineEvent(ev substate.EngineEvent) (substate.EventData, er
 		RetryCountKnown:    true,
 		ErrorMessage:       ev.Error,
 		ErrorType:          ev.ErrorType,
+		Step:               ev.State,
 		OccurredAt:         ev.Time,
 		ExecutionStartedAt: ev.StartedAt,
 		Revision:           substate.Revision(min(ev.Seq, 1<<53-1)),
 	}
-	apply(&out, m.resolve(substate.ProviderEngine, ev.Status, CondNone))
+	cond := CondNone
+	if ev.Status == substate.EngineFailed && ev.Stopped {
+		cond = CondEngineStopped
+	}
+	apply(&out, m.resolve(substate.ProviderEngine, ev.Status, cond))
 	src := tenantSource{execution: ev.ExecutionID, name: ev.ExecutionID, engineTenant: ev.TenantID}
 	tenant, err := m.tenants.resolve(&src)
 	if err != nil {

@@ -13,8 +13,9 @@ import (
 // Version is the version of the mapping. It is part of every canonical event
 // id, so re-normalizing the raw stream with a changed mapping publishes new
 // events instead of being deduplicated against the old ones. Bump it whenever
-// the mapping of an existing payload changes.
-const Version = 1
+// the mapping of an existing payload changes. Version 2 adds the step to
+// engine events and Step Functions polls.
+const Version = 2
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.

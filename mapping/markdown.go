@@ -112,7 +112,14 @@ off even when its status says running (Restate itself reports such a row as
 ` + "`backing-off`" + `; a webhook may not). The revision is ` + "`modified_at`" + ` in Unix milliseconds.
 
 **Engine** (` + "`engine.status`" + `): the engine's status names are the sub-state names;
-the retry count is always known and the revision is the event's ` + "`seq`" + `.
+the retry count is always known and the revision is the event's ` + "`seq`" + `. The step is
+the event's ` + "`state`" + `. A stopped execution's failed event is marked ` + "`stopped`" + `.
+
+**Step** (` + "`step`" + ` in the canonical event, ` + "`workflowStep`" + ` in the view): the workflow state
+the execution is in. The engine says it in every event. Step Functions says it only in a
+poll with history: the ` + "`stateEnteredEventDetails.name`" + ` of the newest ` + "`*StateEntered`" + ` event
+read (EventBridge status events do not carry it). Restate has none. An event without a
+step leaves the one the view has.
 
 ## Tenant resolution
 

@@ -57,6 +57,7 @@ func (m *Mapper) MapPoll(body []byte) (substate.EventData, error) {
 		ExecutionStartedAt: x.StartDate.Time,
 		RetryCount:         h.RetryCount,
 		RetryCountKnown:    h.Events > 0,
+		Step:               pollStep(body),
 	}
 	apply(&out, m.resolve(substate.ProviderStepFunctions, x.Status, cond))
 	pollError(&out, x, &h)

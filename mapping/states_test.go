@@ -140,6 +140,7 @@ func TestProviderStates(t *testing.T) {
 		{"engine/error", substate.RawEngine, engineStatus("error"), substate.StateError, substate.VerbFailing, substate.StatusRunning, false},
 		{"engine/succeeded", substate.RawEngine, engineStatus("succeeded"), substate.StateSucceeded, substate.VerbCompleted, substate.StatusCompleted, false},
 		{"engine/failed", substate.RawEngine, engineStatus("failed"), substate.StateFailed, substate.VerbFailed, substate.StatusFailed, false},
+		{"engine/failed/stopped", substate.RawEngine, engineStopped, substate.StateFailed, substate.VerbCancelled, substate.StatusFailed, false},
 		{"engine/unknown", substate.RawEngine, engineStatus("teleporting"), substate.StateRunning, substate.VerbExecuting, substate.StatusRunning, true},
 	}
 	covered := map[string]bool{}
@@ -202,6 +203,15 @@ func restateStatus(status string, set map[string]any) func(testing.TB) []byte {
 // retryAt sets next_retry_at; restateRow's modified_at is 10:00:47.905Z.
 func retryAt(at string) map[string]any {
 	return map[string]any{"next_retry_at": at, "retry_count": 2, "last_failure": "[500] boom"}
+}
+
+// engineStopped is the failed event of an execution Engine.Stop ended.
+func engineStopped(tb testing.TB) []byte {
+	tb.Helper()
+	return mustJSON(tb, substate.EngineEvent{
+		ID: "acme-1/3", TenantID: "acme", ExecutionID: "acme-1", Workflow: "provision", Seq: 3,
+		Status: substate.EngineFailed, State: "CreateDatabase", ErrorType: "Stopped", Error: "operator", Stopped: true,
+	})
 }
 
 func engineStatus(status string) func(testing.TB) []byte {

@@ -25,6 +25,8 @@ const (
 	// CondRetryScheduled: next_retry_at is set and later than the row's
 	// modified_at, so a retry is scheduled and not started yet.
 	CondRetryScheduled Condition = "`next_retry_at` later than `modified_at`"
+	// CondEngineStopped: the engine event is marked stopped (Engine.Stop).
+	CondEngineStopped Condition = "`stopped: true`"
 )
 
 // Row is one line of a provider's mapping table: a native state (under a
@@ -88,7 +90,8 @@ var table = []Row{
 	row(eng, substate.EngineBackingOff, CondNone, substate.StateBackingOff, "between two attempts of a task"),
 	row(eng, substate.EngineError, CondNone, substate.StateError, "an attempt failed; a retry or catch may follow"),
 	row(eng, substate.EngineSucceeded, CondNone, substate.StateSucceeded, "reached a Success state"),
-	row(eng, substate.EngineFailed, CondNone, substate.StateFailed, "reached a Fail state or an uncaught error"),
+	row(eng, substate.EngineFailed, CondNone, substate.StateFailed, "reached a Fail state, an uncaught error or the workflow's timeout"),
+	cancelled(row(eng, substate.EngineFailed, CondEngineStopped, substate.StateFailed, "stopped by an operator")),
 }
 
 // Table returns a copy of the mapping table, in documentation order.

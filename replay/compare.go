@@ -37,6 +37,7 @@ var viewFields = []struct {
 	{"workflowExecutionId", func(v *substate.TenantView) string { return v.WorkflowExecutionID }},
 	{"workflowRetryCount", func(v *substate.TenantView) string { return strconv.Itoa(v.WorkflowRetryCount) }},
 	{"workflowErrorMessage", func(v *substate.TenantView) string { return v.WorkflowErrorMessage }},
+	{"workflowStep", func(v *substate.TenantView) string { return v.WorkflowStep }},
 	{"provider", func(v *substate.TenantView) string { return string(v.Provider) }},
 	{"providerState", func(v *substate.TenantView) string { return v.ProviderState }},
 	{"lastEventAt", func(v *substate.TenantView) string { return formatTime(v.LastEventAt) }},

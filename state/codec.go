@@ -19,20 +19,29 @@ var errCorrupt = errors.New("corrupt record")
 const (
 	flagOwnExecution = 1 << 0 // the followed execution differs from the view's
 	flagMapping      = 1 << 1 // a mapping version follows the revision
+	flagStep         = 1 << 2 // the step follows, last (records written before it have none)
 )
+
+// knownFlags are the flags decodeRecord accepts.
+const knownFlags = flagOwnExecution | flagMapping | flagStep
 
 // encodeRecord returns the stored form of r. The tenant id is the key and is
 // not repeated. Layout (version 1): version, flags, sub-state code, then
-// length-prefixed strings and varints in the order written below.
+// length-prefixed strings and varints in the order written below. Optional
+// fields are announced by a flag and appended, so a record written before
+// a field existed still decodes (without it).
 func encodeRecord(r *Record) []byte {
 	v := &r.View
-	b := make([]byte, 0, 64+len(v.WorkflowExecutionID)+len(v.WorkflowErrorMessage)+len(v.ProviderState))
+	b := make([]byte, 0, 64+len(v.WorkflowExecutionID)+len(v.WorkflowErrorMessage)+len(v.ProviderState)+len(v.WorkflowStep))
 	var flags byte
 	if r.ExecutionID != v.WorkflowExecutionID {
 		flags |= flagOwnExecution
 	}
 	if r.Mapping > 0 {
 		flags |= flagMapping
+	}
+	if v.WorkflowStep != "" {
+		flags |= flagStep
 	}
 	b = append(b, recordVersion, flags, subStateCode(v.WorkflowSubState))
 	b = appendString(b, string(v.WorkflowVerb))
@@ -51,6 +60,9 @@ func encodeRecord(r *Record) []byte {
 	b = binary.AppendUvarint(b, uint64(r.Revision))
 	if flags&flagMapping != 0 {
 		b = binary.AppendUvarint(b, uint64(r.Mapping))
+	}
+	if flags&flagStep != 0 {
+		b = appendString(b, v.WorkflowStep)
 	}
 	return b
 }
@@ -85,10 +97,15 @@ func decodeRecord(id string, b []byte) (Record, error) {
 	if flags&flagMapping != 0 {
 		r.Mapping = d.int()
 	}
+	if flags&flagStep != 0 {
+		v.WorkflowStep = d.string()
+	}
 	switch {
-	case d.err || len(d.b) != 0 || flags&^(flagOwnExecution|flagMapping) != 0 || v.WorkflowSubState == "":
+	case d.err || len(d.b) != 0 || flags&^knownFlags != 0 || v.WorkflowSubState == "":
 		return Record{}, errCorrupt
 	case flags&flagMapping != 0 && r.Mapping == 0:
+		return Record{}, errCorrupt
+	case flags&flagStep != 0 && v.WorkflowStep == "":
 		return Record{}, errCorrupt
 	case flags&flagOwnExecution != 0 && r.ExecutionID == v.WorkflowExecutionID:
 		return Record{}, errCorrupt // not canonical: encodeRecord writes no flag then

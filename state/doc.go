@@ -29,10 +29,15 @@
 //     Waiting shows the event's own message, if any. Error, backing-off and
 //     failed take the event's message and keep the previous one when the
 //     event has none, which is how failed preserves it.
-//   - Terminal. Succeeded clears the view's execution id, retry count and
-//     error; failed keeps them. A newer execution starts from an empty view.
+//   - Terminal. Succeeded clears the view's execution id, retry count,
+//     error and step; failed keeps them. A newer execution starts from an
+//     empty view.
+//   - Step. An event that names a step sets it (cut to MaxStep bytes); one
+//     that names none keeps the view's.
 //   - Dirty check. A record is written when the sub-state, its verb form,
-//     the retry count, the error message or the execution changes. The
+//     the retry count, the error message, the step or the execution
+//     changes. The step counts so that a person watching sees the workflow
+//     move from state to state. The
 //     verb counts because consumers may treat it as the state (failed and
 //     cancelled are both the failed sub-state). The execution is the
 //     followed one: a newer execution first seen already succeeded leaves

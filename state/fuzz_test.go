@@ -16,8 +16,9 @@ func sampleRecords() []state.Record {
 	var rec state.Record
 	for _, e := range []substate.EventData{
 		ev("t", "a", running, 1),
-		ev("t", "a", backingOff, 2, retries(3), failure("card declined: état inconnu")),
-		ev("t", "a", succeeded, 3),
+		ev("t", "a", running, 2, step("Charge card")),
+		ev("t", "a", backingOff, 3, retries(3), failure("card declined: état inconnu")),
+		ev("t", "a", succeeded, 4),
 		ev("t", "b", failed, 1, started(t0.Add(time.Hour)), failure("x"), verb(substate.VerbCancelled)),
 	} {
 		rec, _ = state.ApplyEvent(rec, e, t0)
@@ -52,9 +53,9 @@ func FuzzDecodeRecord(f *testing.F) {
 // FuzzRecordRoundTrip builds records from arbitrary field values: every
 // record the rules can produce must decode to itself.
 func FuzzRecordRoundTrip(f *testing.F) {
-	f.Add("a", "b", "boom", "RUNNING", 3, int64(1700000000), int64(5), uint64(7), uint8(2), uint16(2))
-	f.Add("", "", "", "", 0, int64(0), int64(0), uint64(0), uint8(0), uint16(0))
-	f.Fuzz(func(t *testing.T, exec, own, msg, native string, retry int, sec, nsec int64, rev uint64, s uint8, mapping uint16) {
+	f.Add("a", "b", "boom", "RUNNING", "Charge", 3, int64(1700000000), int64(5), uint64(7), uint8(2), uint16(2))
+	f.Add("", "", "", "", "", 0, int64(0), int64(0), uint64(0), uint8(0), uint16(0))
+	f.Fuzz(func(t *testing.T, exec, own, msg, native, step string, retry int, sec, nsec int64, rev uint64, s uint8, mapping uint16) {
 		const lo, hi = -62167219200, 253402300799 // years 0 and 9999, what JSON holds
 		sec = lo + int64(uint64(sec)%uint64(hi-lo+1))
 		at := time.Unix(sec, int64(uint64(nsec)%1e9)).UTC()
@@ -70,6 +71,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			WorkflowExecutionID:  exec,
 			WorkflowRetryCount:   max(retry, 0) % (1 << 31),
 			WorkflowErrorMessage: msg,
+			WorkflowStep:         step,
 			Provider:             substate.ProviderRestate,
 			ProviderState:        native,
 			UpdatedAt:            at,

@@ -93,6 +93,7 @@ func started(t time.Time) evOpt          { return func(e *substate.EventData) { 
 func native(state string) evOpt          { return func(e *substate.EventData) { e.ProviderState = state } }
 func verb(v substate.Verb) evOpt         { return func(e *substate.EventData) { e.Verb = v } }
 func provider(p substate.Provider) evOpt { return func(e *substate.EventData) { e.Provider = p } }
+func step(name string) evOpt             { return func(e *substate.EventData) { e.Step = name } }
 
 // stream numbers events with consecutive stream sequences, like
 // SUBSTATE_EVENTS does, and applies them to a view.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 )
@@ -36,8 +37,8 @@ const (
 	// Unchanged: the event is newer but the dirty check finds nothing to
 	// write; the record's revision, provider state and last event time move.
 	Unchanged
-	// Changed: the sub-state, verb, retry count, error message or execution
-	// changed; the record must be written.
+	// Changed: the sub-state, verb, retry count, error message, step or
+	// execution changed; the record must be written.
 	Changed
 )
 
@@ -125,10 +126,14 @@ func advance(base Record, ev *substate.EventData) Record {
 	v.WorkflowExecutionID = ev.ExecutionID
 	v.WorkflowRetryCount = retryCount(&prev, ev)
 	v.WorkflowErrorMessage = errorMessage(prev.WorkflowErrorMessage, ev)
+	if ev.Step != "" {
+		v.WorkflowStep = truncate(ev.Step, MaxStep)
+	}
 	v.Provider, v.ProviderState = ev.Provider, ev.ProviderState
 	v.LastEventAt = utc(ev.OccurredAt)
 	if ev.SubState == substate.StateSucceeded {
 		v.WorkflowExecutionID, v.WorkflowRetryCount, v.WorkflowErrorMessage = "", 0, ""
+		v.WorkflowStep = ""
 	}
 	next := Record{View: v, ExecutionID: ev.ExecutionID, StartedAt: base.StartedAt, Revision: ev.Revision, Mapping: ev.MappingVersion}
 	if next.StartedAt.IsZero() {
@@ -169,7 +174,7 @@ func errorMessage(prev string, ev *substate.EventData) string {
 }
 
 // dirty reports whether next differs from old in what the view is written
-// for: sub-state (with its verb form), retry count, error message, or
+// for: sub-state (with its verb form), retry count, error message, step, or
 // execution (the view's, or the followed one that succeeded hides).
 func dirty(old, next *Record) bool {
 	o, n := &old.View, &next.View
@@ -177,8 +182,24 @@ func dirty(old, next *Record) bool {
 		o.WorkflowVerb != n.WorkflowVerb ||
 		o.WorkflowRetryCount != n.WorkflowRetryCount ||
 		o.WorkflowErrorMessage != n.WorkflowErrorMessage ||
+		o.WorkflowStep != n.WorkflowStep ||
 		o.WorkflowExecutionID != n.WorkflowExecutionID ||
 		old.ExecutionID != next.ExecutionID
+}
+
+// MaxStep is the longest step the view keeps, in bytes; a longer state
+// name is cut at a character boundary.
+const MaxStep = 256
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // utc drops the monotonic reading and the location so that times compare

@@ -119,6 +119,8 @@ func effect(tr *substate.Transition) string {
 			return "changed: first event"
 		case tr.NewExecution:
 			return "changed: newer execution"
+		case tr.Old.Step != tr.New.Step && tr.Old.SubState == tr.New.SubState:
+			return "changed: step " + change(tr.Old.Step, tr.New.Step)
 		}
 		return "changed"
 	case substate.OutcomeUnchanged:

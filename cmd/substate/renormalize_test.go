@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
 )
 
 // TestRenormalizeBesideWorker renormalizes what a running worker already
@@ -33,7 +35,7 @@ func TestRenormalizeBesideWorker(t *testing.T) {
 	})
 	for range 2 {
 		code, out, errOut := runCLI(t, "renormalize", "--nats-url", w.Bus.ClientURL())
-		if code != 0 || !strings.Contains(out, "renormalized 2 raw messages (sequences 1 to 2) with mapping version 1: 2 events, 2 already in the events stream, published 0") {
+		if code != 0 || !strings.Contains(out, fmt.Sprintf("renormalized 2 raw messages (sequences 1 to 2) with mapping version %d: 2 events, 2 already in the events stream, published 0", mapping.Version)) {
 			t.Fatalf("renormalize: exit %d\n%s\n%s", code, out, errOut)
 		}
 	}

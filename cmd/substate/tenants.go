@@ -91,10 +91,10 @@ func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
 
 func printTenants(w io.Writer, views []substate.TenantView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TENANT\tSUB-STATE\tVERB\tRETRIES\tPROVIDER\tEXECUTION\tUPDATED\tERROR")
+	fmt.Fprintln(tw, "TENANT\tSUB-STATE\tVERB\tSTEP\tRETRIES\tPROVIDER\tEXECUTION\tUPDATED\tERROR")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.TenantID, dash(string(v.WorkflowSubState)),
-			dash(string(v.WorkflowVerb)), v.WorkflowRetryCount, dash(string(v.Provider)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.TenantID, dash(string(v.WorkflowSubState)),
+			dash(string(v.WorkflowVerb)), dash(clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, dash(string(v.Provider)),
 			dash(shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), dash(shorten(v.WorkflowErrorMessage, 60)))
 	}
 	return tw.Flush()

@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/engine/demo"
 	"github.com/substatehq/substate/engine/stepfunctions"
 )
 
 // WorkflowCmd is "substate workflow".
 type WorkflowCmd struct {
-	Validate WorkflowValidateCmd `cmd:"" help:"Check workflow definitions; print file:line:col: state \"x\": message for each problem."`
-	Start    WorkflowStartCmd    `cmd:"" help:"Start an execution of a workflow for a tenant."`
+	Validate     WorkflowValidateCmd     `cmd:"" help:"Check workflow definitions; print file:line:col: state \"x\": message for each problem."`
+	Start        WorkflowStartCmd        `cmd:"" help:"Start an execution of a workflow for a tenant."`
+	DemoServices WorkflowDemoServicesCmd `cmd:"" name:"demo-services" help:"Serve the task services of engine/demo/order_processing.yaml until interrupted."`
 }
 
 // WorkflowValidateCmd is "substate workflow validate FILE…".
@@ -67,13 +71,17 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	var x engine.Execution
+	var unserved []string
 	if c.Provider == "stepfunctions" {
 		x, err = c.startStepFunctions(ctx, def)
 	} else {
-		x, err = c.startEngine(ctx, def)
+		x, unserved, err = c.startEngine(ctx, def)
 	}
 	if err != nil {
 		return err
+	}
+	if len(unserved) > 0 {
+		fmt.Fprint(m.Stderr, unservedWarning(unserved, c.NATSURL))
 	}
 	if c.JSON {
 		return writeJSON(m.Stdout, x)
@@ -86,18 +94,65 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 	return nil
 }
 
-func (c *WorkflowStartCmd) startEngine(ctx context.Context, def []byte) (engine.Execution, error) {
-	if _, err := engine.Parse(c.File, def); err != nil {
-		return engine.Execution{}, err
+// startEngine starts the execution on the worker's engine and returns the
+// resources no task service announces.
+func (c *WorkflowStartCmd) startEngine(ctx context.Context, def []byte) (engine.Execution, []string, error) {
+	d, err := engine.Parse(c.File, def)
+	if err != nil {
+		return engine.Execution{}, nil, err
 	}
 	nc, _, err := c.Connect()
 	if err != nil {
-		return engine.Execution{}, err
+		return engine.Execution{}, nil, err
 	}
 	defer nc.Close()
-	return engine.RequestStart(ctx, nc, engine.StartCommand{
+	x, err := engine.RequestStart(ctx, nc, engine.StartCommand{
 		Definition: string(def), Name: c.Name, TenantID: c.Tenant, Input: json.RawMessage(c.Input),
 	})
+	if err != nil {
+		return x, nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	unserved, _ := engine.UnservedResources(dctx, nc, d) // a hint: no answer is no warning
+	return x, unserved, nil
+}
+
+// unservedWarning says which task services are missing and how to start them.
+func unservedWarning(unserved []string, natsURL string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "warning: no task service answers for %s\n", strings.Join(unserved, ", "))
+	b.WriteString("  A task is a NATS request to substate.tasks.<service>.<operation>. With nobody there it fails with\n" +
+		"  ServiceUnavailable after 3 retries (about 7 s), and the execution fails unless a catch takes it.\n")
+	fmt.Fprintf(&b, "  Start a task service for each, connected to %s (a nats micro service; see docs/engine.md, Tasks).\n", natsURL)
+	if !slices.ContainsFunc(unserved, func(r string) bool { return !demo.Serves(r) }) {
+		fmt.Fprintf(&b, "  These are the demo's: substate workflow demo-services --nats-url %s serves them all.\n", natsURL)
+	}
+	return b.String()
+}
+
+// WorkflowDemoServicesCmd is "substate workflow demo-services": the task
+// services of the demo's order workflow, for a worker started with
+// "substate run".
+type WorkflowDemoServicesCmd struct {
+	ClientFlags `embed:""`
+}
+
+// Run serves the demo task services until ctx ends.
+func (c *WorkflowDemoServicesCmd) Run(ctx context.Context, m *Main) error {
+	nc, _, err := c.Connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	svc, err := demo.Register(nc)
+	if err != nil {
+		return err
+	}
+	defer svc.Stop()
+	fmt.Fprintf(m.Stdout, "serving the demo task services on %s; interrupt to stop\n", c.NATSURL)
+	<-ctx.Done()
+	return nil
 }
 
 func (c *WorkflowStartCmd) startStepFunctions(ctx context.Context, def []byte) (engine.Execution, error) {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -71,7 +73,7 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 	s := demo.Scenarios[1] // backorder: fails without retries
 	args := []string{"workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", w.Bus.ClientURL()}
 	code, out, errOut := runCLI(t, args...)
-	if code != 0 || !strings.Contains(out, "started "+s.Name) {
+	if code != 0 || !strings.Contains(out, "started "+s.Name) || strings.Contains(errOut, "warning") {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, args...)
@@ -80,7 +82,8 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 	}
 	eventually(t, func() string {
 		code, out, _ := runCLI(t, "tenants", "get", s.TenantID, "--server", w.HTTP.URL(), "--json")
-		if code != 0 || !strings.Contains(out, `"workflowSubState": "failed"`) || !strings.Contains(out, `"provider": "engine"`) {
+		if code != 0 || !strings.Contains(out, `"workflowSubState": "failed"`) || !strings.Contains(out, `"provider": "engine"`) ||
+			!strings.Contains(out, `"workflowStep": "order_failed"`) {
 			return fmt.Sprintf("tenant %s: %s", s.TenantID, out)
 		}
 		return ""
@@ -88,6 +91,51 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 	code, _, errOut = runCLI(t, "workflow", "start", file, "--tenant", "x", "--input", "[1]", "--nats-url", w.Bus.ClientURL())
 	if code != 1 || !strings.Contains(errOut, "JSON object") {
 		t.Fatalf("bad input: exit %d %s", code, errOut)
+	}
+}
+
+// TestWorkflowStartWithoutServices starts the demo workflow on a worker
+// that has no task services: the start says which are missing and how to
+// serve them; serving them with "workflow demo-services" lets the execution
+// succeed, and its output shows in the audit's raw evidence.
+func TestWorkflowStartWithoutServices(t *testing.T) {
+	w := startWorker(t, t.TempDir())
+	file := filepath.Join(t.TempDir(), "order_processing.yaml")
+	if err := os.WriteFile(file, demo.Workflow, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := demo.Scenarios[0] // happy: succeeds
+	code, out, errOut := runCLI(t, "workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input),
+		"--name", s.Name, "--nats-url", w.Bus.ClientURL())
+	if code != 0 || !strings.Contains(out, "started "+s.Name) {
+		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"warning: no task service answers for fulfillmentService.ship, inventoryService.check, inventoryService.reserve, notificationService.backorder, orderService.validate, paymentService.charge, paymentService.reverse\n",
+		"substate workflow demo-services --nats-url " + w.Bus.ClientURL() + " serves them all",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("start said\n%s\nwant %q", errOut, want)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var served syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- (&Main{Stdout: &served, Stderr: &served}).Run(ctx, []string{"workflow", "demo-services", "--nats-url", w.Bus.ClientURL()})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	eventuallyWithin(t, 30*time.Second, func() string {
+		code, out, _ := runCLI(t, "tenants", "get", s.TenantID, "--server", w.HTTP.URL(), "--json")
+		if code != 0 || !strings.Contains(out, `"workflowSubState": "succeeded"`) {
+			return fmt.Sprintf("tenant %s: %s\ndemo-services: %s", s.TenantID, out, served.String())
+		}
+		return ""
+	})
+	code, out, _ = runCLI(t, "audit", "--tenant", s.TenantID, "--raw", "--nats-url", w.Bus.ClientURL())
+	if want := `"output":{"amount":250,`; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, `"trackingNumber":"trk-o-100"`) {
+		t.Errorf("audit --raw: exit %d, want the output (%s…) in\n%s", code, want, out)
 	}
 }
 

@@ -103,6 +103,17 @@ func charge(o order, _ string) (any, string, string) {
 	return map[string]any{"paymentId": "pay-" + o.OrderID}, "", ""
 }
 
+// Serves reports whether the demo task services answer a resource
+// ("service.operation").
+func Serves(resource string) bool {
+	i := strings.LastIndexByte(resource, '.')
+	if i < 0 {
+		return false
+	}
+	_, ok := handlers[resource[:i]][resource[i+1:]]
+	return ok
+}
+
 // Services are the running demo task services.
 type Services struct {
 	svcs []micro.Service

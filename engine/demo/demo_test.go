@@ -113,3 +113,33 @@ func errorsOf(events []substate.EngineEvent, name string) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// TestServes checks that the demo services answer every resource of the
+// demo workflow, and say so to the discovery `workflow start` runs.
+func TestServes(t *testing.T) {
+	def, err := engine.Parse("order_processing.yaml", demo.Workflow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range def.Resources() {
+		if !demo.Serves(r) {
+			t.Errorf("Serves(%q) = false", r)
+		}
+	}
+	for _, r := range []string{"orderService.cancel", "nope.validate", "orderService"} {
+		if demo.Serves(r) {
+			t.Errorf("Serves(%q) = true", r)
+		}
+	}
+	nc := natstest.Conn(t, natstest.Server(t))
+	svcs, err := demo.Register(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svcs.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if missing, err := engine.UnservedResources(ctx, nc, def); err != nil || len(missing) > 0 {
+		t.Errorf("unserved %v, %v; want none", missing, err)
+	}
+}
