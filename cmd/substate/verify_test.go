@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/replay"
 )
 
@@ -33,7 +35,7 @@ func workerStory(tb testing.TB) *testWorker {
 
 func TestVerifyEqual(t *testing.T) {
 	w := workerStory(t)
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "the live view equals the replay") || !strings.Contains(out, "3 tenants") {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -50,7 +52,7 @@ func TestVerifyTamperedView(t *testing.T) {
 	if _, err := w.View.Apply(context.Background(), []substate.Sequenced{{Seq: w.View.Applied() + 1000, Event: d}}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 1 {
 		t.Fatalf("verify: exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -71,7 +73,7 @@ func TestVerifyTamperedView(t *testing.T) {
 
 func TestVerifyEmptyView(t *testing.T) {
 	w := startWorker(t, t.TempDir())
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "0 tenants") {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -110,8 +110,9 @@ func (w *Worker) checkExposure() error {
 func (f WorkerFlags) busConfig(log *slog.Logger) bus.Config {
 	return bus.Config{
 		URL: f.NATSURL, Listen: f.NATSListen, StoreDir: filepath.Join(f.DataDir, "nats"), Sync: f.NATSSync,
-		CredsFile: f.NATSCreds, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
-		Name: "substate", Logger: log,
+		CredsFile: f.NATSCreds, NkeyFile: f.NATSNkey, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
+		Name: "substate", Logger: log, CredentialsDir: natsCredentialsDir(f.DataDir), Instances: []string{f.Instance},
+		ServerTLS: bus.ServerTLS{Cert: f.NATSServerTLSCert, Key: f.NATSServerTLSKey, ClientCA: f.NATSServerTLSClientCA},
 	}
 }
 
@@ -123,8 +124,9 @@ func (w *Worker) openBus(context.Context) error {
 	}
 	w.Bus = b
 	w.closers = append(w.closers, b.Close)
-	if b.Embedded() {
+	if creds, ok := b.Credentials(); ok {
 		w.Logger.Info("embedded nats server running", "url", b.ClientURL(), "store", filepath.Join(f.DataDir, "nats"))
+		w.Logger.Info("nats credentials for other programs", creds.Hint()...)
 	}
 	return retry(30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
