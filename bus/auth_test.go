@@ -258,7 +258,9 @@ func TestSubscriberReadsEventsOnly(t *testing.T) {
 		{"ChangeProjectorConsumer", "$JS.API.CONSUMER.CREATE." + substate.StreamEvents + ".substate-projector",
 			request(sub.nc, "$JS.API.CONSUMER.CREATE."+substate.StreamEvents+".substate-projector.substate.events.nobody")},
 		{"AckProjectorMessages", "$JS.ACK." + substate.StreamEvents + ".substate-projector",
-			func(context.Context) { _ = sub.nc.Publish("$JS.ACK."+substate.StreamEvents+".substate-projector.1.1.1.1.0", []byte("+ACK")) }},
+			func(context.Context) {
+				_ = sub.nc.Publish("$JS.ACK."+substate.StreamEvents+".substate-projector.1.1.1.1.0", []byte("+ACK"))
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { sub.denied(t, tc.subject, tc.action) })
 	}
