@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/substatehq/substate/internal/netx"
 )
 
 // startServer starts the embedded server: JetStream, the identities of
@@ -21,7 +23,7 @@ func startServer(c Config, creds Credentials, logger *slog.Logger) (*server.Serv
 	if c.Sync != "" && c.Sync != SyncDefault && c.Sync != SyncAlways {
 		return nil, fmt.Errorf("nats sync policy %q: want %q or %q", c.Sync, SyncDefault, SyncAlways)
 	}
-	if !c.ServerTLS.enabled() && !loopbackHost(host) {
+	if !c.ServerTLS.enabled() && !netx.LoopbackHost(host) {
 		return nil, fmt.Errorf("refusing to run the embedded nats server on non-loopback address %s without TLS: set --nats-server-tls-cert and --nats-server-tls-key, or listen on 127.0.0.1", c.Listen)
 	}
 	maxPayload := c.MaxPayload
@@ -121,14 +123,4 @@ func splitListen(addr string) (string, int, error) {
 		port = -1
 	}
 	return host, port, nil
-}
-
-// loopbackHost reports whether a listen host only accepts local
-// connections; "" (every interface) does not.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -1,8 +1,9 @@
 // Package httpapi is substate's HTTP server: it mounts the ingest routes,
 // serves the tenant view queries, liveness and readiness, and the Prometheus
 // metrics. Every error response is {"error":{"code":…,"message":…}} with the
-// one status its code maps to. It also holds what guards the API: timeouts,
-// a connection cap and JSON-only ingest.
+// one status its code maps to. It also holds what guards the API: timeouts
+// and a connection cap, JSON-only ingest, and the read API's keys, scopes
+// and tenant prefixes.
 package httpapi
 
 import (
@@ -59,7 +60,11 @@ type Server struct {
 	Metrics http.Handler            // /metrics; nil leaves it out
 	Extra   map[string]http.Handler // more routes by pattern; they authorize themselves
 	Logger  *slog.Logger
-	Limits  Limits
+	// Auth, when set, guards the read routes the server mounts: the tenant
+	// queries and /metrics need ScopeRead, and a key's tenant prefix
+	// narrows the queries. Nil leaves them open.
+	Auth   *Authorizer
+	Limits Limits
 
 	ln  net.Listener
 	srv *http.Server
@@ -124,11 +129,11 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("/v1/ingest/", RequireJSON(s.Ingest))
 	}
 	if s.Views != nil {
-		mux.HandleFunc("GET /v1/tenants/{id}", s.getTenant)
-		mux.HandleFunc("GET /v1/tenants", s.listTenants)
+		mux.Handle("GET /v1/tenants/{id}", s.read(http.HandlerFunc(s.getTenant)))
+		mux.Handle("GET /v1/tenants", s.read(http.HandlerFunc(s.listTenants)))
 	}
 	if s.Metrics != nil {
-		mux.Handle("GET /metrics", s.Metrics)
+		mux.Handle("GET /metrics", s.read(s.Metrics))
 	}
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)
@@ -138,6 +143,14 @@ func (s *Server) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	return jsonErrors(s.recoverer(mux))
+}
+
+// read guards a read route with Auth, when there is one.
+func (s *Server) read(h http.Handler) http.Handler {
+	if s.Auth == nil {
+		return h
+	}
+	return s.Auth.Require(ScopeRead)(h)
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
