@@ -49,6 +49,9 @@ func (f ClientFlags) Connect() (*nats.Conn, jetstream.JetStream, error) {
 		opts = append(opts, nats.RootCAs(f.NATSTLSCA))
 	}
 	nc, err := nats.Connect(f.NATSURL, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, nil, fmt.Errorf("nats at %s refused the credentials: give the worker's --data-dir (its credentials are read there) or --nats-nkey: %w", f.NATSURL, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to nats at %s (is \"substate run\" running?): %w", f.NATSURL, err)
 	}

@@ -29,6 +29,7 @@ import (
 type WorkerFlags struct {
 	DataDir              string        `default:"./data" help:"Where the view (view.db), the engine's executions (engine.db) and the embedded NATS store (nats/) live."`
 	HTTPAddr             string        `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
+	HTTPMaxConns         int           `name:"http-max-conns" default:"4096" help:"HTTP connections open at once; one more is answered 503 at once (lowered to fit the open-file limit; -1 for no cap)."`
 	IngestAPIKey         string        `help:"X-Api-Key that EventBridge deliveries must carry."`
 	RestateWebhookSecret string        `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`
 	TenantRule           []string      `sep:"none" help:"Tenant resolution rule, repeatable, tried in order: input:<JSONPath on the execution input>, name:<regexp with a (?P<tenant>…) group on the execution name>, restate:key, engine:tenant. Default: input:$.tenantId, restate:key, engine:tenant." placeholder:"RULE"`
@@ -274,7 +275,7 @@ func (w *Worker) openHTTP(context.Context) error {
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
-		Extra: w.replayRoutes(),
+		Extra: w.replayRoutes(), Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 	}
 	if err := w.HTTP.Open(); err != nil {
 		return fmt.Errorf("http listen: %w", err)
