@@ -160,6 +160,9 @@ func TestTaskServiceServesTasksAndNothingElse(t *testing.T) {
 	defer svc.Stop()
 	err = svc.AddEndpoint("work", micro.HandlerFunc(func(r micro.Request) { _ = r.Respond([]byte(`{"done":true}`)) }),
 		micro.WithEndpointSubject(substate.TaskSubject("svc", "work")))
+	if err == nil {
+		err = task.nc.Flush() // the server has the subscription before the request
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,6 +98,9 @@ func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) e
 		return err
 	}
 	defer svc.Stop()
+	if err := tasks.Flush(); err != nil { // the services listen before the first workflow asks
+		return err
+	}
 	sub, err := d.w.Bus.Conn.Subscribe(substate.SubjectChangesPrefix+">", d.printChange)
 	if err != nil {
 		return err

@@ -93,12 +93,16 @@ func ConnAs(tb testing.TB, url string, id bus.Identity) *nats.Conn {
 // connected to; it is stopped on cleanup.
 func Service(tb testing.TB, nc *nats.Conn, service, operation string, h micro.HandlerFunc) micro.Service {
 	tb.Helper()
-	svc, err := micro.AddService(ConnAs(tb, nc.ConnectedUrl(), bus.Tasks), micro.Config{Name: "task-" + service, Version: "1.0.0"})
+	tasks := ConnAs(tb, nc.ConnectedUrl(), bus.Tasks)
+	svc, err := micro.AddService(tasks, micro.Config{Name: "task-" + service, Version: "1.0.0"})
 	if err != nil {
 		tb.Fatalf("add service: %v", err)
 	}
 	if err := svc.AddEndpoint(operation, h, micro.WithEndpointSubject(substate.TaskSubject(service, operation))); err != nil {
 		tb.Fatalf("add endpoint: %v", err)
+	}
+	if err := tasks.Flush(); err != nil { // the server has the subscription before the engine asks
+		tb.Fatalf("flush: %v", err)
 	}
 	tb.Cleanup(func() { _ = svc.Stop() })
 	return svc
