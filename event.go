@@ -48,11 +48,13 @@ type EventData struct {
 	Terminal       bool `json:"terminal"`
 }
 
-// Validate reports the first missing or invalid field as an EINVALID error.
+// Validate reports the first missing or invalid field: the tenant id as
+// ValidateTenantID does, anything else as an EINVALID error.
 func (d *EventData) Validate() error {
+	if err := ValidateTenantID(d.TenantID); err != nil {
+		return err
+	}
 	switch {
-	case d.TenantID == "":
-		return Errorf(ENOTENANT, "event has no tenant id")
 	case d.ExecutionID == "":
 		return Errorf(EINVALID, "event has no execution id")
 	case !d.SubState.Valid():

@@ -2,6 +2,7 @@ package substate_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,10 +48,13 @@ func TestEventRoundTrip(t *testing.T) {
 
 func TestUnmarshalEventErrors(t *testing.T) {
 	tests := map[string]string{
-		"NotJSON":     `{`,
-		"WrongType":   `{"specversion":"1.0","type":"other","data":{}}`,
-		"NoTenant":    `{"specversion":"1.0","type":"` + substate.EventType + `","data":{"executionId":"x","subState":"running","provider":"engine"}}`,
-		"BadSubState": `{"specversion":"1.0","type":"` + substate.EventType + `","data":{"tenantId":"t","executionId":"x","subState":"paused","provider":"engine"}}`,
+		"NotJSON":       `{`,
+		"WrongType":     `{"specversion":"1.0","type":"other","data":{}}`,
+		"NoTenant":      `{"specversion":"1.0","type":"` + substate.EventType + `","data":{"executionId":"x","subState":"running","provider":"engine"}}`,
+		"BadSubState":   `{"specversion":"1.0","type":"` + substate.EventType + `","data":{"tenantId":"t","executionId":"x","subState":"paused","provider":"engine"}}`,
+		"LongTenant":    `{"specversion":"1.0","type":"` + substate.EventType + `","data":{"tenantId":"` + strings.Repeat("a", 257) + `","executionId":"x","subState":"running","provider":"engine"}}`,
+		"TenantNewline": `{"specversion":"1.0","type":"` + substate.EventType + `","data":{"tenantId":"a\nb","executionId":"x","subState":"running","provider":"engine"}}`,
+		"TenantBadUTF8": `{"specversion":"1.0","type":"` + substate.EventType + `","data":{"tenantId":"a\udcff","executionId":"x","subState":"running","provider":"engine"}}`,
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package substate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 )
 
@@ -52,19 +54,59 @@ func TaskSubject(service, operation string) string {
 
 const hexDigits = "0123456789ABCDEF"
 
-// EncodeToken encodes s reversibly into one NATS subject token. Letters,
-// digits, '-' and '_' stand for themselves; every other byte (dots, spaces,
-// '*', '>', '~', non-ASCII) becomes '~' and two upper-case hex digits. The
-// empty string becomes "~".
+// MaxTokenBytes is the longest subject token EncodeToken returns: the
+// reversible encoding of a MaxTenantIDBytes id made only of escaped bytes.
+// NATS closes the connection of a client whose protocol line passes 4 KB,
+// so no subject may grow with its input.
+const MaxTokenBytes = 3 * MaxTenantIDBytes
+
+// Digested tokens: the encoded first digestPrefix bytes of the string,
+// digestMark, and digestHex lowercase hex digits of its SHA-256.
+const (
+	digestPrefix = 64
+	digestMark   = "~~"
+	digestHex    = 32
+)
+
+// EncodeToken encodes s into one NATS subject token of at most
+// MaxTokenBytes bytes. Letters, digits, '-' and '_' stand for themselves;
+// every other byte (dots, spaces, '*', '>', '~', non-ASCII) becomes '~' and
+// two upper-case hex digits. The empty string becomes "~". This encoding
+// is reversible (DecodeToken) whenever it fits MaxTokenBytes, which every
+// valid tenant id does (ValidateTenantID). A longer one is replaced by a
+// digest token: the encoded first 64 bytes of s (cut at a rune boundary),
+// "~~" (which the reversible encoding never writes) and 32 hex digits of
+// the SHA-256 of s, so distinct strings still get distinct tokens.
 func EncodeToken(s string) string {
 	if s == "" {
 		return "~"
 	}
-	if plainToken(s) {
+	if plainToken(s) && len(s) <= MaxTokenBytes {
 		return s
 	}
+	if encodedLen(s) > MaxTokenBytes {
+		return digestToken(s)
+	}
 	var b strings.Builder
-	b.Grow(len(s) * 3)
+	b.Grow(encodedLen(s))
+	appendEncoded(&b, s)
+	return b.String()
+}
+
+// encodedLen returns the length of the reversible encoding of s.
+func encodedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if plainByte(s[i]) {
+			n++
+		} else {
+			n += 3
+		}
+	}
+	return n
+}
+
+func appendEncoded(b *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if plainByte(c) {
@@ -75,16 +117,32 @@ func EncodeToken(s string) string {
 		b.WriteByte(hexDigits[c>>4])
 		b.WriteByte(hexDigits[c&0xf])
 	}
+}
+
+// digestToken returns the bounded token of a string whose reversible
+// encoding is too long.
+func digestToken(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	var b strings.Builder
+	b.Grow(3*digestPrefix + len(digestMark) + digestHex)
+	appendEncoded(&b, s[:runeCut(s, digestPrefix)])
+	b.WriteString(digestMark)
+	b.WriteString(hex.EncodeToString(sum[:digestHex/2]))
 	return b.String()
 }
 
-// DecodeToken reverses EncodeToken; a malformed token is an EINVALID error.
+// DecodeToken reverses EncodeToken; a malformed token, or a digest token
+// (which stands for a string too long to encode reversibly), is an
+// EINVALID error.
 func DecodeToken(tok string) (string, error) {
 	if tok == "~" {
 		return "", nil
 	}
-	if plainToken(tok) {
+	if plainToken(tok) && len(tok) <= MaxTokenBytes {
 		return tok, nil
+	}
+	if strings.Contains(tok, digestMark) {
+		return "", Errorf(EINVALID, "subject token %s is the digest of a longer string and cannot be decoded", QuotePrefix(tok, QuoteLimit))
 	}
 	var b strings.Builder
 	for i := 0; i < len(tok); i++ {
@@ -94,11 +152,11 @@ func DecodeToken(tok string) (string, error) {
 			continue
 		}
 		if c != '~' || i+2 >= len(tok) {
-			return "", Errorf(EINVALID, "malformed subject token %q", tok)
+			return "", Errorf(EINVALID, "malformed subject token %s", QuotePrefix(tok, QuoteLimit))
 		}
 		hi, lo := unhex(tok[i+1]), unhex(tok[i+2])
 		if hi < 0 || lo < 0 {
-			return "", Errorf(EINVALID, "malformed subject token %q", tok)
+			return "", Errorf(EINVALID, "malformed subject token %s", QuotePrefix(tok, QuoteLimit))
 		}
 		b.WriteByte(byte(hi<<4 | lo))
 		i += 2
@@ -106,7 +164,7 @@ func DecodeToken(tok string) (string, error) {
 	if out := b.String(); EncodeToken(out) == tok {
 		return out, nil
 	}
-	return "", Errorf(EINVALID, "non-canonical subject token %q", tok)
+	return "", Errorf(EINVALID, "non-canonical subject token %s", QuotePrefix(tok, QuoteLimit))
 }
 
 func plainToken(s string) bool {

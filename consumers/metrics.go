@@ -13,7 +13,7 @@ type Metrics struct {
 	Normalized     *prometheus.CounterVec   // provider
 	DeadLettered   *prometheus.CounterVec   // stage, reason
 	Naks           *prometheus.CounterVec   // stage
-	UnknownStates  *prometheus.CounterVec   // provider, state
+	UnknownStates  *prometheus.CounterVec   // provider (the state goes to the log)
 	Applied        prometheus.Counter
 	Unchanged      prometheus.Counter
 	Stale          prometheus.Counter
@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"stage"}),
 		UnknownStates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "substate_unknown_states_total", Help: "Unknown provider states mapped to running.",
-		}, []string{"provider", "state"}),
+		}, []string{"provider"}),
 		Applied:        counter("substate_view_applied_total", "Events that changed the tenant view."),
 		Unchanged:      counter("substate_view_unchanged_total", "Events skipped because they changed nothing."),
 		Stale:          counter("substate_view_stale_total", "Events ignored as older than the view."),

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/substatehq/substate"
 )
 
 // lookupMembers returns the raw JSON value at the member path names of the
@@ -150,18 +152,26 @@ func skipNested(data []byte, i int) int {
 }
 
 // jsonString decodes a raw JSON string value; it reports false for any
-// other value. Strings without escapes are not run through a decoder.
+// other value and for a string that is not valid UTF-8.
 func jsonString(v []byte) (string, bool) {
+	s, err := decodeString(v)
+	return s, err == nil
+}
+
+// decodeString decodes a raw JSON string value strictly, as decode does:
+// invalid UTF-8 and unpaired surrogate escapes are errors. Strings without
+// escapes are not run through a decoder.
+func decodeString(v []byte) (string, error) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return "", false
+		return "", substate.Errorf(substate.EINVALID, "not a JSON string")
 	}
 	inner := v[1 : len(v)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), true
+	if bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) {
+		return string(inner), nil
 	}
 	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
+	if err := decode(v, &s); err != nil {
+		return "", err
 	}
-	return s, true
+	return s, nil
 }

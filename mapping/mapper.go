@@ -36,12 +36,15 @@ type Config struct {
 	// Tenants are the tenant resolution rules, tried in order. Empty means
 	// DefaultTenantRules.
 	Tenants TenantRules
-	// Logger receives the warning about an unknown provider state. Nil
-	// discards logs.
+	// Logger receives the warning about an unknown provider state, which
+	// names the state. Nil discards logs.
 	Logger *slog.Logger
-	// OnUnknown, when set, is called for every unknown provider state (for
-	// example to count it in a metric).
-	OnUnknown func(provider, state string)
+	// OnUnknown, when set, is called for every unknown provider state with
+	// the provider, one of substate.Providers, to count it in a metric. It
+	// is not given the state: that comes from provider input, and a metric
+	// label taken from it would let one client create any number of
+	// series. The state goes to the log.
+	OnUnknown func(provider string)
 }
 
 // Mapper maps raw provider payloads to canonical events. It is safe for
@@ -49,7 +52,7 @@ type Config struct {
 type Mapper struct {
 	tenants   TenantRules
 	logger    *slog.Logger
-	onUnknown func(provider, state string)
+	onUnknown func(provider string)
 	unknown   [3]atomic.Uint64 // by provider, in substate.Providers order
 }
 
@@ -136,7 +139,7 @@ func (m *Mapper) resolve(p substate.Provider, state string, c Condition) Row {
 	}
 	m.logger.Warn("unknown provider state, mapped to running", "provider", string(p), "state", state)
 	if m.onUnknown != nil {
-		m.onUnknown(string(p), state)
+		m.onUnknown(string(p))
 	}
 	return unknownRow(p, state)
 }

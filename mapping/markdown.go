@@ -76,8 +76,10 @@ Any native state not listed above (a provider's future status, a typo in a webho
 a Restate ` + "`completed`" + ` row with an unknown ` + "`completion_result`" + `) maps to
 ` + "`running`" + ` (verb ` + "`executing`" + `, legacy status ` + "`running`" + `). The mapper logs a
 warning naming the provider and the state, counts it per provider
-(` + "`Mapper.Unknown`" + `) and calls the optional ` + "`Config.OnUnknown`" + ` hook, which the
-command feeds into a Prometheus counter.
+(` + "`Mapper.Unknown`" + `) and calls the optional ` + "`Config.OnUnknown`" + ` hook with the
+provider, which the command feeds into the Prometheus counter
+` + "`substate_unknown_states_total{provider}`" + `. The state is not a label: it comes from
+provider input, and one bad client could create any number of series.
 `
 
 const providerNotes = `

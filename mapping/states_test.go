@@ -149,7 +149,7 @@ func TestProviderStates(t *testing.T) {
 			var hooked []string
 			m := mapping.New(mapping.Config{
 				Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
-				OnUnknown: func(p, s string) { hooked = append(hooked, p+"/"+s) },
+				OnUnknown: func(p string) { hooked = append(hooked, p) },
 			})
 			evs := mustMap(t, m, tt.kind, tt.body(t))
 			if len(evs) != 1 {

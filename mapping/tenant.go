@@ -153,83 +153,109 @@ type tenantSource struct {
 	engineTenant string // the engine event's tenantId
 }
 
-// resolve returns the tenant of src by the first rule that resolves, or an
-// ENOTENANT error that lists every rule tried and why it did not.
+// maxQuoted is how much of an execution id or name an error quotes: all
+// of a real one (a Step Functions execution ARN is at most about 300
+// bytes), a bounded part of a forged one.
+const maxQuoted = 512
+
+// resolve returns the tenant of src by the first rule that finds one. A
+// rule that finds an id ValidateTenantID refuses (too long, not UTF-8, a
+// control character) ends the search with an EINVALID error: the next rule
+// might name another tenant, and filing the event there would be wrong.
+// When no rule finds one, the ENOTENANT error lists every rule tried and
+// why it did not.
 func (rs TenantRules) resolve(src *tenantSource) (string, error) {
 	for i := range rs {
-		if t, _ := rs[i].apply(src); t != "" {
+		t, _, err := rs[i].apply(src)
+		if err == nil && t != "" {
+			err = substate.ValidateTenantID(t)
+		}
+		if err != nil {
+			return "", substate.WrapError(substate.EINVALID, err, "execution %s: tenant rule %s found an invalid tenant id",
+				substate.QuotePrefix(src.execution, maxQuoted), rs[i].text)
+		}
+		if t != "" {
 			return t, nil
 		}
 	}
 	tried := make([]string, 0, len(rs))
 	for i := range rs {
-		_, why := rs[i].apply(src)
+		_, why, _ := rs[i].apply(src)
 		tried = append(tried, rs[i].text+" ("+why+")")
 	}
-	return "", substate.Errorf(substate.ENOTENANT, "no tenant for execution %q: tried %s",
-		src.execution, strings.Join(tried, "; "))
+	return "", substate.Errorf(substate.ENOTENANT, "no tenant for execution %s: tried %s",
+		substate.QuotePrefix(src.execution, maxQuoted), strings.Join(tried, "; "))
 }
 
-// apply returns the tenant the rule finds in src, or "" and why not.
-func (r *TenantRule) apply(src *tenantSource) (string, string) {
+// apply returns the tenant the rule finds in src; or "" and why not; or an
+// error when what it finds is a string that is not valid UTF-8.
+func (r *TenantRule) apply(src *tenantSource) (tenant, why string, err error) {
 	switch r.kind {
 	case RuleInput:
 		if len(src.input) == 0 {
-			return "", "no execution input"
+			return "", "no execution input", nil
 		}
 		return r.fromInput(src.input)
 	case RuleName:
 		if src.name == "" {
-			return "", "no execution name"
+			return "", "no execution name", nil
 		}
 		m := r.re.FindStringSubmatch(src.name)
 		if m == nil || m[r.group] == "" {
-			return "", "no match in " + strconv.Quote(src.name)
+			return "", "no match in " + substate.QuotePrefix(src.name, maxQuoted), nil
 		}
-		return m[r.group], ""
+		return m[r.group], "", nil
 	case RuleRestate:
 		if src.serviceKey == "" {
-			return "", "no target_service_key"
+			return "", "no target_service_key", nil
 		}
-		return src.serviceKey, ""
+		return src.serviceKey, "", nil
 	case RuleEngine:
 		if src.engineTenant == "" {
-			return "", "no engine tenantId"
+			return "", "no engine tenantId", nil
 		}
-		return src.engineTenant, ""
+		return src.engineTenant, "", nil
 	}
-	return "", "empty rule"
+	return "", "empty rule", nil
 }
 
-func (r *TenantRule) fromInput(input []byte) (string, string) {
+func (r *TenantRule) fromInput(input []byte) (string, string, error) {
 	if r.names != nil {
 		v, ok := lookupMembers(input, r.names)
 		if !ok {
-			return "", "no match"
+			return "", "no match", nil
 		}
 		return scalarTenant(v)
 	}
 	var doc any
-	if err := json.Unmarshal(input, &doc); err != nil {
-		return "", "input is not JSON"
+	if err := decode(input, &doc); err != nil {
+		return "", "input is not JSON", nil
 	}
 	nodes := r.path.Select(doc)
 	if len(nodes) == 0 {
-		return "", "no match"
+		return "", "no match", nil
 	}
-	return anyTenant(nodes[0])
+	t, why := anyTenant(nodes[0])
+	return t, why, nil
 }
 
-// scalarTenant returns the tenant held by a raw JSON string or number.
-func scalarTenant(v json.RawMessage) (string, string) {
-	if s, ok := jsonString(v); ok {
-		return anyTenant(s)
+// scalarTenant returns the tenant held by a raw JSON string or number; a
+// string that does not decode strictly is an error.
+func scalarTenant(v json.RawMessage) (string, string, error) {
+	if len(v) > 0 && v[0] == '"' {
+		s, err := decodeString(v)
+		if err != nil {
+			return "", "", err
+		}
+		t, why := anyTenant(s)
+		return t, why, nil
 	}
 	var x any
-	if err := json.Unmarshal(v, &x); err != nil {
-		return "", "input is not JSON"
+	if err := decode(v, &x); err != nil {
+		return "", "input is not JSON", nil
 	}
-	return anyTenant(x)
+	t, why := anyTenant(x)
+	return t, why, nil
 }
 
 func anyTenant(v any) (string, string) {
@@ -241,8 +267,6 @@ func anyTenant(v any) (string, string) {
 		return x, ""
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64), ""
-	case json.Number:
-		return x.String(), ""
 	}
 	return "", fmt.Sprintf("value is a %s, not a string", jsonKind(v))
 }

@@ -1,11 +1,16 @@
 package mapping_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/mapping"
@@ -90,14 +95,15 @@ func TestResolveTenant(t *testing.T) {
 // full decode of the same input.
 func FuzzInputRule(f *testing.F) {
 	for _, s := range []string{`{"tenantId":"acme"}`, `{"a":{"tenantId":1}}`, `{"tenantId":"x","tenantId":"y"}`,
-		`{"t\u0065nantId":"e"}`, `{"x":"}","tenantId":"q"}`, `{"tenantId":1e3}`, `{"tenantId":[1]}`, `[]`} {
+		`{"t\u0065nantId":"e"}`, `{"x":"}","tenantId":"q"}`, `{"tenantId":1e3}`, `{"tenantId":[1]}`, `[]`,
+		`{"tenantId":"a\nb"}`, `{"tenantId":"bad\udcff"}`, `{"tenantId":"` + strings.Repeat("é", 129) + `"}`} {
 		f.Add(s)
 	}
 	m := mappingWithRules(f, "input:$.tenantId", "name:^(?P<tenant>fallback)")
 	f.Fuzz(func(t *testing.T, input string) {
 		var doc map[string]any
-		if !utf8.ValidString(input) || json.Unmarshal([]byte(input), &doc) != nil {
-			return
+		if !utf8.ValidString(input) || jsonv2.Unmarshal([]byte(input), &doc, jsontext.AllowDuplicateNames(true)) != nil {
+			return // the strict decode refuses it (invalid surrogate escapes)
 		}
 		want := "fallback"
 		switch v := doc["tenantId"].(type) {
@@ -110,6 +116,12 @@ func FuzzInputRule(f *testing.F) {
 		}
 		body := sfnEvent(t, "RUNNING", map[string]any{"input": input, "name": "fallback"})
 		ev, err := m.MapEventBridge(body)
+		if substate.ValidateTenantID(want) != nil {
+			if substate.ErrorCode(err) != substate.EINVALID {
+				t.Fatalf("input %s: tenant %q accepted (%v), want it refused", input, ev.TenantID, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,4 +129,66 @@ func FuzzInputRule(f *testing.F) {
 			t.Errorf("input %s: tenant %q, want %q", input, got, want)
 		}
 	})
+}
+
+// A tenant id that breaks substate.ValidateTenantID is refused with the
+// rule and the reason, so the normalizer dead-letters the event; it is
+// never cut, replaced or resolved by a later rule instead.
+func TestResolveTenantInvalid(t *testing.T) {
+	rules := []string{"input:$.tenantId", "name:^(?P<tenant>[a-z]+)--"}
+	tests := []struct {
+		name  string
+		input string // the execution input JSON text
+		why   string
+	}{
+		{"10KB", `{"tenantId":"` + strings.Repeat("a", 10_000) + `"}`, "10000 bytes, longer than the maximum of 256"},
+		{"700Accents", `{"tenantId":"` + strings.Repeat("é", 700) + `"}`, "1400 bytes, longer than the maximum of 256"},
+		{"UnpairedSurrogate", `{"tenantId":"bad\udcff"}`, "invalid surrogate pair"},
+		{"ControlCharacter", `{"tenantId":"acme\nforged log line"}`, "control character U+000A"},
+		{"GenericPath", `{"tenantId":"` + strings.Repeat("b", 300) + `"}`, "300 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := rules
+			if tt.name == "GenericPath" {
+				rs = []string{"input:$..tenantId", rules[1]}
+			}
+			m := mappingWithRules(t, rs...)
+			_, err := m.Map(substate.RawEvent{Kind: substate.RawEventBridge, Body: sfnEvent(t, "RUNNING", map[string]any{"input": tt.input})})
+			wantCode(t, err, substate.EINVALID)
+			for _, s := range []string{"tenant rule " + rs[0] + " found an invalid tenant id", tt.why, "acme--run-1"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			if len(err.Error()) > 600 {
+				t.Errorf("error is %d bytes long", len(err.Error()))
+			}
+		})
+	}
+	t.Run("Restate", func(t *testing.T) {
+		m := mappingWithRules(t, "restate:key")
+		_, err := m.Map(substate.RawEvent{Kind: substate.RawRestate,
+			Body: restateRow(t, "running", map[string]any{"target_service_key": strings.Repeat("k", 257)})})
+		wantCode(t, err, substate.EINVALID)
+	})
+	t.Run("Engine", func(t *testing.T) {
+		m := mappingWithRules(t, "engine:tenant")
+		_, err := m.MapEngineEvent(substate.EngineEvent{ID: "e", ExecutionID: "x", Status: "running", TenantID: "a\x1b[2J"})
+		wantCode(t, err, substate.EINVALID)
+	})
+}
+
+// Raw invalid UTF-8 in a payload is refused outright, so "bad\xff" and
+// "bad\xfe" can never become one tenant "bad\uFFFD".
+func TestInvalidUTF8Payload(t *testing.T) {
+	m := mappingWithRules(t, "input:$.tenantId")
+	for _, b := range []byte{0xff, 0xfe} {
+		body := bytes.Replace(sfnEvent(t, "RUNNING", map[string]any{"input": `{"tenantId":"bad@"}`}), []byte("bad@"), []byte{'b', 'a', 'd', b}, 1)
+		_, err := m.Map(substate.RawEvent{Kind: substate.RawEventBridge, Body: body})
+		wantCode(t, err, substate.EINVALID)
+		if want := fmt.Sprintf("not valid UTF-8 (byte 0x%02X at offset", b); !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
 }

@@ -59,8 +59,6 @@ func validateBatch(batch []substate.Sequenced) error {
 		err := ev.Validate()
 		switch {
 		case err != nil:
-		case len(ev.TenantID) > maxTenantID:
-			err = substate.Errorf(substate.EINVALID, "tenant id is longer than %d bytes", maxTenantID)
 		case !storable(ev.OccurredAt) || !storable(ev.ExecutionStartedAt):
 			err = substate.Errorf(substate.EINVALID, "event time outside the years 0 to 9999")
 		}
@@ -98,7 +96,7 @@ func (d *DB) plan(batch []substate.Sequenced) (*work, error) {
 		dirty: make(map[string]bool),
 		last:  d.seq,
 	}
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		tenants := tx.Bucket(bucketTenants)
 		for i := range batch {
 			s := &batch[i]

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -49,11 +50,17 @@ type DB struct {
 	PendingLimit int
 	// OpenTimeout bounds the wait for the file lock another process holds.
 	OpenTimeout time.Duration
-	// Logger receives the change logs; nil discards them.
+	// Logger receives the change logs, and the error MoveCorrupt logs;
+	// nil discards them.
 	Logger *slog.Logger
+	// MoveCorrupt makes Open move a corrupt file aside (see Quarantine) and
+	// open an empty view in its place, instead of returning the
+	// *CorruptError.
+	MoveCorrupt bool
 
-	db *bolt.DB
-	mu sync.Mutex // serializes Apply, Sync and Close
+	db      *bolt.DB
+	mu      sync.Mutex                   // serializes Apply, Sync, Check and Close
+	corrupt atomic.Pointer[CorruptError] // set when the file was found corrupt; see Health
 
 	// pmu guards what readers see besides the file: pending, seq,
 	// checkpoint, stats. Apply takes it for writing only around a commit.
@@ -90,7 +97,10 @@ func NewDB(path string) *DB {
 	}
 }
 
-// Open opens or creates the file, its buckets and reads the checkpoint.
+// Open opens or creates the file, its buckets and reads the checkpoint,
+// then checks the whole file (Check). A corrupt file is a *CorruptError
+// naming the file and the rebuild command; with MoveCorrupt set, Open
+// moves it aside instead (Quarantine), logs where, and opens an empty view.
 func (d *DB) Open() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -100,20 +110,67 @@ func (d *DB) Open() error {
 	if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
 		return fmt.Errorf("open tenant view: %w", err)
 	}
-	db, err := bolt.Open(d.Path, 0o600, &bolt.Options{Timeout: d.OpenTimeout, NoSync: d.NoSync})
-	if err != nil {
-		return fmt.Errorf("open tenant view %s: %w", d.Path, err)
+	db, cp, err := d.openFile()
+	var ce *CorruptError
+	if errors.As(err, &ce) && d.MoveCorrupt {
+		db, cp, err = d.reopenEmpty(ce)
 	}
-	var cp uint64
-	if err := db.Update(func(tx *bolt.Tx) error { return initBuckets(tx, &cp) }); err != nil {
-		db.Close()
-		return fmt.Errorf("open tenant view %s: %w", d.Path, err)
+	if err != nil {
+		if errors.As(err, &ce) {
+			d.corrupt.CompareAndSwap(nil, ce)
+		}
+		return err
 	}
 	d.pmu.Lock()
 	d.db, d.pending, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), cp, cp, Stats{}
 	d.allocated = pageAlloc(db)
+	d.corrupt.Store(nil)
 	d.pmu.Unlock()
 	return nil
+}
+
+// openFile opens the bbolt file, creates its buckets, reads the checkpoint
+// and checks the file, turning a panic of bbolt into a *CorruptError.
+func (d *DB) openFile() (*bolt.DB, uint64, error) {
+	var db *bolt.DB
+	err := d.guard(OpOpen, func() (err error) {
+		db, err = bolt.Open(d.Path, 0o600, &bolt.Options{Timeout: d.OpenTimeout, NoSync: d.NoSync})
+		return err
+	})
+	if err != nil {
+		return nil, 0, d.openError(err)
+	}
+	var cp uint64
+	if ce := d.check(db, OpOpen); ce != nil {
+		err = ce // checked before the first write, which would change the file
+	} else {
+		err = d.guard(OpOpen, func() error {
+			return db.Update(func(tx *bolt.Tx) error { return initBuckets(tx, &cp) })
+		})
+	}
+	if err != nil {
+		closeBolt(db, err)
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return nil, 0, ce
+		}
+		return nil, 0, fmt.Errorf("open tenant view %s: %w", d.Path, err)
+	}
+	return db, cp, nil
+}
+
+// reopenEmpty moves the corrupt file aside and opens an empty view in its
+// place.
+func (d *DB) reopenEmpty(ce *CorruptError) (*bolt.DB, uint64, error) {
+	aside, err := Quarantine(d.Path, d.Now())
+	if err != nil {
+		return nil, 0, errors.Join(ce, err)
+	}
+	if d.Logger != nil {
+		d.Logger.Error("tenant view file is corrupt: moved it aside and starting an empty view, which the projector refills from "+substate.StreamEvents,
+			"file", d.Path, "op", ce.Op, "reason", ce.Reason, "moved_to", aside)
+	}
+	return d.openFile()
 }
 
 // initBuckets creates missing buckets, checks the schema and reads the
@@ -142,22 +199,48 @@ func initBuckets(tx *bolt.Tx, cp *uint64) error {
 	return nil
 }
 
-// Close writes what unchanged events left pending and closes the file.
+// Close writes what unchanged events left pending and closes the file. A
+// view found corrupt writes nothing (the pending events are delivered
+// again after the checkpoint) and gives bbolt closeTimeout to let go.
 func (d *DB) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.db == nil {
 		return nil
 	}
-	err := d.flush()
+	var err error
+	if d.corrupt.Load() == nil {
+		err = d.flush()
+	}
 	d.pmu.Lock()
 	db := d.db
 	d.db = nil
 	d.pmu.Unlock()
-	if cerr := db.Close(); cerr != nil {
+	if cerr := closeBolt(db, d.Health()); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close tenant view: %w", cerr))
 	}
 	return err
+}
+
+// closeTimeout bounds how long Close waits for bbolt after a corrupt
+// page: a panic during a write transaction's rollback can leave bbolt's
+// writer lock held, and its Close would wait for it forever.
+const closeTimeout = 5 * time.Second
+
+// closeBolt closes db; after a failure (broken not nil) it waits at most
+// closeTimeout.
+func closeBolt(db *bolt.DB, broken error) error {
+	if broken == nil {
+		return db.Close()
+	}
+	done := make(chan error, 1)
+	go func() { done <- db.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeTimeout):
+		return errors.New("bbolt did not release the corrupt file; it stays open until the process exits")
+	}
 }
 
 // Sync writes what unchanged events left pending and fsyncs the file: a
@@ -224,7 +307,7 @@ func (d *DB) flush() error {
 func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err := d.update(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		if err := d.writePending(&b, w); err != nil {
 			return err

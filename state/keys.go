@@ -27,8 +27,10 @@ var (
 // schemaVersion is the layout of buckets and keys; Open refuses another one.
 const schemaVersion = 1
 
-// maxTenantID is the longest tenant id an index key can hold.
-const maxTenantID = bolt.MaxKeySize - 8
+// An index key is at most 8 bytes and a tenant id: every valid tenant id
+// fits (this fails to compile if substate.MaxTenantIDBytes ever outgrows
+// bbolt's key size).
+const _ = uint(bolt.MaxKeySize - 8 - substate.MaxTenantIDBytes)
 
 // Sub-state codes in the sub-state index. The non-terminal sub-states are
 // 1 to 4 so that one contiguous key range serves Active.

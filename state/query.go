@@ -26,7 +26,7 @@ func (d *DB) Tenant(ctx context.Context, id string) (substate.TenantView, error)
 	}
 	var rec Record
 	found := false
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketTenants).Get([]byte(id))
 		if v == nil {
 			return nil
@@ -169,7 +169,7 @@ func (d *DB) list(ctx context.Context, s scan, after []byte, limit int, match fu
 		return nil, nil, false, ErrClosed
 	}
 	views = make([]substate.TenantView, 0, min(limit, 64))
-	err = d.db.View(func(tx *bolt.Tx) error {
+	err = d.view(func(tx *bolt.Tx) error {
 		c, tenants := tx.Bucket(s.bucket).Cursor(), tx.Bucket(bucketTenants)
 		n := 0
 		for k := s.first(c, after); k != nil && s.within(k); k = s.step(c) {

@@ -35,7 +35,7 @@ func TestMetrics(t *testing.T) {
 		`substate_normalized_total{provider="stepfunctions"} 2`,
 		`substate_dead_lettered_total{reason="invalid",stage="ingest"} 1`,
 		`substate_dead_lettered_total{reason="tenant_unresolved",stage="normalize"} 1`,
-		`substate_unknown_states_total{provider="stepfunctions",state="HIBERNATING"} 1`,
+		`substate_unknown_states_total{provider="stepfunctions"} 1`,
 		`substate_view_commits_total 1`, // the unknown state is older than FAILED: stale
 	}
 	eventually(t, func() string {

@@ -171,6 +171,7 @@ func (f WorkerFlags) topology() bus.Topology {
 func (w *Worker) openView(context.Context) error {
 	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, viewFile(w.Flags.Instance)))
 	w.View.Logger = w.Logger.With("component", "projector") // logs each committed change
+	w.View.MoveCorrupt = true                               // a corrupt file is moved aside and refilled, see docs/view.md
 	if err := w.View.Open(); err != nil {
 		return fmt.Errorf("open view: %w", err)
 	}
@@ -193,8 +194,8 @@ func (w *Worker) openMapper(context.Context) error {
 		return err
 	}
 	unknown := w.Metrics.UnknownStates
-	w.Mapper = mapping.New(mapping.Config{Tenants: rules, Logger: w.Logger, OnUnknown: func(p, s string) {
-		unknown.WithLabelValues(p, s).Inc()
+	w.Mapper = mapping.New(mapping.Config{Tenants: rules, Logger: w.Logger, OnUnknown: func(p string) {
+		unknown.WithLabelValues(p).Inc()
 	}})
 	return nil
 }

@@ -1,0 +1,70 @@
+package substate
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxTenantIDBytes is the longest tenant id substate accepts, in bytes.
+// Tenant ids in control planes are slugs, UUIDs and keys, tens of bytes
+// long; 256 leaves room for any of them and bounds what an id costs in a
+// subject, a view key and a log line.
+const MaxTenantIDBytes = 256
+
+// ValidateTenantID reports why id cannot be a tenant id, as an error naming
+// the rule it breaks: ENOTENANT when it is empty, EINVALID when it is
+// longer than MaxTenantIDBytes, is not valid UTF-8 or holds a control
+// character (Unicode category Cc: C0, DEL, C1). Nil means it is valid.
+func ValidateTenantID(id string) error {
+	switch {
+	case id == "":
+		return Errorf(ENOTENANT, "tenant id is empty")
+	case len(id) > MaxTenantIDBytes:
+		return Errorf(EINVALID, "tenant id is %d bytes, longer than the maximum of %d: %s",
+			len(id), MaxTenantIDBytes, QuotePrefix(id, QuoteLimit))
+	}
+	for i, r := range id {
+		switch {
+		case r == utf8.RuneError && !validRuneAt(id, i):
+			return Errorf(EINVALID, "tenant id is not valid UTF-8 (byte 0x%02X at offset %d): %s",
+				id[i], i, QuotePrefix(id, QuoteLimit))
+		case unicode.IsControl(r):
+			return Errorf(EINVALID, "tenant id has the control character %U at offset %d: %s",
+				r, i, QuotePrefix(id, QuoteLimit))
+		}
+	}
+	return nil
+}
+
+// validRuneAt reports whether the bytes at i encode a rune (a literal
+// U+FFFD is valid; a byte that starts no rune is not).
+func validRuneAt(s string, i int) bool {
+	_, size := utf8.DecodeRuneInString(s[i:])
+	return size > 1
+}
+
+// QuoteLimit is how many bytes of an id a message quotes.
+const QuoteLimit = 64
+
+// QuotePrefix quotes s for a message, its first n bytes only (cut at a
+// rune boundary) and its length when it is longer: a string from input
+// may be any length, and a message must stay short. Invalid bytes are
+// shown as \x escapes.
+func QuotePrefix(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:runeCut(s, n)], len(s))
+}
+
+// runeCut returns n, or the start of the rune that n falls into when that
+// rune starts at most three bytes before n.
+func runeCut(s string, n int) int {
+	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return i
+		}
+	}
+	return n
+}
