@@ -19,6 +19,13 @@ const (
 	EINTERNAL     = "internal"
 )
 
+// Error codes of the HTTP API's access and request checks.
+const (
+	EFORBIDDEN = "forbidden"              // good credentials without the right to this
+	EMETHOD    = "method_not_allowed"     // the route exists for other methods
+	EMEDIATYPE = "unsupported_media_type" // a body in a content type the route does not take
+)
+
 // Error is an application error with a machine-readable code and a message
 // safe to show to the caller.
 type Error struct {

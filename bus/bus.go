@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -27,7 +26,8 @@ type Config struct {
 	Listen    string // embedded server's client address, host:port (port 0 or -1 picks one)
 	StoreDir  string // embedded server's JetStream store
 	Sync      string // SyncDefault or SyncAlways; embedded server only
-	CredsFile string // NATS credentials file for URL
+	CredsFile string // NATS credentials file (JWT and seed) for URL
+	NkeyFile  string // nkey seed file for URL
 	TLSCA     string // CA file to verify the server of URL
 	TLSCert   string // client certificate file (with TLSKey) for URL
 	TLSKey    string
@@ -36,7 +36,28 @@ type Config struct {
 	// room for a 1 MiB ingested body and its headers.
 	MaxPayload int32
 	Logger     *slog.Logger
+
+	// CredentialsDir holds the embedded server's identities (see
+	// Credentials), created on first start; "" means <StoreDir>/credentials.
+	CredentialsDir string
+	// ServerTLS is the embedded server's certificate. Required when Listen
+	// is not a loopback address.
+	ServerTLS ServerTLS
+	// Instances are the projector instances, besides the default one,
+	// whose durable consumers subscribers may not touch (WorkerConsumers).
+	Instances []string
 }
+
+// ServerTLS is the embedded server's TLS configuration.
+type ServerTLS struct {
+	Cert, Key string // PEM certificate and key files
+	// ClientCA, when set, makes the server require a client certificate
+	// signed by this CA from every client, besides its nkey.
+	ClientCA string
+}
+
+// enabled reports whether a certificate is configured.
+func (t ServerTLS) enabled() bool { return t.Cert != "" || t.Key != "" }
 
 // Bus is a NATS connection with JetStream, and the embedded server when
 // there is one.
@@ -45,10 +66,15 @@ type Bus struct {
 	JetStream jetstream.JetStream
 
 	server *server.Server
+	creds  Credentials
+	opts   []nats.Option // what the connection authenticates with
+	tls    bool          // the embedded server requires TLS
 	logger *slog.Logger
 }
 
-// Open starts the embedded server when c.URL is empty, then connects.
+// Open starts the embedded server when c.URL is empty, then connects: to
+// the embedded server as the Worker identity, to c.URL with the
+// credentials c gives.
 func Open(c Config) (*Bus, error) {
 	b := &Bus{logger: c.Logger}
 	if b.logger == nil {
@@ -56,17 +82,64 @@ func Open(c Config) (*Bus, error) {
 	}
 	addr := c.URL
 	if addr == "" {
-		srv, err := startServer(c, b.logger)
-		if err != nil {
+		if err := b.startServer(c); err != nil {
 			return nil, err
 		}
-		b.server, addr = srv, srv.ClientURL()
+		addr = b.serverURL()
+	} else if err := b.clientAuth(c); err != nil {
+		return nil, err
 	}
 	if err := b.connect(addr, c); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
+}
+
+// startServer creates the credentials and starts the embedded server.
+func (b *Bus) startServer(c Config) error {
+	dir := c.CredentialsDir
+	if dir == "" {
+		dir = filepath.Join(c.StoreDir, "credentials")
+	}
+	creds, err := EnsureCredentials(dir)
+	if err != nil {
+		return err
+	}
+	if b.opts, err = creds.Options(Worker); err != nil {
+		return err
+	}
+	if b.server, err = startServer(c, creds, b.logger); err != nil {
+		return err
+	}
+	b.creds, b.tls = creds, c.ServerTLS.enabled()
+	if b.tls {
+		// The worker reaches its own server in process: the certificate
+		// is for remote clients, whose names it carries.
+		b.opts = append(b.opts, nats.InProcessServer(b.server))
+	}
+	return nil
+}
+
+// clientAuth collects the options that authenticate to c.URL.
+func (b *Bus) clientAuth(c Config) error {
+	if c.CredsFile != "" {
+		b.opts = append(b.opts, nats.UserCredentials(c.CredsFile))
+	}
+	if c.NkeyFile != "" {
+		opt, err := nats.NkeyOptionFromSeed(c.NkeyFile)
+		if err != nil {
+			return fmt.Errorf("nats nkey %s: %w", c.NkeyFile, err)
+		}
+		b.opts = append(b.opts, opt)
+	}
+	if c.TLSCA != "" {
+		b.opts = append(b.opts, nats.RootCAs(c.TLSCA))
+	}
+	if c.TLSCert != "" || c.TLSKey != "" {
+		b.opts = append(b.opts, nats.ClientCert(c.TLSCert, c.TLSKey))
+	}
+	return nil
 }
 
 // connect dials url with reconnects that never give up: while NATS is away
@@ -89,16 +162,7 @@ func (b *Bus) connect(addr string, c Config) error {
 			b.logger.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
 		}),
 	}
-	if c.CredsFile != "" {
-		opts = append(opts, nats.UserCredentials(c.CredsFile))
-	}
-	if c.TLSCA != "" {
-		opts = append(opts, nats.RootCAs(c.TLSCA))
-	}
-	if c.TLSCert != "" || c.TLSKey != "" {
-		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
-	}
-	nc, err := nats.Connect(addr, opts...)
+	nc, err := nats.Connect(addr, append(opts, b.opts...)...)
 	if err != nil {
 		return fmt.Errorf("connect to nats %s: %w", redact(addr), err)
 	}
@@ -115,6 +179,46 @@ func (b *Bus) connect(addr string, c Config) error {
 
 // Embedded reports whether the bus runs its own server.
 func (b *Bus) Embedded() bool { return b.server != nil }
+
+// Credentials returns the embedded server's identities; ok is false
+// without an embedded server.
+func (b *Bus) Credentials() (c Credentials, ok bool) { return b.creds, b.server != nil }
+
+// ConnectAs opens another connection, as the identity id on the embedded
+// server (in process when it requires TLS), or with the bus's own
+// credentials on an existing NATS deployment, whose operator gives each
+// program its user. The caller closes it.
+func (b *Bus) ConnectAs(id Identity, name string) (*nats.Conn, error) {
+	if b.server == nil {
+		nc, err := nats.Connect(b.Conn.ConnectedUrl(), append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, b.opts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("connect to nats: %w", err)
+		}
+		return nc, nil
+	}
+	opts, err := b.creds.Options(id)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, nats.Name(name), nats.MaxReconnects(-1))
+	if b.tls {
+		opts = append(opts, nats.InProcessServer(b.server))
+	}
+	nc, err := nats.Connect(b.serverURL(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats as %s: %w", id, err)
+	}
+	return nc, nil
+}
+
+// serverURL is the URL the bus's own connections dial: in process with
+// TLS, the plain scheme, since an in-process client does no handshake.
+func (b *Bus) serverURL() string {
+	if b.tls {
+		return strings.Replace(b.server.ClientURL(), "tls://", "nats://", 1)
+	}
+	return b.server.ClientURL()
+}
 
 // ClientURL returns the URL other processes can connect to.
 func (b *Bus) ClientURL() string {
@@ -144,76 +248,6 @@ func (b *Bus) Close() error {
 		b.server.WaitForShutdown()
 	}
 	return err
-}
-
-func startServer(c Config, logger *slog.Logger) (*server.Server, error) {
-	host, port, err := splitListen(c.Listen)
-	if err != nil {
-		return nil, err
-	}
-	if c.Sync != "" && c.Sync != SyncDefault && c.Sync != SyncAlways {
-		return nil, fmt.Errorf("nats sync policy %q: want %q or %q", c.Sync, SyncDefault, SyncAlways)
-	}
-	maxPayload := c.MaxPayload
-	if maxPayload == 0 {
-		maxPayload = 2 << 20
-	}
-	opts := &server.Options{
-		ServerName: "substate",
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   filepath.Clean(c.StoreDir),
-		SyncAlways: c.Sync == SyncAlways,
-		MaxPayload: maxPayload,
-		NoSigs:     true,
-	}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("embedded nats server: %w", err)
-	}
-	if err := checkListen(host, port); err != nil {
-		return nil, err
-	}
-	srv.SetLoggerV2(serverLogger{logger}, false, false, false)
-	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("embedded nats server did not start listening on %s", c.Listen)
-	}
-	return srv, nil
-}
-
-// checkListen reports why the embedded server could not listen on a fixed
-// port (most often: something else listens there), which the server itself
-// only logs.
-func checkListen(host string, port int) error {
-	if port <= 0 {
-		return nil
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("embedded nats server: %w (choose another --nats-listen)", err)
-	}
-	return l.Close()
-}
-
-func splitListen(addr string) (string, int, error) {
-	if addr == "" {
-		return "127.0.0.1", -1, nil
-	}
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("nats listen address %q: %w", addr, err)
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil {
-		return "", 0, fmt.Errorf("nats listen port %q: %w", p, err)
-	}
-	if port == 0 {
-		port = -1
-	}
-	return host, port, nil
 }
 
 // redact hides the password of a URL for logs and errors.

@@ -28,8 +28,12 @@ func TestOpenEmbedded(t *testing.T) {
 	if !b.Embedded() || !b.Ready() || b.ClientURL() == "" {
 		t.Fatalf("embedded %v ready %v url %q", b.Embedded(), b.Ready(), b.ClientURL())
 	}
-	// Another client can connect to the embedded server.
-	other, err := bus.Open(bus.Config{URL: b.ClientURL()})
+	// Another client can connect to the embedded server, as the worker.
+	creds, ok := b.Credentials()
+	if !ok {
+		t.Fatal("no credentials for the embedded server")
+	}
+	other, err := bus.Open(bus.Config{URL: b.ClientURL(), NkeyFile: creds.SeedFile(bus.Worker)})
 	if err != nil {
 		t.Fatal(err)
 	}

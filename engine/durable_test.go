@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine/internal/natstest"
 )
 
@@ -106,6 +107,7 @@ const (
 	envKillURL = "SUBSTATE_ENGINE_TEST_KILL_URL"
 	envKillDB  = "SUBSTATE_ENGINE_TEST_KILL_DB"
 	envKillNow = "SUBSTATE_ENGINE_TEST_KILL_NOW"
+	envKillKey = "SUBSTATE_ENGINE_TEST_KILL_NKEY"
 )
 
 // TestKill runs the engine in child processes and kills each with SIGKILL:
@@ -194,7 +196,8 @@ type killChild struct{ cmd *exec.Cmd }
 func startKillChild(t *testing.T, url, db string, now time.Time) *killChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$")
-	cmd.Env = append(os.Environ(), envKillURL+"="+url, envKillDB+"="+db, envKillNow+"="+now.Format(time.RFC3339Nano))
+	cmd.Env = append(os.Environ(), envKillURL+"="+url, envKillDB+"="+db, envKillNow+"="+now.Format(time.RFC3339Nano),
+		envKillKey+"="+natstest.Credentials(t, url).SeedFile(bus.Worker))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -255,7 +258,11 @@ func TestKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(url)
+	key, err := nats.NkeyOptionFromSeed(os.Getenv(envKillKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, key)
 	if err != nil {
 		t.Fatal(err)
 	}

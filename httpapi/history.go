@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
+	"github.com/substatehq/substate/redact"
 )
 
 // Page sizes of GET /v1/tenants/{id}/history.
@@ -22,8 +24,18 @@ const (
 // transitions, oldest first, as a substate.HistoryPage. Query parameters:
 // since and until (RFC 3339, a date, or a duration before now such as 24h)
 // bound when the events were recorded; raw=true attaches the provider's
-// payloads; limit (default 1000, at most 10000) and afterSeq page.
+// payloads; limit (default 1000, at most 10000) and afterSeq page. The
+// payloads' input and output are redacted with nothing shown; see
+// RedactedHistory.
 func History(h substate.HistoryReader, log *slog.Logger) http.Handler {
+	return RedactedHistory(h, nil, log)
+}
+
+// RedactedHistory is History with the providers' input and output in raw
+// payloads redacted by policy (nil shows none of them) unless the caller
+// is an admin. On a route an Authorizer guards, raw=true needs read:raw
+// and the tenant must be within the caller's prefix.
+func RedactedHistory(h substate.HistoryReader, policy *redact.Policy, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := ParseHistoryQuery(r.URL.Query(), time.Now())
 		if err != nil {
@@ -31,13 +43,51 @@ func History(h substate.HistoryReader, log *slog.Logger) http.Handler {
 			return
 		}
 		q.TenantID = r.PathValue("id")
+		p, guarded := PrincipalFrom(r.Context())
+		if err := checkHistory(p, guarded, q); err != nil {
+			httpx.Error(w, r, err, log)
+			return
+		}
 		page, err := h.History(r.Context(), q)
 		if err != nil {
 			httpx.Error(w, r, err, log)
 			return
 		}
+		if !guarded || !p.Unredacted() {
+			redactPage(&page, policy)
+		}
 		httpx.JSON(w, http.StatusOK, page)
 	})
+}
+
+// checkHistory checks a guarded history request against its principal.
+func checkHistory(p Principal, guarded bool, q substate.HistoryQuery) error {
+	if !guarded {
+		return nil
+	}
+	if q.Raw && !p.Can(ScopeReadRaw) {
+		return substate.Errorf(substate.EFORBIDDEN, "key %q has scope %s; raw evidence needs %s", p.Name, p.Scope, ScopeReadRaw)
+	}
+	return p.CheckTenant(q.TenantID)
+}
+
+// redactPage redacts the raw evidence of every transition of a page.
+func redactPage(page *substate.HistoryPage, policy *redact.Policy) {
+	for i := range page.Transitions {
+		if ev := page.Transitions[i].Raw; ev != nil && len(ev.Body) > 0 {
+			ev.Body = RedactEvidence(ev.Body, policy)
+		}
+	}
+}
+
+// RedactEvidence redacts an evidence body: the input and output of a JSON
+// payload (redact.Policy.Payload); a payload that was not JSON, kept as a
+// JSON string, is replaced whole.
+func RedactEvidence(body json.RawMessage, policy *redact.Policy) json.RawMessage {
+	if len(body) > 0 && body[0] == '"' {
+		return json.RawMessage(`"` + redact.Redacted + `"`)
+	}
+	return policy.Payload(body)
 }
 
 // ParseHistoryQuery reads the query parameters of the history route.

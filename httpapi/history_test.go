@@ -1,12 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/redact"
 )
 
 func TestParseHistoryQuery(t *testing.T) {
@@ -43,6 +47,79 @@ func TestParseHistoryQuery(t *testing.T) {
 			if _, err := httpapi.ParseHistoryQuery(v, now); substate.ErrorCode(err) != substate.EINVALID {
 				t.Errorf("%v: %v, want EINVALID", v, err)
 			}
+		}
+	})
+}
+
+// storyReader answers every history query with one transition whose raw
+// evidence carries secrets in its input and output.
+type storyReader struct{}
+
+const secretEvidence = `{"detail":{"status":"SUCCEEDED","input":"{\"tenantId\":\"acme-1\",\"dbPassword\":\"hunter2\"}","output":"{\"stripeKey\":\"sk_live_1\",\"token\":\"t0k\"}"}}`
+
+func (storyReader) History(_ context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
+	tr := substate.Transition{Seq: 1}
+	if q.Raw {
+		tr.Raw = &substate.Evidence{Seq: 7, Body: json.RawMessage(secretEvidence)}
+	}
+	return substate.HistoryPage{TenantID: q.TenantID, Transitions: []substate.Transition{tr}}, nil
+}
+
+func TestHistoryRedaction(t *testing.T) {
+	policy, err := redact.New(nil, []string{"$.tenantId"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := keyFile(t,
+		keyLine("ops", "admin", "*", "key-ops"),
+		keyLine("dash", "read", "*", "key-dash"),
+		keyLine("portal", "read:raw", "acme-", "key-portal"))
+	a, err := httpapi.NewAuthorizer("0.0.0.0:0", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := "GET /v1/tenants/{id}/history"
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Extra: map[string]http.Handler{
+		route:                    a.Require(httpapi.ScopeRead)(httpapi.RedactedHistory(storyReader{}, policy, nil)),
+		"GET /open/{id}/history": httpapi.History(storyReader{}, nil),
+	}}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := func(path, key string) (int, string) {
+		var page substate.HistoryPage
+		status, code := getAs(t, s.URL()+path, key, &page)
+		if status != 200 {
+			return status, code
+		}
+		return status, string(page.Transitions[0].Raw.Body)
+	}
+	redacted := `{"detail":{"status":"SUCCEEDED","input":"{\"dbPassword\":\"[redacted]\",\"tenantId\":\"acme-1\"}","output":"[redacted]"}}`
+	for _, tc := range []struct {
+		name, path, key string
+		status          int
+		want            string
+	}{
+		{"Admin", "/v1/tenants/acme-1/history?raw=true", "key-ops", 200, secretEvidence},
+		{"ReadRaw", "/v1/tenants/acme-1/history?raw=true", "key-portal", 200, redacted},
+		{"ReadRawOutsidePrefix", "/v1/tenants/beta/history?raw=true", "key-portal", 403, substate.EFORBIDDEN},
+		{"ReadAsksRaw", "/v1/tenants/acme-1/history?raw=true", "key-dash", 403, substate.EFORBIDDEN},
+		{"NoKey", "/v1/tenants/acme-1/history?raw=true", "", 401, substate.EUNAUTHORIZED},
+		{"UnguardedRoute", "/open/acme-1/history?raw=true", "", 200,
+			`{"detail":{"status":"SUCCEEDED","input":"[redacted]","output":"[redacted]"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, got := body(tc.path, tc.key)
+			if status != tc.status || got != tc.want {
+				t.Fatalf("%d %s\nwant %d %s", status, got, tc.status, tc.want)
+			}
+		})
+	}
+	t.Run("ReadWithoutRaw", func(t *testing.T) {
+		var page substate.HistoryPage
+		if status, _ := getAs(t, s.URL()+"/v1/tenants/acme-1/history", "key-dash", &page); status != 200 || page.Transitions[0].Raw != nil {
+			t.Fatalf("%d %+v", status, page)
 		}
 	})
 }

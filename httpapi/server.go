@@ -1,10 +1,13 @@
 // Package httpapi is substate's HTTP server: it mounts the ingest routes,
 // serves the tenant view queries, liveness and readiness, and the Prometheus
 // metrics. Every error response is {"error":{"code":…,"message":…}} with the
-// one status its code maps to.
+// one status its code maps to. It also holds what guards the API: timeouts
+// and a connection cap, JSON-only ingest, and the read API's keys, scopes
+// and tenant prefixes.
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -16,6 +19,38 @@ import (
 	"github.com/substatehq/substate/internal/httpx"
 )
 
+// Defaults of Limits.
+const (
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second // a whole request, body included: 1 MiB at 35 KB/s
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxConns          = 4096
+)
+
+// Limits bound what one client can hold of the server; zero values mean
+// the defaults. A slow client is closed when a timeout passes; a
+// connection above MaxConns is answered 503 at once and closed.
+type Limits struct {
+	ReadHeaderTimeout time.Duration // to read a request's headers
+	ReadTimeout       time.Duration // to read a whole request, body included
+	WriteTimeout      time.Duration // to write a response (Streaming routes have none)
+	IdleTimeout       time.Duration // a kept-alive connection waiting for its next request
+	MaxHeaderBytes    int
+	MaxConns          int // connections open at once; negative for no cap
+}
+
+func (l Limits) withDefaults() Limits {
+	l.ReadHeaderTimeout = cmp.Or(l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	l.ReadTimeout = cmp.Or(l.ReadTimeout, DefaultReadTimeout)
+	l.WriteTimeout = cmp.Or(l.WriteTimeout, DefaultWriteTimeout)
+	l.IdleTimeout = cmp.Or(l.IdleTimeout, DefaultIdleTimeout)
+	l.MaxHeaderBytes = cmp.Or(l.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	l.MaxConns = cmp.Or(l.MaxConns, DefaultMaxConns)
+	return l
+}
+
 // Server is the HTTP server of a substate worker.
 type Server struct {
 	Addr    string                  // listen address, host:port
@@ -23,8 +58,13 @@ type Server struct {
 	Views   substate.ViewStore      // the tenant view; nil leaves the queries out
 	Ready   func() error            // nil error means ready; nil func means always
 	Metrics http.Handler            // /metrics; nil leaves it out
-	Extra   map[string]http.Handler // more routes by pattern
+	Extra   map[string]http.Handler // more routes by pattern; they authorize themselves
 	Logger  *slog.Logger
+	// Auth, when set, guards the read routes the server mounts: the tenant
+	// queries and /metrics need ScopeRead, and a key's tenant prefix
+	// narrows the queries. Nil leaves them open.
+	Auth   *Authorizer
+	Limits Limits
 
 	ln  net.Listener
 	srv *http.Server
@@ -37,8 +77,25 @@ func (s *Server) Open() error {
 	if err != nil {
 		return err
 	}
+	lim := s.Limits.withDefaults()
 	s.ln = ln
-	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	if lim.MaxConns > 0 {
+		fds, known := fileLimit()
+		if n := capConns(lim.MaxConns, fds, known); n < lim.MaxConns {
+			s.logger().Warn("http connection cap lowered to fit the open-file limit", "cap", n, "wanted", lim.MaxConns, "open_files", fds)
+			lim.MaxConns = n
+		}
+		ln = newLimitListener(ln, lim.MaxConns)
+	}
+	s.srv = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout:       lim.ReadTimeout,
+		WriteTimeout:      lim.WriteTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelDebug),
+	}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger().Error("http server stopped", "err", err)
@@ -69,14 +126,14 @@ func (s *Server) Close() error {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	if s.Ingest != nil {
-		mux.Handle("/v1/ingest/", s.Ingest)
+		mux.Handle("/v1/ingest/", RequireJSON(s.Ingest))
 	}
 	if s.Views != nil {
-		mux.HandleFunc("GET /v1/tenants/{id}", s.getTenant)
-		mux.HandleFunc("GET /v1/tenants", s.listTenants)
+		mux.Handle("GET /v1/tenants/{id}", s.read(http.HandlerFunc(s.getTenant)))
+		mux.Handle("GET /v1/tenants", s.read(http.HandlerFunc(s.listTenants)))
 	}
 	if s.Metrics != nil {
-		mux.Handle("GET /metrics", s.Metrics)
+		mux.Handle("GET /metrics", s.read(s.Metrics))
 	}
 	for pattern, h := range s.Extra {
 		mux.Handle(pattern, h)
@@ -85,10 +142,15 @@ func (s *Server) routes() http.Handler {
 		httpx.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		httpx.Error(w, r, substate.Errorf(substate.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path), nil)
-	})
-	return s.recoverer(mux)
+	return jsonErrors(s.recoverer(mux))
+}
+
+// read guards a read route with Auth, when there is one.
+func (s *Server) read(h http.Handler) http.Handler {
+	if s.Auth == nil {
+		return h
+	}
+	return s.Auth.Require(ScopeRead)(h)
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
-	v, err := s.Views.Tenant(r.Context(), r.PathValue("id"))
+	v, err := ViewsFor(r.Context(), s.Views).Tenant(r.Context(), r.PathValue("id"))
 	if err != nil {
 		httpx.Error(w, r, err, s.logger())
 		return
@@ -23,7 +23,7 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err, s.logger())
 		return
 	}
-	page, err := s.Views.Tenants(r.Context(), f)
+	page, err := ViewsFor(r.Context(), s.Views).Tenants(r.Context(), f)
 	if err != nil {
 		httpx.Error(w, r, err, s.logger())
 		return

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 )
 
 // story is a tenant's provisioning: a payment task that fails, backs off,
@@ -42,27 +44,27 @@ func TestAuditGolden(t *testing.T) {
 	publishStory(t, b, "acme corp", story)
 	publishMsg(t, b, substate.EventsSubject("acme corp"), "{not a cloudevent")
 	publishStory(t, b, "other", story[:1])
-	url := b.ClientURL()
+	url, nkey := b.ClientURL(), bustest.Seed(t, b, bus.Worker)
 
-	code, out, errOut := runCLI(t, "audit", "--tenant", "acme corp", "--nats-url", url)
+	code, out, errOut := runCLI(t, "audit", "--tenant", "acme corp", "--nats-url", url, "--nats-nkey", nkey)
 	if code != 0 {
 		t.Fatalf("audit: exit %d: %s", code, errOut)
 	}
 	golden(t, "audit.txt", out)
-	code, out, errOut = runCLI(t, "audit", "--tenant", "acme corp", "--raw", "--nats-url", url)
+	code, out, errOut = runCLI(t, "audit", "--tenant", "acme corp", "--raw", "--nats-url", url, "--nats-nkey", nkey)
 	if code != 0 {
 		t.Fatalf("audit --raw: exit %d: %s", code, errOut)
 	}
 	golden(t, "audit-raw.txt", out)
 
 	publishStory(t, b, "hooli", rerun)
-	code, out, errOut = runCLI(t, "audit", "--tenant", "hooli", "--nats-url", url)
+	code, out, errOut = runCLI(t, "audit", "--tenant", "hooli", "--nats-url", url, "--nats-nkey", nkey)
 	if code != 0 {
 		t.Fatalf("audit: exit %d: %s", code, errOut)
 	}
 	golden(t, "audit-rerun.txt", out)
 
-	code, out, _ = runCLI(t, "audit", "--tenant", "acme corp", "--json", "--raw", "--nats-url", url)
+	code, out, _ = runCLI(t, "audit", "--tenant", "acme corp", "--json", "--raw", "--nats-url", url, "--nats-nkey", nkey)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != len(story)+1 {
 		t.Fatalf("audit --json: exit %d, %d lines", code, len(lines))
@@ -79,16 +81,16 @@ func TestAuditGolden(t *testing.T) {
 func TestAuditRanges(t *testing.T) {
 	b := newTestBus(t)
 	publishStory(t, b, "acme", story)
-	url := b.ClientURL()
-	code, out, _ := runCLI(t, "audit", "--tenant", "acme", "--since", "1h", "--nats-url", url)
+	url, nkey := b.ClientURL(), bustest.Seed(t, b, bus.Worker)
+	code, out, _ := runCLI(t, "audit", "--tenant", "acme", "--since", "1h", "--nats-url", url, "--nats-nkey", nkey)
 	if code != 0 || !strings.Contains(out, "acme: 9 events") {
 		t.Fatalf("--since 1h: exit %d\n%s", code, out)
 	}
-	code, _, errOut := runCLI(t, "audit", "--tenant", "acme", "--until", "2001-01-01", "--nats-url", url)
+	code, _, errOut := runCLI(t, "audit", "--tenant", "acme", "--until", "2001-01-01", "--nats-url", url, "--nats-nkey", nkey)
 	if code != 1 || !strings.Contains(errOut, "no events of tenant") {
 		t.Fatalf("--until before everything: exit %d %s", code, errOut)
 	}
-	code, _, errOut = runCLI(t, "audit", "--tenant", "acme", "--since", "last tuesday", "--nats-url", url)
+	code, _, errOut = runCLI(t, "audit", "--tenant", "acme", "--since", "last tuesday", "--nats-url", url, "--nats-nkey", nkey)
 	if code != 1 || !strings.Contains(errOut, "--since") {
 		t.Fatalf("bad --since: exit %d %s", code, errOut)
 	}

@@ -44,9 +44,9 @@ type childWorker struct {
 	js   jetstream.JetStream
 }
 
-// startChild starts the worker on url and waits until its durable
-// consumers are in place.
-func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, dir string) (*childWorker, error) {
+// startChild starts the worker on url, as the worker identity in nkey
+// when given, and waits until its durable consumers are in place.
+func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, nkey, dir string) (*childWorker, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, 
 	args := []string{"run", "--nats-url", url, "--data-dir", dir, "--http-addr", addr, "--sfn-reconcile", "off",
 		"--batch-size", strconv.Itoa(f.BatchSize), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
 		"--replicas", strconv.Itoa(f.NATSReplicas)}
-	for _, o := range [...][2]string{{"--nats-creds", f.NATSCreds}, {"--nats-tls-ca", f.NATSTLSCA}, {"--nats-tls-cert", f.NATSTLSCert}, {"--nats-tls-key", f.NATSTLSKey}} {
+	for _, o := range [...][2]string{{"--nats-creds", f.NATSCreds}, {"--nats-nkey", nkey}, {"--nats-tls-ca", f.NATSTLSCA}, {"--nats-tls-cert", f.NATSTLSCert}, {"--nats-tls-key", f.NATSTLSKey}} {
 		if o[1] != "" {
 			args = append(args, o[0], o[1])
 		}

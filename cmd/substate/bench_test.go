@@ -12,6 +12,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/mapping"
 )
 
@@ -215,7 +216,7 @@ func TestBenchNATSURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	args := []string{"bench", "--json", "--data-dir", t.TempDir(), "--nats-url", b.ClientURL(), "--http-addr", "127.0.0.1:0",
+	args := []string{"bench", "--json", "--data-dir", t.TempDir(), "--nats-url", b.ClientURL(), "--nats-nkey", bustest.Seed(t, b, bus.Worker), "--http-addr", "127.0.0.1:0",
 		"--log-level", "warn", "--events", "1000", "--tenants", "1000", "--rate", "2000", "--duration", "300ms"}
 	code, out, errOut := runCLIFor(t, 3*time.Minute, args...)
 	if code != 0 {

@@ -22,6 +22,7 @@ import (
 type process struct {
 	cmd           *exec.Cmd
 	httpURL, nats string
+	nkey          string // the worker's seed on its embedded server
 }
 
 func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...string) *process {
@@ -43,7 +44,8 @@ func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...st
 			tb.Logf("worker log:\n%s", logs.String())
 		}
 	})
-	p := &process{cmd: cmd, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr}
+	p := &process{cmd: cmd, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr,
+		nkey: (bus.Credentials{Dir: natsCredentialsDir(dataDir)}).SeedFile(bus.Worker)}
 	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	// A worker on a cluster that is still electing leaders retries its
 	// start-up for up to 30 s.
@@ -138,7 +140,7 @@ func TestCrashRecovery(t *testing.T) {
 		posted := postRound(p.httpURL, next, upTo, clients)
 		if round == rounds-1 {
 			<-posted
-			waitSettled(t, p.nats)
+			waitSettled(t, p.nats, p.nkey)
 			p.terminate(t)
 			break
 		}
@@ -203,7 +205,7 @@ func postRound(url string, next []int, upTo, clients int) <-chan struct{} {
 // had nothing left to do.
 func waitBatchInHand(tb testing.TB, p *process, posted <-chan struct{}) bool {
 	tb.Helper()
-	b, err := bus.Open(bus.Config{URL: p.nats})
+	b, err := bus.Open(bus.Config{URL: p.nats, NkeyFile: p.nkey})
 	if err != nil {
 		tb.Fatal(err)
 	}

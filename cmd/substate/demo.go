@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
 )
@@ -87,11 +88,19 @@ func openLog(path string) (*os.File, error) {
 }
 
 func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) error {
-	svc, err := demo.Register(d.w.Bus.Conn)
+	tasks, err := d.w.Bus.ConnectAs(bus.Tasks, "substate-demo-tasks")
+	if err != nil {
+		return err
+	}
+	defer tasks.Close()
+	svc, err := demo.Register(tasks)
 	if err != nil {
 		return err
 	}
 	defer svc.Stop()
+	if err := tasks.Flush(); err != nil { // the services listen before the first workflow asks
+		return err
+	}
 	sub, err := d.w.Bus.Conn.Subscribe(substate.SubjectChangesPrefix+">", d.printChange)
 	if err != nil {
 		return err

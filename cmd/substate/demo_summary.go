@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +95,9 @@ func exploreHint(f WorkerFlags, tenant string) string {
 	case f.NATSListen != defaultNATSListen:
 		run += " --nats-listen " + f.NATSListen
 		nats = " --nats-url nats://" + f.NATSListen
+	}
+	if f.NATSURL == "" && filepath.Clean(f.DataDir) != "data" {
+		nats += " --data-dir " + shellQuote(f.DataDir) // where the embedded server's credentials are
 	}
 	return "\nTo look around, start the worker again on the demo's data, then ask it from another terminal:\n" +
 		"  " + run + "\n" +

@@ -121,8 +121,8 @@ To look around, start the worker again on the demo's data, then ask it from anot
 To look around, start the worker again on the demo's data, then ask it from another terminal:
   substate run --data-dir '/tmp/my demo' --http-addr 127.0.0.1:28080 --nats-listen 127.0.0.1:24222
   substate tenants list --has-error --server http://127.0.0.1:28080
-  substate audit --tenant 'acme corp' --nats-url nats://127.0.0.1:24222
-  substate verify --server http://127.0.0.1:28080 --nats-url nats://127.0.0.1:24222
+  substate audit --tenant 'acme corp' --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
+  substate verify --server http://127.0.0.1:28080 --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
 `
 	if got := exploreHint(f, "acme corp"); got != want {
 		t.Errorf("other addresses:\n%s\nwant\n%s", got, want)

@@ -7,13 +7,17 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/substatehq/substate/internal/bustest"
+
+	"github.com/substatehq/substate/bus"
 )
 
 // TestEventsDLQ is the README's bad input, as a newcomer sees it: each gets
 // its answer and "substate events dlq" shows where it went and why.
 func TestEventsDLQ(t *testing.T) {
 	w := startWorker(t, t.TempDir())
-	nats := w.Bus.ClientURL()
+	nats, nkey := w.Bus.ClientURL(), bustest.Seed(t, w.Bus, bus.Worker)
 	ingest := w.HTTP.URL() + "/v1/ingest/eventbridge"
 	example, err := os.ReadFile(examplePath("stepfunctions-failed.json"))
 	if err != nil {
@@ -37,7 +41,7 @@ func TestEventsDLQ(t *testing.T) {
 	}
 	var out string
 	eventually(t, func() string {
-		code, o, errOut := runCLI(t, "events", "dlq", "--nats-url", nats)
+		code, o, errOut := runCLI(t, "events", "dlq", "--nats-url", nats, "--nats-nkey", nkey)
 		if out = o; code != 0 || strings.Count(out, "\n") != 3 {
 			return fmt.Sprintf("events dlq: %d\n%s%s", code, out, errOut)
 		}
@@ -55,7 +59,7 @@ func TestEventsDLQ(t *testing.T) {
 		}
 	}
 
-	code, out, _ := runCLI(t, "events", "dlq", "--stage", "normalize", "--json", "--nats-url", nats)
+	code, out, _ := runCLI(t, "events", "dlq", "--stage", "normalize", "--json", "--nats-url", nats, "--nats-nkey", nkey)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != 2 {
 		t.Fatalf("events dlq --stage normalize --json: %d\n%s", code, out)
@@ -71,7 +75,7 @@ func TestEventsDLQ(t *testing.T) {
 		t.Fatalf("dead letter JSON: %+v", d)
 	}
 
-	if code, out, errOut := runCLI(t, "events", "dlq", "--stage", "project", "--nats-url", nats); code != 0 || out != "" {
+	if code, out, errOut := runCLI(t, "events", "dlq", "--stage", "project", "--nats-url", nats, "--nats-nkey", nkey); code != 0 || out != "" {
 		t.Fatalf("no dead letters of a stage: %d %q %s", code, out, errOut)
 	}
 }
@@ -92,7 +96,7 @@ func TestOddTenantID(t *testing.T) {
 	if code := postBytes(t, w.HTTP.URL()+"/v1/ingest/eventbridge", []byte(body), nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
-	code, out, errOut := runCLI(t, "events", "tail", "--from-start", "--count", "1", "--tenant", tenant, "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "events", "tail", "--from-start", "--count", "1", "--tenant", tenant, "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, tenant) {
 		t.Fatalf("events tail --tenant %q: %d\n%s%s", tenant, code, out, errOut)
 	}

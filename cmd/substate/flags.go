@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -42,13 +43,22 @@ func isTerminal(f *os.File) bool {
 type NATSFlags struct {
 	NATSURL      string `name:"nats-url" help:"Existing NATS server URL; without it an embedded server runs."`
 	NATSListen   string `name:"nats-listen" default:"127.0.0.1:4222" help:"Client address of the embedded NATS server."`
-	NATSCreds    string `name:"nats-creds" type:"existingfile" help:"NATS credentials file for --nats-url."`
+	NATSCreds    string `name:"nats-creds" type:"existingfile" help:"NATS credentials file (JWT and seed) for --nats-url."`
+	NATSNkey     string `name:"nats-nkey" type:"existingfile" help:"NATS nkey seed file for --nats-url."`
 	NATSTLSCA    string `name:"nats-tls-ca" type:"existingfile" help:"CA certificate to verify the NATS server with."`
 	NATSTLSCert  string `name:"nats-tls-cert" type:"existingfile" help:"Client certificate for NATS (with --nats-tls-key)."`
 	NATSTLSKey   string `name:"nats-tls-key" type:"existingfile" help:"Client key for NATS."`
 	NATSSync     string `name:"nats-sync" enum:"default,always" default:"default" help:"Embedded server's disk sync: default flushes every 2 minutes (a process crash loses nothing, a power loss can lose the last interval); always flushes each write before acknowledging it (slower)."`
 	NATSReplicas int    `name:"replicas" default:"1" help:"Stream replicas on a NATS cluster (use 3 there)."`
+
+	NATSServerTLSCert     string `name:"nats-server-tls-cert" type:"existingfile" help:"Certificate of the embedded NATS server (with --nats-server-tls-key); required when --nats-listen is not a loopback address."`
+	NATSServerTLSKey      string `name:"nats-server-tls-key" type:"existingfile" help:"Key of the embedded NATS server's certificate."`
+	NATSServerTLSClientCA string `name:"nats-server-tls-client-ca" type:"existingfile" help:"CA that must have signed a certificate every client of the embedded NATS server presents (besides its nkey)."`
 }
+
+// natsCredentialsDir is where the embedded NATS server keeps the seed
+// files of its identities: worker.nk, tasks.nk, subscriber.nk.
+func natsCredentialsDir(dataDir string) string { return filepath.Join(dataDir, "nats", "credentials") }
 
 // StreamFlags set the retention of substate's streams.
 type StreamFlags struct {

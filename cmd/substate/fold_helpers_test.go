@@ -21,9 +21,9 @@ import (
 
 // waitSettled waits until the normalizer and the projector have nothing
 // pending and nothing unacknowledged.
-func waitSettled(tb testing.TB, url string) {
+func waitSettled(tb testing.TB, url, nkey string) {
 	tb.Helper()
-	b, err := bus.Open(bus.Config{URL: url})
+	b, err := bus.Open(bus.Config{URL: url, NkeyFile: nkey})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -14,6 +14,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/substatehq/substate/internal/bustest"
+
+	"github.com/substatehq/substate/bus"
 )
 
 // TestMain lets a test run this binary's main in a subprocess (to kill it
@@ -219,7 +223,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if code != 0 || strings.Contains(out, "acme") {
 		t.Fatalf("tenants list --sub-state running: %d\n%s", code, out)
 	}
-	code, out, errOut := runCLI(t, "events", "tail", "--from-start", "--count", "1", "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "events", "tail", "--from-start", "--count", "1", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "acme") || !strings.Contains(out, "failed") {
 		t.Fatalf("events tail: %d\n%s\n%s", code, out, errOut)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
@@ -42,7 +43,7 @@ func TestRebuildLargeStream(t *testing.T) {
 	b := newTestBus(t)
 	publishMany(t, b, 50000)
 	out := filepath.Join(t.TempDir(), "view.db")
-	code, stdout, stderr := runCLI(t, "rebuild", "--out", out, "--nats-url", b.ClientURL())
+	code, stdout, stderr := runCLI(t, "rebuild", "--out", out, "--nats-url", b.ClientURL(), "--nats-nkey", bustest.Seed(t, b, bus.Worker))
 	if code != 0 {
 		t.Fatalf("rebuild: exit %d: %s", code, stderr)
 	}
@@ -62,7 +63,7 @@ func TestRebuildLargeStream(t *testing.T) {
 		t.Errorf("checkpoint %d, want 50000", cp)
 	}
 
-	code, _, stderr = runCLI(t, "rebuild", "--out", out, "--nats-url", b.ClientURL())
+	code, _, stderr = runCLI(t, "rebuild", "--out", out, "--nats-url", b.ClientURL(), "--nats-nkey", bustest.Seed(t, b, bus.Worker))
 	if code != 1 || !strings.Contains(stderr, "--force") {
 		t.Errorf("rebuild over an existing file: exit %d %s", code, stderr)
 	}
@@ -74,7 +75,7 @@ func TestRebuildOnTerminalShowsProgress(t *testing.T) {
 	var tty ttyBuffer
 	m := &Main{Stdout: &tty, Stderr: &tty}
 	out := filepath.Join(t.TempDir(), "view.db")
-	if code := m.Run(context.Background(), []string{"rebuild", "--out", out, "--until-seq", "2000", "--batch-size", "100", "--nats-url", b.ClientURL()}); code != 0 {
+	if code := m.Run(context.Background(), []string{"rebuild", "--out", out, "--until-seq", "2000", "--batch-size", "100", "--nats-url", b.ClientURL(), "--nats-nkey", bustest.Seed(t, b, bus.Worker)}); code != 0 {
 		t.Fatalf("exit %d: %s", code, tty.String())
 	}
 	s := tty.String()
@@ -121,11 +122,11 @@ func TestRebuildUntilTime(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	publishMany(t, b, 10)
 	out := filepath.Join(t.TempDir(), "past.db")
-	code, _, stderr := runCLI(t, "rebuild", "--out", out, "--until", cut, "--nats-url", b.ClientURL())
+	code, _, stderr := runCLI(t, "rebuild", "--out", out, "--until", cut, "--nats-url", b.ClientURL(), "--nats-nkey", bustest.Seed(t, b, bus.Worker))
 	if code != 0 || !strings.Contains(stderr, "10 events (sequences 1 to 10)") {
 		t.Fatalf("rebuild --until: exit %d %s", code, stderr)
 	}
-	code, _, stderr = runCLI(t, "rebuild", "--out", out, "--until", cut, "--until-seq", "3", "--nats-url", b.ClientURL())
+	code, _, stderr = runCLI(t, "rebuild", "--out", out, "--until", cut, "--until-seq", "3", "--nats-url", b.ClientURL(), "--nats-nkey", bustest.Seed(t, b, bus.Worker))
 	if code != 2 || !strings.Contains(stderr, "--until") {
 		t.Fatalf("both --until and --until-seq: exit %d %s", code, stderr)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/mapping"
 )
 
@@ -34,7 +36,7 @@ func TestRenormalizeBesideWorker(t *testing.T) {
 		return ""
 	})
 	for range 2 {
-		code, out, errOut := runCLI(t, "renormalize", "--nats-url", w.Bus.ClientURL())
+		code, out, errOut := runCLI(t, "renormalize", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 		if code != 0 || !strings.Contains(out, fmt.Sprintf("renormalized 2 raw messages (sequences 1 to 2) with mapping version %d: 2 events, 2 already in the events stream, published 0", mapping.Version)) {
 			t.Fatalf("renormalize: exit %d\n%s\n%s", code, out, errOut)
 		}
@@ -42,11 +44,11 @@ func TestRenormalizeBesideWorker(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Fatalf("events stream holds %d, want 2", n)
 	}
-	code, out, _ := runCLI(t, "renormalize", "--since", "1m", "--dry-run", "--nats-url", w.Bus.ClientURL())
+	code, out, _ := runCLI(t, "renormalize", "--since", "1m", "--dry-run", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "would publish 0") {
 		t.Fatalf("renormalize --dry-run: exit %d\n%s", code, out)
 	}
-	code, out, _ = runCLI(t, "renormalize", "--until", "2001-01-01", "--nats-url", w.Bus.ClientURL())
+	code, out, _ = runCLI(t, "renormalize", "--until", "2001-01-01", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "no raw messages") {
 		t.Fatalf("renormalize of an empty range: exit %d\n%s", code, out)
 	}

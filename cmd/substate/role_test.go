@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine/demo"
+	"github.com/substatehq/substate/internal/bustest"
 )
 
 // get returns the status and body of a GET.
@@ -42,15 +42,11 @@ func TestRoleSplit(t *testing.T) {
 	if views, _ := filepath.Glob(filepath.Join(ingestDir, "view*.db")); len(views) > 0 {
 		t.Fatalf("the ingest role created %v", views)
 	}
-	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL())
+	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker))
 	if pr.normalizer != nil {
 		t.Fatal("the project role started a normalizer")
 	}
-	nc, err := nats.Connect(in.Bus.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := bustest.Connect(t, in.Bus, bus.Subscriber)
 	changes, err := nc.SubscribeSync("substate.changes.>")
 	if err != nil {
 		t.Fatal(err)
@@ -88,14 +84,14 @@ func TestRoleSplit(t *testing.T) {
 // of a projector through a separate ingest process.
 func TestEngineRole(t *testing.T) {
 	in := startWorker(t, t.TempDir(), "--role", "ingest")
-	en := startWorker(t, t.TempDir(), "--role", "engine", "--nats-url", in.Bus.ClientURL())
+	en := startWorker(t, t.TempDir(), "--role", "engine", "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker))
 	if en.Engine == nil || en.View != nil || en.normalizer != nil || en.projector != nil {
 		t.Fatal("the engine role must run the engine and nothing else")
 	}
-	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL())
+	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker))
 	file := orderWorkflow(t, in.Bus.Conn)
 	s := demo.Scenarios[1] // backorder: fails without retries
-	code, out, errOut := runCLI(t, "workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", in.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "started "+s.Name) {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
@@ -155,7 +151,7 @@ func TestProjectorReadyAfterCatchUp(t *testing.T) {
 		return ""
 	})
 
-	cli, err := parseCLI([]string{"run", "--role", "project", "--batch-size", "1", "--nats-url", in.Bus.ClientURL(),
+	cli, err := parseCLI([]string{"run", "--role", "project", "--batch-size", "1", "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker),
 		"--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--log-level", "warn"})
 	if err != nil {
 		t.Fatal(err)

@@ -8,19 +8,23 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 )
 
 // VerifyCmd is "substate verify".
 type VerifyCmd struct {
-	Server    string `default:"http://127.0.0.1:8080" help:"Base URL of the running worker whose view to verify."`
-	BatchSize int    `default:"512" help:"Events per transaction of the replay."`
+	Server     string   `default:"http://127.0.0.1:8080" help:"Base URL of the running worker whose view to verify."`
+	BatchSize  int      `default:"512" help:"Events per transaction of the replay."`
+	Evidence   bool     `default:"true" negatable:"" help:"Also check each canonical event against its raw evidence in SUBSTATE_RAW: an event that no raw message maps to (forged, or its evidence gone) fails the check."`
+	TenantRule []string `sep:"none" help:"The worker's tenant resolution rules (its --tenant-rule), to map the raw evidence as it does." placeholder:"RULE"`
 
 	ClientFlags `embed:""`
 }
@@ -53,10 +57,44 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 	}
 	diffs := withoutMoved(replay.Compare(live.tenants, replayed), moved)
 	printVerify(m.Stdout, live, p, diffs, len(moved))
-	if len(diffs) > 0 {
+	failed := len(diffs) > 0
+	if c.Evidence && live.to.Applied > 0 {
+		res, err := c.checkEvidence(ctx, js, live.to.Applied)
+		if err != nil {
+			return err
+		}
+		printEvidence(m.Stdout, res)
+		failed = failed || res.Failed()
+	}
+	if failed {
 		return exitError{1}
 	}
 	return nil
+}
+
+// checkEvidence checks the events up to seq against SUBSTATE_RAW.
+func (c *VerifyCmd) checkEvidence(ctx context.Context, js jetstream.JetStream, seq uint64) (replay.CheckResult, error) {
+	rules, err := mapping.ParseTenantRules(c.TenantRule...)
+	if err != nil {
+		return replay.CheckResult{}, err
+	}
+	ch := &replay.Checker{Reader: &replay.Reader{JS: js}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
+		EventID: mapping.EventID, MappingVersion: mapping.Version}
+	return ch.Run(ctx, replay.Range{ToSeq: seq})
+}
+
+// printEvidence prints what the evidence check found.
+func printEvidence(w io.Writer, res replay.CheckResult) {
+	var counts []string
+	for _, o := range replay.CheckOutcomes {
+		if n := res.Counts[o]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, o))
+		}
+	}
+	for _, f := range res.Findings {
+		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, f.Reason)
+	}
+	fmt.Fprintf(w, "evidence of %s up to sequence %d in %s: %s\n", substate.StreamEvents, res.LastSeq, substate.StreamRaw, strings.Join(counts, ", "))
 }
 
 // readLive reads every tenant of the live view between two readings of

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
 )
 
@@ -33,7 +37,7 @@ func workerStory(tb testing.TB) *testWorker {
 
 func TestVerifyEqual(t *testing.T) {
 	w := workerStory(t)
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "the live view equals the replay") || !strings.Contains(out, "3 tenants") {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -50,7 +54,7 @@ func TestVerifyTamperedView(t *testing.T) {
 	if _, err := w.View.Apply(context.Background(), []substate.Sequenced{{Seq: w.View.Applied() + 1000, Event: d}}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 1 {
 		t.Fatalf("verify: exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -71,7 +75,7 @@ func TestVerifyTamperedView(t *testing.T) {
 
 func TestVerifyEmptyView(t *testing.T) {
 	w := startWorker(t, t.TempDir())
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL())
+	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "0 tenants") {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -96,5 +100,33 @@ func TestVerifyLeavesOutTenantsThatMoved(t *testing.T) {
 	diffs := withoutMoved([]replay.TenantDiff{{TenantID: "busy"}, {TenantID: "quiet"}}, moved)
 	if len(diffs) != 1 || diffs[0].TenantID != "quiet" {
 		t.Fatalf("diffs %+v", diffs)
+	}
+}
+
+// An event published straight on SUBSTATE_EVENTS by someone who holds
+// publish rights changes the view and its replay alike, but has no raw
+// evidence: verify fails and names it.
+func TestVerifyCatchesForgedEvent(t *testing.T) {
+	w := workerStory(t)
+	d := substate.EventData{TenantID: "tenant-2", Provider: substate.ProviderEngine, ExecutionID: "run-1",
+		SubState: substate.StateSucceeded, Revision: 99, OccurredAt: t0.Add(time.Hour), ExecutionStartedAt: t0}
+	d.Normalize()
+	if err := publishers.NewJetStream(w.Bus.JetStream).PublishEvents(context.Background(), []substate.Event{substate.NewEvent("forged-1", d)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		if v, err := w.View.Tenant(context.Background(), "tenant-2"); err != nil || v.WorkflowSubState != substate.StateSucceeded {
+			return fmt.Sprintf("view %+v, %v", v, err)
+		}
+		return ""
+	})
+	args := []string{"verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker)}
+	code, out, errOut := runCLI(t, args...)
+	if code != 1 || !strings.Contains(out, "the live view equals the replay") || !strings.Contains(out, `tenant "tenant-2": missing`) ||
+		!strings.Contains(out, "1 missing") {
+		t.Fatalf("verify: exit %d, want 1 naming the forged event\n%s\n%s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, append(args, "--no-evidence")...); code != 0 {
+		t.Fatalf("verify --no-evidence: exit %d\n%s", code, out)
 	}
 }

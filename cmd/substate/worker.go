@@ -29,6 +29,7 @@ import (
 type WorkerFlags struct {
 	DataDir              string        `default:"./data" help:"Where the view (view.db), the engine's executions (engine.db) and the embedded NATS store (nats/) live."`
 	HTTPAddr             string        `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
+	HTTPMaxConns         int           `name:"http-max-conns" default:"4096" help:"HTTP connections open at once; one more is answered 503 at once (lowered to fit the open-file limit; -1 for no cap)."`
 	IngestAPIKey         string        `help:"X-Api-Key that EventBridge deliveries must carry."`
 	RestateWebhookSecret string        `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`
 	TenantRule           []string      `sep:"none" help:"Tenant resolution rule, repeatable, tried in order: input:<JSONPath on the execution input>, name:<regexp with a (?P<tenant>…) group on the execution name>, restate:key, engine:tenant. Default: input:$.tenantId, restate:key, engine:tenant." placeholder:"RULE"`
@@ -110,8 +111,9 @@ func (w *Worker) checkExposure() error {
 func (f WorkerFlags) busConfig(log *slog.Logger) bus.Config {
 	return bus.Config{
 		URL: f.NATSURL, Listen: f.NATSListen, StoreDir: filepath.Join(f.DataDir, "nats"), Sync: f.NATSSync,
-		CredsFile: f.NATSCreds, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
-		Name: "substate", Logger: log,
+		CredsFile: f.NATSCreds, NkeyFile: f.NATSNkey, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
+		Name: "substate", Logger: log, CredentialsDir: natsCredentialsDir(f.DataDir), Instances: []string{f.Instance},
+		ServerTLS: bus.ServerTLS{Cert: f.NATSServerTLSCert, Key: f.NATSServerTLSKey, ClientCA: f.NATSServerTLSClientCA},
 	}
 }
 
@@ -123,8 +125,9 @@ func (w *Worker) openBus(context.Context) error {
 	}
 	w.Bus = b
 	w.closers = append(w.closers, b.Close)
-	if b.Embedded() {
+	if creds, ok := b.Credentials(); ok {
 		w.Logger.Info("embedded nats server running", "url", b.ClientURL(), "store", filepath.Join(f.DataDir, "nats"))
+		w.Logger.Info("nats credentials for other programs", creds.Hint()...)
 	}
 	return retry(30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -273,7 +276,7 @@ func (w *Worker) openHTTP(context.Context) error {
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
-		Extra: w.replayRoutes(),
+		Extra: w.replayRoutes(), Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 	}
 	if err := w.HTTP.Open(); err != nil {
 		return fmt.Errorf("http listen: %w", err)

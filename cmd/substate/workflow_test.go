@@ -15,6 +15,10 @@ import (
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
 	"github.com/substatehq/substate/internal/awstest"
+
+	"github.com/substatehq/substate/internal/bustest"
+
+	"github.com/substatehq/substate/bus"
 )
 
 func TestWorkflowValidate(t *testing.T) {
@@ -71,7 +75,7 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 	w := startWorker(t, t.TempDir())
 	file := orderWorkflow(t, w.Bus.Conn)
 	s := demo.Scenarios[1] // backorder: fails without retries
-	args := []string{"workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", w.Bus.ClientURL()}
+	args := []string{"workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker)}
 	code, out, errOut := runCLI(t, args...)
 	if code != 0 || !strings.Contains(out, "started "+s.Name) || strings.Contains(errOut, "warning") {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
@@ -88,7 +92,7 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 		}
 		return ""
 	})
-	code, _, errOut = runCLI(t, "workflow", "start", file, "--tenant", "x", "--input", "[1]", "--nats-url", w.Bus.ClientURL())
+	code, _, errOut = runCLI(t, "workflow", "start", file, "--tenant", "x", "--input", "[1]", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 1 || !strings.Contains(errOut, "JSON object") {
 		t.Fatalf("bad input: exit %d %s", code, errOut)
 	}

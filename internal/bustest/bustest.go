@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate/bus"
@@ -15,7 +16,9 @@ import (
 
 // Open starts an embedded NATS server with JetStream on a random port, its
 // store in a temporary directory, with substate's streams declared in the
-// default topology or in topo when given. It stops when the test ends.
+// default topology or in topo when given. The bus is connected as the
+// worker; Seed and Connect give other clients their identity. It stops
+// when the test ends.
 func Open(tb testing.TB, topo ...bus.Topology) *bus.Bus {
 	tb.Helper()
 	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: tb.TempDir()})
@@ -33,6 +36,28 @@ func Open(tb testing.TB, topo ...bus.Topology) *bus.Bus {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// Seed returns the seed file of an identity of b's embedded server, for a
+// command's --nats-nkey or a child process.
+func Seed(tb testing.TB, b *bus.Bus, id bus.Identity) string {
+	tb.Helper()
+	creds, ok := b.Credentials()
+	if !ok {
+		tb.Fatal("bustest: the bus runs no embedded server")
+	}
+	return creds.SeedFile(id)
+}
+
+// Connect connects to b's embedded server as id, closed on cleanup.
+func Connect(tb testing.TB, b *bus.Bus, id bus.Identity) *nats.Conn {
+	tb.Helper()
+	nc, err := b.ConnectAs(id, "test-"+string(id))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
 }
 
 // Msgs returns every message a stream holds, in order.

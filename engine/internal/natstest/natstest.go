@@ -15,14 +15,31 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 )
 
-// Server starts an embedded NATS server with JetStream, stopped on cleanup.
+// servers holds the credentials of every server Server started, by client
+// URL.
+var servers sync.Map
+
+// Server starts an embedded NATS server with JetStream and substate's
+// identities (bus.Credentials, with bus.Permissions), so the engine runs
+// with the worker's permissions and task services with the task services'
+// ones. It is stopped on cleanup.
 func Server(tb testing.TB) *server.Server {
 	tb.Helper()
+	creds, err := bus.EnsureCredentials(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	users, err := bus.Users(creds, bus.WorkerConsumers())
+	if err != nil {
+		tb.Fatal(err)
+	}
 	ns, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true,
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true, Nkeys: users,
 	})
 	if err != nil {
 		tb.Fatalf("new nats server: %v", err)
@@ -31,34 +48,61 @@ func Server(tb testing.TB) *server.Server {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		tb.Fatal("nats server not ready")
 	}
+	servers.Store(ns.ClientURL(), creds)
 	tb.Cleanup(func() {
+		servers.Delete(ns.ClientURL())
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	})
 	return ns
 }
 
-// Conn connects to ns, closed on cleanup.
+// Credentials returns the identities of the server Server started at url.
+func Credentials(tb testing.TB, url string) bus.Credentials {
+	tb.Helper()
+	creds, ok := servers.Load(url)
+	if !ok {
+		tb.Fatalf("natstest: no server of this test listens at %s", url)
+	}
+	return creds.(bus.Credentials)
+}
+
+// Conn connects to ns as the worker, closed on cleanup.
 func Conn(tb testing.TB, ns *server.Server) *nats.Conn {
 	tb.Helper()
-	nc, err := nats.Connect(ns.ClientURL())
+	return ConnAs(tb, ns.ClientURL(), bus.Worker)
+}
+
+// ConnAs connects to the server at url as id, closed on cleanup.
+func ConnAs(tb testing.TB, url string, id bus.Identity) *nats.Conn {
+	tb.Helper()
+	opts, err := Credentials(tb, url).Options(id)
 	if err != nil {
-		tb.Fatalf("connect: %v", err)
+		tb.Fatal(err)
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		tb.Fatalf("connect as %s: %v", id, err)
 	}
 	tb.Cleanup(nc.Close)
 	return nc
 }
 
 // Service registers a micro service that answers one task resource with h,
-// stopped on cleanup.
+// on a connection of its own as a task service to the server nc is
+// connected to; it is stopped on cleanup.
 func Service(tb testing.TB, nc *nats.Conn, service, operation string, h micro.HandlerFunc) micro.Service {
 	tb.Helper()
-	svc, err := micro.AddService(nc, micro.Config{Name: "task-" + service, Version: "1.0.0"})
+	tasks := ConnAs(tb, nc.ConnectedUrl(), bus.Tasks)
+	svc, err := micro.AddService(tasks, micro.Config{Name: "task-" + service, Version: "1.0.0"})
 	if err != nil {
 		tb.Fatalf("add service: %v", err)
 	}
 	if err := svc.AddEndpoint(operation, h, micro.WithEndpointSubject(substate.TaskSubject(service, operation))); err != nil {
 		tb.Fatalf("add endpoint: %v", err)
+	}
+	if err := tasks.Flush(); err != nil { // the server has the subscription before the engine asks
+		tb.Fatalf("flush: %v", err)
 	}
 	tb.Cleanup(func() { _ = svc.Stop() })
 	return svc

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/httpx"
+	"github.com/substatehq/substate/internal/netx"
+)
+
+// Principal is who made a request: the key it presented (or none, on a
+// loopback address without keys) with that key's scope and tenant prefix.
+type Principal struct {
+	Name         string // the key's name; "anonymous" without a key
+	Scope        Scope
+	TenantPrefix string // only tenants whose id starts with it; "" for every tenant
+}
+
+// Can reports whether the principal's scope includes s.
+func (p Principal) Can(s Scope) bool { return p.Scope.Includes(s) }
+
+// Unredacted reports whether the principal sees provider input and output
+// as received (admin), rather than redacted.
+func (p Principal) Unredacted() bool { return p.Can(ScopeAdmin) }
+
+// SeesTenant reports whether the principal may see tenant id.
+func (p Principal) SeesTenant(id string) bool { return strings.HasPrefix(id, p.TenantPrefix) }
+
+// CheckTenant returns the 403 error for a tenant outside the principal's
+// prefix, nil for one inside it.
+func (p Principal) CheckTenant(id string) error {
+	if p.SeesTenant(id) {
+		return nil
+	}
+	return substate.Errorf(substate.EFORBIDDEN, "key %q may only read tenants whose id starts with %q", p.Name, p.TenantPrefix)
+}
+
+// Anonymous is the principal of a request without a key where none is
+// needed: a loopback address with no keys configured. It reads
+// everything, provider evidence redacted.
+var Anonymous = Principal{Name: "anonymous", Scope: ScopeReadRaw}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal an Authorizer put on the request's
+// context; ok is false on a route no Authorizer guards.
+func PrincipalFrom(ctx context.Context) (p Principal, ok bool) {
+	p, ok = ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// Authorizer checks the key of each request to the read API: sent as
+// "Authorization: Bearer KEY", looked up in Keys. Without a key, a request
+// is the Anonymous principal when AllowAnonymous is set and 401 otherwise;
+// a key that is not configured is always 401.
+type Authorizer struct {
+	Keys           *Keys
+	AllowAnonymous bool
+}
+
+// NewAuthorizer returns the Authorizer for a server listening on addr:
+// without keys, a loopback address lets every request in as Anonymous (the
+// zero-configuration default) and any other address is refused with an
+// error saying what to configure; with keys, every request needs one.
+func NewAuthorizer(addr string, keys *Keys) (*Authorizer, error) {
+	if keys.Set().Len() > 0 {
+		return &Authorizer{Keys: keys}, nil
+	}
+	if netx.Loopback(addr) {
+		return &Authorizer{Keys: keys, AllowAnonymous: true}, nil
+	}
+	return nil, substate.Errorf(substate.EINVALID,
+		"refusing to serve the read API on non-loopback address %s without API keys: set --api-keys-file or --api-keys (see docs/security.md)", addr)
+}
+
+// Require returns a middleware that lets a request through only when its
+// principal has scope, with the principal on the request's context; 401
+// without a valid key, 403 with a key of a narrower scope.
+func (a *Authorizer) Require(scope Scope) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, err := a.Authenticate(r)
+			if err == nil && !p.Can(scope) {
+				err = substate.Errorf(substate.EFORBIDDEN, "key %q has scope %s; %s %s needs %s", p.Name, p.Scope, r.Method, r.URL.Path, scope)
+			}
+			if err != nil {
+				if substate.ErrorCode(err) == substate.EUNAUTHORIZED {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="substate"`)
+				}
+				httpx.Error(w, r, err, nil)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		})
+	}
+}
+
+// Authenticate returns the principal of a request.
+func (a *Authorizer) Authenticate(r *http.Request) (Principal, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" && a.AllowAnonymous {
+		return Anonymous, nil
+	}
+	key, ok := bearer(h)
+	if !ok {
+		return Principal{}, substate.Errorf(substate.EUNAUTHORIZED, "missing API key: send Authorization: Bearer <key>")
+	}
+	k, found := a.Keys.Set().Lookup(key)
+	if !found {
+		return Principal{}, substate.Errorf(substate.EUNAUTHORIZED, "unknown API key")
+	}
+	return Principal{Name: k.Name, Scope: k.Scope, TenantPrefix: k.TenantPrefix}, nil
+}
+
+// bearer returns the credential of an "Authorization: Bearer" header.
+func bearer(h string) (string, bool) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	cred = strings.TrimSpace(cred)
+	return cred, cred != ""
+}

@@ -1,0 +1,4 @@
+package httpapi
+
+// CapConns exports capConns to the tests.
+var CapConns = capConns

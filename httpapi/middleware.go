@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/httpx"
+)
+
+// RequireJSON answers 415 with the JSON error to a request whose body is
+// declared in a content type other than JSON: application/json or any
+// application/*+json (application/cloudevents+json), parameters such as
+// charset allowed. A request without a Content-Type is let through: the
+// route still parses its body strictly as JSON and answers 400 when it is
+// not. EventBridge API destinations always send application/json; curl
+// --data sends application/x-www-form-urlencoded, refused here with a
+// message that says which header to add.
+func RequireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+			httpx.Error(w, r, substate.Errorf(substate.EMEDIATYPE,
+				"Content-Type %q is not JSON: send the body as application/json (curl: -H 'Content-Type: application/json')", ct), nil)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isJSON reports whether a Content-Type names JSON.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
+// noDeadline is the zero time: no deadline.
+var noDeadline time.Time
+
+// Streaming lets a route stream its response for as long as it likes
+// (Server-Sent Events): it lifts the server's read and write deadlines for
+// that request, which otherwise end a response after WriteTimeout.
+func Streaming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(noDeadline)
+		_ = rc.SetWriteDeadline(noDeadline)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// jsonErrors makes every error response JSON: an error a handler (or the
+// router itself, for an unknown path or a method the path does not take)
+// writes as plain text becomes {"error":{"code":…,"message":…}} with the
+// same status and headers (Allow stays).
+func jsonErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&errorWriter{ResponseWriter: w, r: r}, r)
+	})
+}
+
+// errorWriter rewrites a non-JSON error response as the JSON error.
+type errorWriter struct {
+	http.ResponseWriter
+	r        *http.Request
+	headed   bool // WriteHeader was called
+	replaced bool // the body written is the JSON error; the handler's is dropped
+}
+
+func (w *errorWriter) WriteHeader(status int) {
+	if w.headed {
+		return
+	}
+	w.headed = true
+	if status < 400 || isJSON(w.Header().Get("Content-Type")) {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.replaced = true
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Del("X-Content-Type-Options")
+	code, msg := errorFor(status, w.r, h.Get("Allow"))
+	httpx.JSON(w.ResponseWriter, status, httpx.ErrorBody{Error: httpx.ErrorDetail{Code: code, Message: msg}})
+}
+
+func (w *errorWriter) Write(p []byte) (int, error) {
+	if !w.headed {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.replaced {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines,
+// flushes).
+func (w *errorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes a flush on, for streaming responses.
+func (w *errorWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.replaced {
+		f.Flush()
+	}
+}
+
+// errorFor returns the error code and message of a status the router or a
+// library wrote as plain text.
+func errorFor(status int, r *http.Request, allow string) (string, string) {
+	switch status {
+	case http.StatusNotFound:
+		return substate.ENOTFOUND, "no route for " + r.Method + " " + r.URL.Path
+	case http.StatusMethodNotAllowed:
+		return substate.EMETHOD, r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + allow
+	case http.StatusUnauthorized:
+		return substate.EUNAUTHORIZED, "unauthorized"
+	case http.StatusForbidden:
+		return substate.EFORBIDDEN, "forbidden"
+	case http.StatusConflict:
+		return substate.ECONFLICT, "conflict"
+	case http.StatusRequestEntityTooLarge:
+		return substate.ETOOLARGE, "request body too large"
+	case http.StatusTooManyRequests:
+		return substate.ETHROTTLED, "too many requests; retry later"
+	case http.StatusUnsupportedMediaType:
+		return substate.EMEDIATYPE, "unsupported content type"
+	case http.StatusServiceUnavailable:
+		return substate.EUNAVAILABLE, "service unavailable; retry later"
+	}
+	if status >= 500 {
+		return substate.EINTERNAL, "internal error"
+	}
+	return substate.EINVALID, strings.ToLower(http.StatusText(status))
+}

@@ -1,0 +1,255 @@
+package replay
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/substatehq/substate"
+)
+
+// Outcomes of checking one canonical event against its evidence.
+const (
+	// CheckVerified: its raw message re-normalizes to exactly this event.
+	CheckVerified = "verified"
+	// CheckForged: its raw message exists but does not re-normalize to it
+	// (other content, another id), or maps to nothing at all.
+	CheckForged = "forged"
+	// CheckMissing: the raw message it needs is not in SUBSTATE_RAW, and
+	// retention does not explain why.
+	CheckMissing = "missing"
+	// CheckExpired: its raw message was removed by retention before it.
+	CheckExpired = "expired"
+	// CheckUnverified: mapped by an older mapping version, which this
+	// binary no longer has; its raw message exists and maps to the same
+	// tenant and execution.
+	CheckUnverified = "unverified"
+	// CheckInvalid: not a canonical event (the projector dead-letters it).
+	CheckInvalid = "invalid"
+)
+
+// CheckOutcomes lists the outcomes, in the order reports print them.
+var CheckOutcomes = []string{CheckVerified, CheckForged, CheckMissing, CheckExpired, CheckUnverified, CheckInvalid}
+
+// DefaultMaxFindings is how many problems a check describes one by one.
+const DefaultMaxFindings = 100
+
+// Checker checks that every canonical event of SUBSTATE_EVENTS has its
+// evidence in SUBSTATE_RAW: the raw message it names in its headers (for
+// an event without that link, one whose event id it has) exists and maps,
+// with the current mapping, to exactly this event on exactly this subject.
+// An event published by anyone else, even with publish rights on the
+// stream, has no such raw message: it is reported forged or missing.
+type Checker struct {
+	Reader *Reader
+	Mapper substate.Mapper
+	// EventID is the normalizer's deterministic event id (mapping.EventID).
+	EventID func(raw substate.RawEvent, index int) string
+	// MappingVersion is the current mapping's version (mapping.Version).
+	MappingVersion int
+	// ClockSlack is how long after SUBSTATE_RAW's oldest message an event
+	// whose raw message is gone may have been stored and still count as
+	// expired (the normalizer lagged); 0 means DefaultClockSlack.
+	ClockSlack time.Duration
+	// Lookback bounds the search for unlinked events (see Evidence).
+	Lookback time.Duration
+	// MaxFindings is how many problems are kept in the result; 0 means
+	// DefaultMaxFindings.
+	MaxFindings int
+	// Metrics, when set, counts every event checked by outcome.
+	Metrics *CheckMetrics
+}
+
+// Finding is one event whose evidence does not hold.
+type Finding struct {
+	Seq      uint64          `json:"seq"` // in SUBSTATE_EVENTS
+	EventID  string          `json:"eventId,omitempty"`
+	TenantID string          `json:"tenantId,omitempty"`
+	Outcome  string          `json:"outcome"`
+	Reason   string          `json:"reason"`
+	Raw      substate.RawRef `json:"raw"`
+}
+
+// CheckResult is what a check found.
+type CheckResult struct {
+	FirstSeq, LastSeq uint64         // the event sequences read
+	Counts            map[string]int // events by outcome
+	Findings          []Finding      // forged, missing, unverified and invalid events, up to MaxFindings
+}
+
+// Failed reports whether an event was forged or lost its evidence.
+func (r CheckResult) Failed() bool { return r.Counts[CheckForged]+r.Counts[CheckMissing] > 0 }
+
+// rawBounds is where SUBSTATE_RAW starts.
+type rawBounds struct {
+	first   uint64
+	firstAt time.Time
+}
+
+// Run checks the events of rg.
+func (c *Checker) Run(ctx context.Context, rg Range) (CheckResult, error) {
+	res := CheckResult{Counts: map[string]int{}}
+	bounds, err := c.rawBounds(ctx)
+	if err != nil {
+		return res, err
+	}
+	cache := map[uint64]Message{}
+	var unlinked []Event
+	for e, err := range c.Reader.Events(ctx, "", rg) {
+		if err != nil {
+			return res, err
+		}
+		if res.FirstSeq == 0 {
+			res.FirstSeq = e.Seq
+		}
+		res.LastSeq = e.Seq
+		if e.Err == nil && e.RawRef().Seq == 0 {
+			unlinked = append(unlinked, e)
+			continue
+		}
+		f, err := c.checkLinked(ctx, e, bounds, cache)
+		if err != nil {
+			return res, err
+		}
+		c.record(&res, f)
+	}
+	return res, c.checkUnlinked(ctx, unlinked, bounds, &res)
+}
+
+// rawBounds reads the first sequence of SUBSTATE_RAW and when it was
+// stored.
+func (c *Checker) rawBounds(ctx context.Context) (rawBounds, error) {
+	first, _, msgs, err := c.Reader.Bounds(ctx, substate.StreamRaw)
+	if err != nil || msgs == 0 {
+		return rawBounds{first: first}, err
+	}
+	m, err := c.Reader.Get(ctx, substate.StreamRaw, first)
+	if substate.ErrorCode(err) == substate.ENOTFOUND {
+		return rawBounds{first: first}, nil // removed meanwhile: any time is older
+	} else if err != nil {
+		return rawBounds{}, err
+	}
+	return rawBounds{first: first, firstAt: m.Stored}, nil
+}
+
+// checkLinked checks an event against the raw message its headers name.
+func (c *Checker) checkLinked(ctx context.Context, e Event, b rawBounds, cache map[uint64]Message) (Finding, error) {
+	f := Finding{Seq: e.Seq, EventID: e.Event.ID, TenantID: e.Event.Data.TenantID, Raw: e.RawRef()}
+	if e.Err != nil {
+		return f.is(CheckInvalid, e.Err.Error()), nil
+	}
+	m, ok := cache[f.Raw.Seq]
+	if !ok {
+		var err error
+		m, err = c.Reader.Get(ctx, substate.StreamRaw, f.Raw.Seq)
+		if substate.ErrorCode(err) == substate.ENOTFOUND {
+			return c.gone(f, e, b), nil
+		} else if err != nil {
+			return f, err
+		}
+		if len(cache) > 256 {
+			clear(cache)
+		}
+		cache[f.Raw.Seq] = m
+	}
+	raw := RawEventOf(m)
+	if f.Raw.ID != "" && raw.ID != f.Raw.ID {
+		return f.is(CheckForged, fmt.Sprintf("names %s sequence %d, which holds raw message %q, not %q", substate.StreamRaw, f.Raw.Seq, raw.ID, f.Raw.ID)), nil
+	}
+	return c.compare(f, e, raw), nil
+}
+
+// gone classifies an event whose raw message is not in SUBSTATE_RAW.
+func (c *Checker) gone(f Finding, e Event, b rawBounds) Finding {
+	if f.Raw.Seq < b.first && c.expired(e, b) {
+		return f.is(CheckExpired, "raw message removed by retention")
+	}
+	return f.is(CheckMissing, fmt.Sprintf("raw message %s sequence %d is not in the stream", substate.StreamRaw, f.Raw.Seq))
+}
+
+// expired reports whether e's raw message may have been removed by
+// retention: SUBSTATE_RAW lost its first messages, and e was stored no
+// later than ClockSlack after the oldest one left.
+func (c *Checker) expired(e Event, b rawBounds) bool {
+	if b.first <= 1 {
+		return false // nothing was ever removed
+	}
+	return b.firstAt.IsZero() || !e.Stored.After(b.firstAt.Add(cmp.Or(c.ClockSlack, DefaultClockSlack)))
+}
+
+// compare maps raw again and checks that one of its events is e.
+func (c *Checker) compare(f Finding, e Event, raw substate.RawEvent) Finding {
+	data, err := c.Mapper.Map(raw)
+	if err != nil {
+		return f.is(CheckForged, "its raw message maps to no event: "+err.Error())
+	}
+	for i := range data {
+		if c.EventID(raw, i) != e.Event.ID {
+			continue
+		}
+		want := substate.NewEvent(e.Event.ID, data[i])
+		if reason := differs(e, want); reason != "" {
+			return f.is(CheckForged, reason)
+		}
+		return f.is(CheckVerified, "")
+	}
+	if e.Event.Data.MappingVersion < c.MappingVersion {
+		for i := range data {
+			if data[i].TenantID == e.Event.Data.TenantID && data[i].ExecutionID == e.Event.Data.ExecutionID {
+				return f.is(CheckUnverified, fmt.Sprintf("mapped by mapping version %d; this binary maps with version %d", e.Event.Data.MappingVersion, c.MappingVersion))
+			}
+		}
+	}
+	return f.is(CheckForged, fmt.Sprintf("its id is not one of the %d events its raw message maps to", len(data)))
+}
+
+// differs says how a stored event differs from the event its raw message
+// maps to, "" when it does not.
+func differs(e Event, want substate.Event) string {
+	if subj := substate.EventsSubject(want.Data.TenantID); e.Subject != subj {
+		return fmt.Sprintf("stored on %s, not on its tenant's subject %s", e.Subject, subj)
+	}
+	got, err1 := substate.MarshalEvent(e.Event)
+	exp, err2 := substate.MarshalEvent(want)
+	if err1 != nil || err2 != nil || !bytes.Equal(got, exp) {
+		return fmt.Sprintf("differs from what its raw message maps to (%s)", firstDifference(e.Event.Data, want.Data))
+	}
+	return ""
+}
+
+// firstDifference names the first data field that differs.
+func firstDifference(got, want substate.EventData) string {
+	if got.TenantID != want.TenantID {
+		return fmt.Sprintf("tenantId %q, raw says %q", got.TenantID, want.TenantID)
+	}
+	for _, d := range Compare([]substate.TenantView{viewOf(got)}, []substate.TenantView{viewOf(want)}) {
+		for _, fd := range d.Fields {
+			return fmt.Sprintf("%s %q, raw says %q", fd.Field, fd.Live, fd.Replay)
+		}
+	}
+	return "envelope or revision"
+}
+
+// viewOf puts the fields a reader cares about into a TenantView, to reuse
+// Compare's field by field description.
+func viewOf(d substate.EventData) substate.TenantView {
+	return substate.TenantView{TenantID: d.TenantID, WorkflowSubState: d.SubState, WorkflowVerb: d.Verb, WorkflowStatus: d.Status,
+		WorkflowExecutionID: d.ExecutionID, WorkflowRetryCount: d.RetryCount, WorkflowErrorMessage: d.ErrorMessage,
+		Provider: d.Provider, ProviderState: d.ProviderState}
+}
+
+func (f Finding) is(outcome, reason string) Finding {
+	f.Outcome, f.Reason = outcome, reason
+	return f
+}
+
+// record counts a finding and keeps it when it is a problem.
+func (c *Checker) record(res *CheckResult, f Finding) {
+	res.Counts[f.Outcome]++
+	c.Metrics.count(f.Outcome)
+	if f.Outcome != CheckVerified && f.Outcome != CheckExpired && len(res.Findings) < cmp.Or(c.MaxFindings, DefaultMaxFindings) {
+		res.Findings = append(res.Findings, f)
+	}
+}
