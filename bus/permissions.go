@@ -52,10 +52,11 @@ func Permissions(id Identity, workerConsumers []string) *server.Permissions {
 
 // workerPermissions: substate's subjects, the JetStream API and acks (it
 // may watch its consumers' acks too), its inboxes, and the service
-// discovery subjects of the engine's control endpoint.
+// discovery subjects: the engine's control endpoint answers them, and
+// "workflow start" asks them which task services are there.
 func workerPermissions() *server.Permissions {
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: []string{"substate.>", "$JS.API.>", "$JS.ACK.>", "_INBOX.>"}},
+		Publish:   &server.SubjectPermission{Allow: []string{"substate.>", "$JS.API.>", "$JS.ACK.>", "_INBOX.>", "$SRV.>"}},
 		Subscribe: &server.SubjectPermission{Allow: []string{"substate.>", "$JS.ACK.>", "_INBOX.>", "$SRV.>"}},
 	}
 }

@@ -30,12 +30,18 @@ type ClientFlags struct {
 // DataDir, when that has the embedded server's credentials: whoever reads
 // that directory holds the worker's data anyway.
 func (f ClientFlags) Connect() (*nats.Conn, jetstream.JetStream, error) {
+	return f.ConnectAs(bus.Worker)
+}
+
+// ConnectAs is Connect with the identity whose seed under DataDir is the
+// default: a task service connects as bus.Tasks.
+func (f ClientFlags) ConnectAs(id bus.Identity) (*nats.Conn, jetstream.JetStream, error) {
 	opts := []nats.Option{nats.Name("substate-cli")}
 	if f.NATSCreds != "" {
 		opts = append(opts, nats.UserCredentials(f.NATSCreds))
 	}
 	nkey := f.NATSNkey
-	if seed := (bus.Credentials{Dir: natsCredentialsDir(f.DataDir)}).SeedFile(bus.Worker); nkey == "" && f.NATSCreds == "" && fileExists(seed) {
+	if seed := (bus.Credentials{Dir: natsCredentialsDir(f.DataDir)}).SeedFile(id); nkey == "" && f.NATSCreds == "" && fileExists(seed) {
 		nkey = seed
 	}
 	if nkey != "" {

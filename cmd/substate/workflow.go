@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
 	"github.com/substatehq/substate/engine/stepfunctions"
@@ -126,7 +127,8 @@ func unservedWarning(unserved []string, natsURL string) string {
 		"  ServiceUnavailable after 3 retries (about 7 s), and the execution fails unless a catch takes it.\n")
 	fmt.Fprintf(&b, "  Start a task service for each, connected to %s (a nats micro service; see docs/engine.md, Tasks).\n", natsURL)
 	if !slices.ContainsFunc(unserved, func(r string) bool { return !demo.Serves(r) }) {
-		fmt.Fprintf(&b, "  These are the demo's: substate workflow demo-services --nats-url %s serves them all.\n", natsURL)
+		fmt.Fprintf(&b, "  These are the demo's: substate workflow demo-services --nats-url %s serves them all\n"+
+			"  (as the task-service identity: with the worker's --data-dir, or --nats-nkey <data-dir>/nats/credentials/tasks.nk).\n", natsURL)
 	}
 	return b.String()
 }
@@ -140,7 +142,7 @@ type WorkflowDemoServicesCmd struct {
 
 // Run serves the demo task services until ctx ends.
 func (c *WorkflowDemoServicesCmd) Run(ctx context.Context, m *Main) error {
-	nc, _, err := c.Connect()
+	nc, _, err := c.ConnectAs(bus.Tasks)
 	if err != nil {
 		return err
 	}

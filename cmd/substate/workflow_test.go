@@ -110,7 +110,7 @@ func TestWorkflowStartWithoutServices(t *testing.T) {
 	}
 	s := demo.Scenarios[0] // happy: succeeds
 	code, out, errOut := runCLI(t, "workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input),
-		"--name", s.Name, "--nats-url", w.Bus.ClientURL())
+		"--name", s.Name, "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "started "+s.Name) {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
@@ -127,7 +127,7 @@ func TestWorkflowStartWithoutServices(t *testing.T) {
 	var served syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- (&Main{Stdout: &served, Stderr: &served}).Run(ctx, []string{"workflow", "demo-services", "--nats-url", w.Bus.ClientURL()})
+		done <- (&Main{Stdout: &served, Stderr: &served}).Run(ctx, []string{"workflow", "demo-services", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Tasks)})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	eventuallyWithin(t, 30*time.Second, func() string {
@@ -137,7 +137,7 @@ func TestWorkflowStartWithoutServices(t *testing.T) {
 		}
 		return ""
 	})
-	code, out, _ = runCLI(t, "audit", "--tenant", s.TenantID, "--raw", "--nats-url", w.Bus.ClientURL())
+	code, out, _ = runCLI(t, "audit", "--tenant", s.TenantID, "--raw", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if want := `"output":{"amount":250,`; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, `"trackingNumber":"trk-o-100"`) {
 		t.Errorf("audit --raw: exit %d, want the output (%s…) in\n%s", code, want, out)
 	}
