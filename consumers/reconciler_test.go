@@ -85,8 +85,8 @@ func TestReconcilerDetectsBackingOffFromHistory(t *testing.T) {
 		t.Fatalf("history calls = %d, want 1: the first poll of an execution reads history", srv.Calls("GetExecutionHistory"))
 	}
 	v := p.waitTenant(t, runningTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
-	if v.WorkflowRetryCount != 1 || v.WorkflowErrorMessage != "States.Timeout: Task timed out after 30.00 seconds" || v.WorkflowVerb != substate.VerbRetrying {
-		t.Fatalf("view = retries %d, error %q, verb %s; want 1, the timeout, retrying", v.WorkflowRetryCount, v.WorkflowErrorMessage, v.WorkflowVerb)
+	if v.WorkflowRetryCount != 2 || v.WorkflowErrorMessage != "States.Timeout: Task timed out after 30.00 seconds" || v.WorkflowVerb != substate.VerbRetrying {
+		t.Fatalf("view = retries %d, error %q, verb %s; want 2 (one retried failure, one waiting), the timeout, retrying", v.WorkflowRetryCount, v.WorkflowErrorMessage, v.WorkflowVerb)
 	}
 }
 

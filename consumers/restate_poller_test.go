@@ -136,7 +136,7 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 		}
 	}
 	v := p.waitTenant(t, restateTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
-	if v.WorkflowRetryCount != 3 || !strings.Contains(v.WorkflowErrorMessage, "payment provider returned HTTP 503") {
+	if v.WorkflowRetryCount != 4 || !strings.Contains(v.WorkflowErrorMessage, "payment provider returned HTTP 503") {
 		t.Fatalf("view = retries %d, error %q", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
 	if got := streamCount(t, p.bus.JetStream, substate.StreamRaw); got != 2 {
@@ -148,7 +148,7 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 		t.Fatal(err)
 	}
 	v = p.waitTenant(t, restateTenant, "failed", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
-	if v.WorkflowErrorMessage != "[402] card declined: insufficient_funds" || v.WorkflowRetryCount != 3 {
+	if v.WorkflowErrorMessage != "card declined: insufficient_funds" || v.WorkflowRetryCount != 4 {
 		t.Fatalf("failed view = retries %d, error %q; want the retries kept and the completion failure", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
 

@@ -14,7 +14,7 @@ import (
 // id, so re-normalizing the raw stream with a changed mapping publishes new
 // events instead of being deduplicated against the old ones. Bump it whenever
 // the mapping of an existing payload changes.
-const Version = 1
+const Version = 2
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.

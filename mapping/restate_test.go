@@ -18,17 +18,43 @@ func TestMapRestate(t *testing.T) {
 		}
 		return evs[0]
 	}
-	t.Run("RetryCountIsAttemptsMinusOne", func(t *testing.T) {
+	t.Run("RetryCountIsFailedAttempts", func(t *testing.T) {
+		// retry_count is the attempt number: backing off after attempt n,
+		// n attempts failed; running attempt n, n-1 did.
 		tests := []struct {
+			status    string
 			attempts  any
 			want      int
 			wantKnown bool
-		}{{1, 0, true}, {4, 3, true}, {0, 0, true}, {nil, 0, false}}
+		}{
+			{"backing-off", 1, 1, true}, {"backing-off", 4, 4, true}, {"backing-off", nil, 0, false},
+			{"running", 1, 0, true}, {"running", 4, 3, true}, {"running", 0, 0, true}, {"running", nil, 0, false},
+			{"paused", nil, 0, false}, {"completed", nil, 0, false},
+		}
 		for _, tt := range tests {
-			ev := mapOne(t, restateRow(t, "backing-off", map[string]any{"retry_count": tt.attempts}))
+			ev := mapOne(t, restateRow(t, tt.status, map[string]any{"retry_count": tt.attempts}))
 			if ev.RetryCount != tt.want || ev.RetryCountKnown != tt.wantKnown {
-				t.Errorf("retry_count %v: got %d known %v, want %d known %v", tt.attempts, ev.RetryCount, ev.RetryCountKnown, tt.want, tt.wantKnown)
+				t.Errorf("%s retry_count %v: got %d known %v, want %d known %v", tt.status, tt.attempts, ev.RetryCount, ev.RetryCountKnown, tt.want, tt.wantKnown)
 			}
+		}
+	})
+	t.Run("RevisionOrdersRowsOfOneModifiedAt", func(t *testing.T) {
+		// The order a real server reports a retry in, all under one modified_at.
+		steps := []struct {
+			status   string
+			attempts any
+		}{{"ready", nil}, {"running", 1}, {"backing-off", 1}, {"running", 2}, {"backing-off", 2}, {"running", 3}}
+		var last substate.Revision
+		for i, s := range steps {
+			ev := mapOne(t, restateRow(t, s.status, map[string]any{"retry_count": s.attempts}))
+			if i > 0 && ev.Revision <= last {
+				t.Errorf("%s attempt %v: revision %d not after %d", s.status, s.attempts, ev.Revision, last)
+			}
+			last = ev.Revision
+		}
+		later := mapOne(t, restateRow(t, "paused", map[string]any{"modified_at": "2024-06-19T10:00:47.906Z"}))
+		if later.Revision <= last {
+			t.Errorf("a later modified_at must be newer: %d <= %d", later.Revision, last)
 		}
 	})
 	t.Run("ErrorMessage", func(t *testing.T) {
@@ -37,10 +63,11 @@ func TestMapRestate(t *testing.T) {
 			set      map[string]any
 			msg, typ string
 		}{
-			{"backing-off", map[string]any{"last_failure": "[500] boom", "last_failure_error_code": "RT0007"}, "[500] boom", "RT0007"},
-			{"paused", map[string]any{"last_failure": "[500] boom"}, "[500] boom", "500"},
-			{"running", map[string]any{"last_failure": "[500] boom"}, "[500] boom", "500"},
-			{"completed", map[string]any{"completion_result": "failure", "completion_failure": "[402] declined"}, "[402] declined", "402"},
+			{"backing-off", map[string]any{"last_failure": "[500 Internal] boom\nError: boom\n    at handler (service.js:7:11)", "last_failure_error_code": "RT0007"}, "boom", "RT0007"},
+			{"paused", map[string]any{"last_failure": "[500] boom"}, "boom", "500"},
+			{"running", map[string]any{"last_failure": "[500] boom"}, "boom", "500"},
+			{"backing-off", map[string]any{"last_failure": "plain text\nsecond line"}, "plain text", ""},
+			{"completed", map[string]any{"completion_result": "failure", "completion_failure": "[402] declined"}, "declined", "402"},
 			{"completed", map[string]any{"completion_result": "success", "last_failure": "[500] old"}, "", ""},
 		}
 		for _, tt := range tests {
@@ -54,7 +81,7 @@ func TestMapRestate(t *testing.T) {
 		ev := mapOne(t, restateRow(t, "running", map[string]any{"target_service_name": nil}))
 		modified := time.Date(2024, 6, 19, 10, 0, 47, 905e6, time.UTC)
 		if ev.ExecutionID != "inv_1" || ev.Workflow != "Provision/acme/run" || ev.TenantID != "acme" ||
-			!ev.OccurredAt.Equal(modified) || ev.Revision != substate.Revision(modified.UnixMilli()) ||
+			!ev.OccurredAt.Equal(modified) || ev.Revision != substate.RestateRevision(modified, 0, substate.RestateRankRunning) ||
 			!ev.ExecutionStartedAt.Equal(time.Date(2024, 6, 19, 10, 0, 41, 502e6, time.UTC)) {
 			t.Errorf("got %+v", ev)
 		}

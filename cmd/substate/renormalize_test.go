@@ -33,7 +33,7 @@ func TestRenormalizeBesideWorker(t *testing.T) {
 	})
 	for range 2 {
 		code, out, errOut := runCLI(t, "renormalize", "--nats-url", w.Bus.ClientURL())
-		if code != 0 || !strings.Contains(out, "renormalized 2 raw messages (sequences 1 to 2) with mapping version 1: 2 events, 2 already in the events stream, published 0") {
+		if code != 0 || !strings.Contains(out, "renormalized 2 raw messages (sequences 1 to 2) with mapping version 2: 2 events, 2 already in the events stream, published 0") {
 			t.Fatalf("renormalize: exit %d\n%s\n%s", code, out, errOut)
 		}
 	}

@@ -191,8 +191,8 @@ func TestPollRetryHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := mapPoll(t, raw)
-		if ev.SubState != substate.StateBackingOff || ev.RetryCount != 1 || ev.ErrorType != "States.Timeout" {
-			t.Fatalf("mapped = %s, retries %d, error %s; want backing-off, 1, States.Timeout", ev.SubState, ev.RetryCount, ev.ErrorType)
+		if ev.SubState != substate.StateBackingOff || ev.RetryCount != 2 || ev.ErrorType != "States.Timeout" {
+			t.Fatalf("mapped = %s, retries %d, error %s; want backing-off, 2 (one retried failure, one waiting), States.Timeout", ev.SubState, ev.RetryCount, ev.ErrorType)
 		}
 	})
 	t.Run("Failed", func(t *testing.T) {
