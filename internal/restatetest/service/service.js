@@ -47,8 +47,12 @@ const provision = restate.object({
     }),
     // Fails for good.
     terminal: async () => { throw new restate.TerminalError("card declined: insufficient_funds", { errorCode: 402 }); },
-    // Sleeps {ms} (an hour by default): the invocation suspends.
-    nap: async (ctx, input) => { await ctx.sleep((input && input.ms) || 3600000); return "rested"; },
+    // Sleeps {ms} (an hour by default): the invocation suspends half a
+    // second later (its inactivity timeout).
+    nap: restate.handlers.object.exclusive({ inactivityTimeout: 500 }, async (ctx, input) => {
+      await ctx.sleep((input && input.ms) || 3600000);
+      return "rested";
+    }),
     // Fails until its gate is "open"; paused by its retry policy after 3 attempts.
     stuck: restate.handlers.object.exclusive(
       { retryPolicy: { initialInterval: 200, maxInterval: 200, maxAttempts: 3, onMaxAttempts: "pause" } },
