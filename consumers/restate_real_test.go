@@ -97,7 +97,7 @@ func TestRestateRealServerPoller(t *testing.T) {
 		rs.Gate(t, "t-other", "fail")
 		good := rs.Send(t, "Provision", "t-other", "flaky", nil, 0)
 		rs.WaitRow(t, good, "backing-off", func(row map[string]any) bool { return row["status"] == "backing-off" })
-		r.applyView(t, "mallory", "inv_1")                                 // not an id Restate can parse
+		r.applyView(t, "mallory", "inv_1")                              // not an id Restate can parse
 		r.applyView(t, "eve", "inv_1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz") // the right shape, out of range
 		r.follow(t, good, "t-other", func(s rowState) bool { return s.Status == "backing-off" })
 		for _, bad := range []string{"inv_1", "inv_1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"} {
@@ -122,4 +122,3 @@ func dlqHas(t *testing.T, p *pipeline, what, reason string) bool {
 	}
 	return false
 }
-

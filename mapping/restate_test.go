@@ -151,3 +151,17 @@ func TestMapEngine(t *testing.T) {
 		wantCode(t, err, substate.ENOTENANT)
 	})
 }
+
+func TestMapRestateRecordedRows(t *testing.T) {
+	m := newMapper(t)
+	t.Run("KeylessHasNoTenant", func(t *testing.T) {
+		_, err := m.Map(substate.RawEvent{Kind: substate.RawRestate, Body: fixture(t, "restate-keyless-completed.json")})
+		wantCode(t, err, substate.ENOTENANT)
+	})
+	t.Run("PausedWithoutJournalKeepsTheCount", func(t *testing.T) {
+		ev := mustMap(t, m, substate.RawRestate, restateRow(t, "paused", nil))[0]
+		if ev.SubState != substate.StateError || ev.RetryCountKnown || ev.ErrorMessage != "" {
+			t.Errorf("got %+v: a paused row alone says nothing of its failures", ev)
+		}
+	})
+}

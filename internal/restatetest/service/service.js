@@ -45,6 +45,11 @@ const provision = restate.object({
       }
       return `ok after ${n}`;
     }),
+    // Works for {ms} (2 s by default) outside Restate's sight: running.
+    busy: async (ctx, input) => {
+      await new Promise((resolve) => setTimeout(resolve, (input && input.ms) || 2000));
+      return "done";
+    },
     // Fails for good.
     terminal: async () => { throw new restate.TerminalError("card declined: insufficient_funds", { errorCode: 402 }); },
     // Sleeps {ms} (an hour by default): the invocation suspends half a
