@@ -22,6 +22,7 @@ type ReconcileFlags struct {
 	SFNHistoryInterval time.Duration `name:"sfn-history-interval" default:"4m" help:"How often a stale running Step Functions execution's poll also reads its recent history (retries, backing-off)."`
 	AWSRegion          string        `name:"aws-region" help:"AWS region of the Step Functions executions; default from AWS_REGION or the shared AWS config. Credentials and AWS_ENDPOINT_URL(_SFN) come from the standard AWS chain."`
 	RestateAdminURL    string        `name:"restate-admin-url" help:"Restate admin API (such as http://restate:9070); when set, the sys_invocation rows of the tracked invocations are polled."`
+	RestateServices    []string      `name:"restate-services" help:"Restate services whose new and changed invocations the admin-API poller discovers (comma-separated); without it only invocations already in the view are polled."`
 	RestateAdminToken  string        `name:"restate-admin-token" help:"Bearer token for the Restate admin API."`
 	RestatePollEvery   time.Duration `name:"restate-poll-interval" default:"15s" help:"How often the tracked Restate invocations are polled."`
 	RestatePollAfter   time.Duration `name:"restate-poll-after" default:"0s" help:"Poll only Restate invocations nothing was heard of for this long (0 = all tracked ones, every interval)."`
@@ -65,9 +66,10 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 	if f.RestateAdminURL != "" {
 		p := consumers.NewRestatePoller(f.RestateAdminURL, w.View, pub)
 		p.Token, p.Interval, p.After, p.QPS = f.RestateAdminToken, f.RestatePollEvery, f.RestatePollAfter, f.ReconcileQPS
+		p.Services, p.DeadLetters = f.RestateServices, pub
 		p.Metrics, p.Logger = m, w.Logger.With("component", "restate-poller")
 		w.reconcile.restate = p
-		w.Logger.Info("polling the restate admin api", "url", f.RestateAdminURL, "interval", f.RestatePollEvery)
+		w.Logger.Info("polling the restate admin api", "url", f.RestateAdminURL, "interval", f.RestatePollEvery, "services", f.RestateServices)
 	}
 	return nil
 }
@@ -84,6 +86,9 @@ func (f *ReconcileFlags) validate() error {
 		if d.v <= 0 {
 			return substate.Errorf(substate.EINVALID, "%s must be positive, not %s", d.name, d.v)
 		}
+	}
+	if len(f.RestateServices) > 0 && f.RestateAdminURL == "" {
+		return substate.Errorf(substate.EINVALID, "--restate-services needs --restate-admin-url")
 	}
 	if f.RestatePollAfter < 0 {
 		return substate.Errorf(substate.EINVALID, "--restate-poll-after must not be negative")
