@@ -41,7 +41,7 @@ type PollPayload struct {
 // say what the whole history says. It is empty when the poll read no
 // history.
 type PollHistory struct {
-	Events []json.RawMessage    `json:"events"`
+	Events []json.RawMessage   `json:"events"`
 	Prior  *sfnhistory.Summary `json:"prior,omitempty"`
 }
 
