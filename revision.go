@@ -60,12 +60,18 @@ var restateEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 // RestateRevision packs a row's modified_at, its attempt (retry_count:
 // the attempt number, 1 for the first try; 0 when the row has none) and
 // the rank of its status into one Revision: the milliseconds since
-// 2020-01-01 (40 bits, until 2054) << 13 | attempt (11 bits, capped at
-// 2047) << 2 | rank. Within one modified_at a later attempt is newer, and
-// within one attempt backing-off is newer than running.
+// 2020-01-01 (40 bits, until 2054) << 13, then a bit set for the settled
+// statuses, the attempt (10 bits, capped at 1023) << 2 and the rank.
+// Within one modified_at a settled row (suspended, paused, completed: they
+// carry no retry_count) is newer than any attempt, a later attempt is
+// newer than an earlier one, and within one attempt backing-off is newer
+// than running.
 func RestateRevision(modifiedAt time.Time, attempt, rank int) Revision {
 	ms := max(modifiedAt.Sub(restateEpoch).Milliseconds(), 0)
 	ms = min(ms, 1<<40-1)
-	attempt = min(max(attempt, 0), 1<<11-1)
+	if rank == RestateRankSettled {
+		return Revision(uint64(ms)<<13 | 1<<12 | uint64(rank))
+	}
+	attempt = min(max(attempt, 0), 1<<10-1)
 	return Revision(uint64(ms)<<13 | uint64(attempt)<<2 | uint64(rank&3))
 }

@@ -159,9 +159,12 @@ func (p *RestatePoller) query(ctx context.Context, sql string) ([]json.RawMessag
 
 // restateAnswerError is an error answer of the admin API: the server
 // answered, so the query (and not the network) may be at fault.
-type restateAnswerError struct{ status int }
+type restateAnswerError struct {
+	status  int
+	message string
+}
 
-func (e restateAnswerError) Error() string { return fmt.Sprintf("HTTP %d", e.status) }
+func (e restateAnswerError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.message) }
 
 // restateError turns an error answer of the admin API ({"message": …})
 // into a substate error whose code says whether retrying can help.
@@ -185,7 +188,7 @@ func restateError(status int, body []byte) error {
 	case status >= 500:
 		code = substate.EUNAVAILABLE
 	}
-	return substate.WrapError(code, restateAnswerError{status}, "restate admin query: HTTP %d: %s", status, msg)
+	return substate.WrapError(code, restateAnswerError{status, msg}, "restate admin query")
 }
 
 // answered reports an error answer that a narrower query may not get:

@@ -43,7 +43,7 @@ func TestMapRestate(t *testing.T) {
 		steps := []struct {
 			status   string
 			attempts any
-		}{{"ready", nil}, {"running", 1}, {"backing-off", 1}, {"running", 2}, {"backing-off", 2}, {"running", 3}}
+		}{{"ready", nil}, {"running", 1}, {"backing-off", 1}, {"running", 2}, {"backing-off", 2}, {"running", 3}, {"completed", nil}}
 		var last substate.Revision
 		for i, s := range steps {
 			ev := mapOne(t, restateRow(t, s.status, map[string]any{"retry_count": s.attempts}))

@@ -137,7 +137,7 @@ func TestRunReconcileFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--sfn-reconcile", "on"}, "no AWS region"},
-		{[]string{"--reconcile-after", "-1s"}, "--reconcile-after and --sfn-api-budget must not be negative"},
+		{[]string{"--reconcile-after=-1s"}, "--reconcile-after and --sfn-api-budget must not be negative"},
 		{[]string{"--restate-services", "Provision"}, "--restate-services needs --restate-admin-url"},
 		{[]string{"--restate-admin-url", "restate:9070"}, "not an http(s) URL"},
 	} {
