@@ -33,6 +33,7 @@ type restateAdmin struct {
 	rows    map[string]json.RawMessage // by invocation id
 	queries []string
 	fail    func() (status int, body []byte) // nil: answer
+	refuse  string                           // an id whose every query fails, as Restate fails one it cannot parse
 }
 
 func newRestateAdmin(tb testing.TB) *restateAdmin {
@@ -84,6 +85,10 @@ func (a *restateAdmin) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.queries = append(a.queries, req["query"])
+	if a.refuse != "" && strings.Contains(req["query"], a.refuse) {
+		http.Error(w, `{"message":"Datafusion error: External error: non valid invocation id"}`, http.StatusInternalServerError)
+		return
+	}
 	if a.fail != nil {
 		status, body := a.fail()
 		w.WriteHeader(status)
@@ -184,6 +189,33 @@ func TestRestatePollerBatches(t *testing.T) {
 	}
 	if got := len(admin.Queries()); got != 3 {
 		t.Fatalf("queries = %d, want 3 batches of at most 2", got)
+	}
+}
+
+// TestRestatePollerIsolatesARefusedID gives the poller a batch in which the
+// admin API refuses one id: the batch is split, the other invocations are
+// read in the same sweep, and the refused one's tenant gets a dead letter.
+func TestRestatePollerIsolatesARefusedID(t *testing.T) {
+	ctx := context.Background()
+	p := newPipeline(t)
+	admin := newRestateAdmin(t)
+	clock := newClock(time.Now().Add(time.Hour))
+	for i := range 7 {
+		applyRestate(t, p.view, fmt.Sprintf("t%d", i), validID(i), uint64(i+1), clock.Now().Add(-time.Minute))
+	}
+	admin.refuse = validID(3)
+	poller := newRestatePoller(admin.URL, p.view, p.pub, clock)
+	poller.DeadLetters = p.pub
+	res, err := poller.Sweep(ctx)
+	if err != nil || res.Polled != 7 || res.Failed != 7 {
+		t.Fatalf("sweep = %+v, %v; want all 7 asked about (6 not found, 1 refused) and no error", res, err)
+	}
+	// 7 ids refused; 3 answered, 4 refused; 2 refused, 2 answered; 1 refused, 1 answered.
+	if got := len(admin.Queries()); got != 7 {
+		t.Fatalf("%d queries, want the batch split down to the refused id: 7", got)
+	}
+	if !dlqHas(t, p, validID(3), "refuses to query invocation") || !dlqHas(t, p, "t3", "refuses") {
+		t.Fatal("no dead letter for the refused invocation's tenant")
 	}
 }
 
