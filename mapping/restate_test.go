@@ -165,3 +165,37 @@ func TestMapRestateRecordedRows(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryCountOneStory maps one story, a task that fails once and is
+// retried, as each provider reports it: backing off after the failure and
+// running the retry both count 1, as the engine's own events do (see
+// engine/retry_test.go).
+func TestRetryCountOneStory(t *testing.T) {
+	m := mappingWithRules(t, "input:$.tenantId", "restate:key", "engine:tenant")
+	describe := []byte(`{"executionArn":"arn:aws:states:us-east-1:1:execution:sm:x","status":"RUNNING","startDate":1718791230.123,"input":"{\"tenantId\":\"acme\"}"}`)
+	sfnAt := func(events ...any) substate.EventData {
+		h := mustJSON(t, map[string]any{"events": hist(t, events...)})
+		return mustMap(t, m, substate.RawStepFunctionsPoll, pollPayload(t, describe, h))[0]
+	}
+	restateAt := func(status string, attempt int) substate.EventData {
+		return mustMap(t, m, substate.RawRestate, restateRow(t, status, map[string]any{"retry_count": attempt, "last_failure": "[500 Internal] boom"}))[0]
+	}
+	engineAt := func(status string, retries int) substate.EventData {
+		ev := substate.EngineEvent{ID: "x/1", TenantID: "acme", ExecutionID: "x", Seq: 1, Status: status, RetryCount: retries,
+			StartedAt: time.Now(), Time: time.Now()}
+		return mustMap(t, m, substate.RawEngine, mustJSON(t, ev))[0]
+	}
+	for _, tt := range []struct {
+		provider            string
+		backingOff, running substate.EventData
+	}{
+		{"stepfunctions", sfnAt(1, 0, "ExecutionStarted", 2, 1, "TaskScheduled", 3, 2, "TaskFailed"),
+			sfnAt(1, 0, "ExecutionStarted", 2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskScheduled")},
+		{"restate", restateAt("backing-off", 1), restateAt("running", 2)},
+		{"engine", engineAt(substate.EngineBackingOff, 1), engineAt(substate.EngineRunning, 1)},
+	} {
+		if b, r := tt.backingOff, tt.running; b.SubState != substate.StateBackingOff || b.RetryCount != 1 || r.SubState != substate.StateRunning || r.RetryCount != 1 {
+			t.Errorf("%s: backing off %s/%d, retry running %s/%d; want backing-off/1 and running/1", tt.provider, b.SubState, b.RetryCount, r.SubState, r.RetryCount)
+		}
+	}
+}

@@ -57,3 +57,17 @@ func parseDecimalSeconds(b []byte) (time.Time, bool) {
 	}
 	return time.Unix(sec, ns).UTC(), true
 }
+
+// MarshalJSON implements json.Marshaler: epoch seconds with the fraction
+// Step Functions writes, or null.
+func (t EpochSeconds) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return null, nil
+	}
+	b := strconv.AppendInt(nil, t.Unix(), 10)
+	if ns := t.Nanosecond(); ns != 0 {
+		frac := strconv.AppendInt(nil, int64(ns)+1e9, 10)[1:]
+		b = append(append(b, '.'), bytes.TrimRight(frac, "0")...)
+	}
+	return b, nil
+}
