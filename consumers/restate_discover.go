@@ -11,6 +11,12 @@ import (
 // maxJournalEvents bounds the journal events attached to a paused row.
 const maxJournalEvents = 50
 
+// discoveryOverlap is how far before its cursor each discovery reads again:
+// a row may become visible after rows with a later (modified_at, id) were
+// read (another partition, the same millisecond). Rows read twice are
+// deduplicated by their raw event id.
+const discoveryOverlap = 2 * time.Second
+
 // journalEntry is the journal attached to a paused row, kept while the row
 // is unchanged so that polling it again costs no journal query.
 type journalEntry struct {
@@ -28,7 +34,7 @@ func (p *RestatePoller) discover(ctx context.Context, s *restateSweep, now time.
 	var cur discoveryCursor
 	var since time.Time
 	if p.cursor != nil {
-		cur = *p.cursor
+		cur = discoveryCursor{ModifiedAt: p.cursor.ModifiedAt.Add(-discoveryOverlap)}
 	} else {
 		since = now.Add(-p.Lookback)
 		cur.ModifiedAt = time.UnixMilli(0).UTC()
@@ -49,8 +55,11 @@ func (p *RestatePoller) discover(ctx context.Context, s *restateSweep, now time.
 			cur = advance(cur, row)
 		}
 		if len(rows) < p.PageSize {
-			if cur.ModifiedAt.Before(since) {
+			switch {
+			case cur.ModifiedAt.Before(since):
 				cur = discoveryCursor{ModifiedAt: since}
+			case p.cursor != nil && cur.ModifiedAt.Before(p.cursor.ModifiedAt):
+				cur = *p.cursor // the overlap found nothing newer
 			}
 			p.cursor = &cur
 			return nil

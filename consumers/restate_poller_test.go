@@ -326,3 +326,35 @@ func fmtDurations(d []time.Duration) string {
 	}
 	return "[" + strings.Join(s, " ") + "]"
 }
+
+// TestRestatePollerDiscoveryCursor checks the discovery queries: the
+// first reads every invocation not completed and those of the last hour,
+// the next go on from the newest row read, a little before it.
+func TestRestatePollerDiscoveryCursor(t *testing.T) {
+	ctx := context.Background()
+	admin := newRestateAdmin(t)
+	clock := newClock(time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC))
+	poller := newRestatePoller(admin.URL, openView(t), newPublisher(newBus(t)), clock)
+	poller.Services = []string{"Provision", "O'Brien"}
+	for range 3 {
+		if _, err := poller.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(poller.Interval)
+	}
+	q := admin.Queries()
+	if len(q) != 3 {
+		t.Fatalf("%d queries, want one discovery a sweep", len(q))
+	}
+	for _, want := range []string{"target_service_name IN ('Provision', 'O''Brien')", "status <> 'completed'", "modified_at >= '2026-11-23T22:00:00.000Z'", "ORDER BY modified_at, id LIMIT 500"} {
+		if !strings.Contains(q[0], want) {
+			t.Errorf("first discovery %q lacks %q", q[0], want)
+		}
+	}
+	// Nothing was found: the cursor stays at the lookback's start, read again with a 2 s overlap.
+	for _, sql := range q[1:] {
+		if !strings.Contains(sql, "modified_at > '2026-11-23T21:59:58.000Z'") || strings.Contains(sql, "status <> 'completed'") {
+			t.Errorf("later discovery %q does not go on from the cursor", sql)
+		}
+	}
+}

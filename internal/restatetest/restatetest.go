@@ -7,6 +7,10 @@
 // registers it through the admin API and stops both when the test ends.
 // Without the packages the test is skipped with the command that installs
 // them, unless SUBSTATE_CI=1, when it fails.
+//
+// Telemetry is off. restate-server still asks GitHub for its latest
+// release once when it starts (there is no setting for it); without a
+// network the request fails at once and the server logs an error line.
 package restatetest
 
 import (
