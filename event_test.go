@@ -141,3 +141,26 @@ func BenchmarkUnmarshalEvent(b *testing.B) {
 		}
 	}
 }
+
+func TestRestateRevision(t *testing.T) {
+	at := time.Date(2026, 11, 23, 22, 19, 5, 969e6, time.UTC)
+	// The rows a real server reports for one invocation, in order; the
+	// first six share one modified_at.
+	rows := []struct {
+		at            time.Time
+		attempt, rank int
+	}{
+		{at, 0, substate.RestateRankQueued}, {at, 1, substate.RestateRankRunning}, {at, 1, substate.RestateRankBackingOff},
+		{at, 2, substate.RestateRankRunning}, {at, 1023, substate.RestateRankBackingOff}, {at, 0, substate.RestateRankSettled},
+		{at.Add(time.Millisecond), 1, substate.RestateRankRunning},
+	}
+	for i := 1; i < len(rows); i++ {
+		a, b := rows[i-1], rows[i]
+		if substate.RestateRevision(a.at, a.attempt, a.rank) >= substate.RestateRevision(b.at, b.attempt, b.rank) {
+			t.Errorf("row %d %+v is not newer than row %d %+v", i, b, i-1, a)
+		}
+	}
+	if r := substate.RestateRevision(time.Date(2054, 1, 1, 0, 0, 0, 0, time.UTC), 5000, substate.RestateRankBackingOff); r >= 1<<53 {
+		t.Errorf("revision %d is not below 2^53", r)
+	}
+}

@@ -1,5 +1,7 @@
 package substate
 
+import "time"
+
 // Revision orders the events of one execution: an event applies to the view
 // only when its revision is greater than the last one applied for the same
 // execution. Each provider fills it from its own order key:
@@ -7,7 +9,8 @@ package substate
 //   - Step Functions: StepFunctionsRevision(redriveCount, rank, historyEventID),
 //     where PENDING_REDRIVE ranks below RUNNING and RUNNING below the terminal statuses of the same redrive epoch
 //     and a status read from history is ordered by its newest event id.
-//   - Restate: the row's modified_at in Unix milliseconds.
+//   - Restate: RestateRevision(modified_at, retry_count, status rank), since
+//     modified_at does not move while an invocation retries.
 //   - engine: the execution's emission sequence number.
 //
 // Revisions stay below 2^53 so they survive JSON consumers that use doubles.
@@ -39,4 +42,36 @@ func StepFunctionsRevision(redriveCount, rank int, eventID int64) Revision {
 		eventID = 1<<32 - 1
 	}
 	return Revision(uint64(redriveCount)<<40 | uint64(rank&0xff)<<32 | uint64(eventID))
+}
+
+// Ranks of a Restate status among the rows of one invocation that share a
+// modified_at: Restate does not move modified_at while an attempt runs,
+// fails and waits for its retry, so the status orders those rows.
+const (
+	RestateRankQueued     = 0 // pending, scheduled, ready: not running
+	RestateRankRunning    = 1 // running: an attempt is in flight
+	RestateRankBackingOff = 2 // backing-off: the attempt failed, a retry waits
+	RestateRankSettled    = 3 // suspended, paused, completed
+)
+
+// restateEpoch is the origin of the time part of a Restate revision.
+var restateEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// RestateRevision packs a row's modified_at, its attempt (retry_count:
+// the attempt number, 1 for the first try; 0 when the row has none) and
+// the rank of its status into one Revision: the milliseconds since
+// 2020-01-01 (40 bits, until 2054) << 13, then a bit set for the settled
+// statuses, the attempt (10 bits, capped at 1023) << 2 and the rank.
+// Within one modified_at a settled row (suspended, paused, completed: they
+// carry no retry_count) is newer than any attempt, a later attempt is
+// newer than an earlier one, and within one attempt backing-off is newer
+// than running.
+func RestateRevision(modifiedAt time.Time, attempt, rank int) Revision {
+	ms := max(modifiedAt.Sub(restateEpoch).Milliseconds(), 0)
+	ms = min(ms, 1<<40-1)
+	if rank == RestateRankSettled {
+		return Revision(uint64(ms)<<13 | 1<<12 | uint64(rank))
+	}
+	attempt = min(max(attempt, 0), 1<<10-1)
+	return Revision(uint64(ms)<<13 | uint64(attempt)<<2 | uint64(rank&3))
 }

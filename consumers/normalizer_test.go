@@ -128,7 +128,7 @@ func TestNormalizerPublishesCanonicalEvents(t *testing.T) {
 		t.Errorf("failed status: sub-state %q error %q", d.SubState, d.ErrorMessage)
 	}
 	second, _ := substate.UnmarshalEvent(msgs[1].Data)
-	if d := second.Data; d.SubState != substate.StateBackingOff || d.TenantID != "ord-2024-000124" {
+	if d := second.Data; d.SubState != substate.StateBackingOff || d.TenantID != "globex" {
 		t.Errorf("restate row: sub-state %q tenant %q", d.SubState, d.TenantID)
 	}
 }

@@ -20,25 +20,24 @@ import (
 
 // costSettings are the knobs of the documented cost formula.
 type costSettings struct {
-	after, interval, history time.Duration
-	maxEvents, pageSize      int
-	events                   int // history events of each execution
+	every  time.Duration // --sfn-history-interval
+	events int           // history events of each execution, read by the first poll
 }
 
 // documentedCost is the formula of docs/reconciler.md: the calls one quiet
-// running execution costs per hour.
-func documentedCost(s costSettings) (describes, histories int) {
-	ceil := func(a, b time.Duration) time.Duration { return (a + b - 1) / b }
-	p := ceil(s.after, s.interval) * s.interval
-	h := ceil(s.history, p) * p
-	pages := max((min(s.events, s.maxEvents)+s.pageSize-1)/s.pageSize, 1)
-	return int(time.Hour / p), int(time.Hour/h) * pages
+// running execution costs per hour: one GetExecutionHistory page a poll
+// (the first poll reads the whole history in pages of 1000), and one
+// DescribeExecution, for the first poll.
+func documentedCost(s costSettings) (histories, describes int) {
+	polls := int((time.Hour + s.every - 1) / s.every)
+	firstPages := max((s.events+999)/1000, 1)
+	return polls - 1 + firstPages, 1
 }
 
-// simulatedCost runs a reconciler for one hour of an injected clock over
-// quiet running, fresh (an event every minute) and terminal tenants, and
-// returns the calls Step Functions received per quiet tenant.
-func simulatedCost(t *testing.T, s costSettings, perKind int) (describes, histories int) {
+// simulatedCost runs the reconciler for one hour of an injected clock over
+// quiet running and terminal tenants, and returns the calls Step Functions
+// received per running tenant.
+func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, describes int) {
 	t.Helper()
 	ctx := context.Background()
 	view := openView(t)
@@ -49,35 +48,24 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (describes, histor
 	sfn := stepfunctions.New(sdkConfig(srv), stepfunctions.CountCalls(func(op string) {
 		metrics.CountCall(substate.ProviderStepFunctions, op)
 	}))
-	sfn.Now, sfn.MaxHistoryEvents, sfn.HistoryPageSize = clock.Now, s.maxEvents, s.pageSize
+	sfn.Now = clock.Now
 
 	var seq uint64
-	var fresh []string
-	for i := range 3 * perKind {
+	for i := range 2 * perKind {
 		name := fmt.Sprintf("t%03d", i)
 		arn := seedQuiet(t, srv, name, clock.Now().Add(-time.Hour), s.events)
 		seq++
 		applyRunning(t, view, name, arn, seq, clock.Now().Add(-10*time.Minute))
-		switch i % 3 {
-		case 1: // fresh: events keep arriving
-			fresh = append(fresh, name)
-		case 2: // terminal
+		if i%2 == 1 { // terminal
 			seq++
 			applyStatus(t, view, name, arn, seq, substate.StateSucceeded, clock.Now().Add(-5*time.Minute))
 		}
 	}
 	r := newReconciler(view, sfn, newPublisher(newBus(t)), clock)
-	r.After, r.Interval, r.HistoryInterval, r.Metrics = s.after, s.interval, s.history, metrics
-	r.HistoryCost = 1 + (s.maxEvents+s.pageSize-1)/s.pageSize
+	r.Every, r.Metrics, r.QPS = s.every, metrics, 0
 	end := clock.Now().Add(time.Hour)
-	for next := clock.Now(); next.Before(end); next = next.Add(s.interval) {
+	for next := clock.Now(); next.Before(end); next = next.Add(time.Second) {
 		clock.Set(next)
-		if next.Second() == 0 { // a fresh tenant hears something every minute
-			for _, name := range fresh {
-				seq++
-				applyStatus(t, view, name, awstest.ExecutionARN(awstest.StateMachineARN("orders"), name), seq, substate.StateRunning, next)
-			}
-		}
 		if _, err := r.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -87,11 +75,11 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (describes, histor
 			t.Errorf("metric counted %v %s calls, the server received %v", got, op, want)
 		}
 	}
-	d, h := srv.Calls("DescribeExecution"), srv.Calls("GetExecutionHistory")
+	h, d := srv.Calls("GetExecutionHistory"), srv.Calls("DescribeExecution")
 	if d%perKind != 0 || h%perKind != 0 {
-		t.Errorf("%d and %d calls are not shared evenly by %d quiet tenants: another tenant was polled", d, h, perKind)
+		t.Errorf("%d and %d calls are not shared evenly by %d running tenants: a terminal one was polled", h, d, perKind)
 	}
-	return d / perKind, h / perKind
+	return h / perKind, d / perKind
 }
 
 // seedQuiet stores a running execution whose history has the given number
@@ -145,7 +133,7 @@ func docCostTable(t *testing.T) [][]int {
 			in = true
 		case strings.HasPrefix(line, "<!-- end cost-table"):
 			in = false
-		case in && strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| tenant") && !strings.HasPrefix(line, "| ---"):
+		case in && strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| execution") && !strings.HasPrefix(line, "| ---"):
 			cells := strings.Split(strings.Trim(line, "| "), " | ")
 			var row []int
 			for _, c := range cells[1:] {
@@ -158,8 +146,8 @@ func docCostTable(t *testing.T) [][]int {
 			rows = append(rows, row)
 		}
 	}
-	if len(rows) != 3 {
-		t.Fatalf("cost table has %d rows, want 3 (terminal, fresh, quiet)", len(rows))
+	if len(rows) != 2 {
+		t.Fatalf("cost table has %d rows, want 2 (terminal, running)", len(rows))
 	}
 	return rows
 }
@@ -168,39 +156,32 @@ func docCostTable(t *testing.T) [][]int {
 // formula, the table at the default flags, and what a simulated hour of
 // sweeps really sends to Step Functions agree.
 func TestReconcilerCostMatchesDocs(t *testing.T) {
-	defaults := costSettings{after: consumers.DefaultReconcileAfter, interval: consumers.DefaultReconcileInterval,
-		history: consumers.DefaultHistoryInterval, maxEvents: stepfunctions.DefaultMaxHistoryEvents,
-		pageSize: stepfunctions.DefaultHistoryPageSize, events: 40}
+	defaults := costSettings{every: consumers.DefaultPollEvery, events: 40}
 	table := docCostTable(t)
-	naive := int(time.Hour / (10 * time.Second))
+	naive := 2 * int(time.Hour/(10*time.Second))
 	for i, row := range table {
-		if row[3] != naive || row[4] != 2*naive {
-			t.Errorf("row %d: polling every 10 s = %d and %d, want %d and %d", i, row[3], row[4], naive, 2*naive)
+		if row[3] != naive {
+			t.Errorf("row %d: polling every 10 s = %d, want %d", i, row[3], naive)
 		}
 		if row[2] != row[0]+row[1] {
 			t.Errorf("row %d: total %d is not %d + %d", i, row[2], row[0], row[1])
 		}
 	}
-	d, h := documentedCost(defaults)
-	if quiet := table[2]; quiet[0] != d || quiet[1] != h {
-		t.Errorf("documented quiet tenant = %d + %d calls, the formula gives %d + %d", quiet[0], quiet[1], d, h)
+	h, d := documentedCost(defaults)
+	if running := table[1]; running[0] != h || running[1] != d {
+		t.Errorf("documented running execution = %d + %d calls, the formula gives %d + %d", running[0], running[1], h, d)
 	}
-	// Only the quiet tenants cost anything: the simulated calls per quiet
-	// tenant are the documented row, so the other rows are 0 too.
-	if sd, sh := simulatedCost(t, defaults, 3); sd != table[2][0] || sh != table[2][1] {
-		t.Errorf("simulated hour: %d + %d calls per quiet tenant, documented %d + %d", sd, sh, table[2][0], table[2][1])
+	if sh, sd := simulatedCost(t, defaults, 3); sh != table[1][0] || sd != table[1][1] {
+		t.Errorf("simulated hour: %d + %d calls per running execution, documented %d + %d", sh, sd, table[1][0], table[1][1])
 	}
-	if table[0][2] != 0 || table[1][2] != 0 {
-		t.Errorf("documented terminal and fresh tenants cost %d and %d, want 0", table[0][2], table[1][2])
+	if table[0][2] != 0 {
+		t.Errorf("documented terminal execution costs %d, want 0", table[0][2])
 	}
-
-	// Other settings follow the same formula: polls 120 s apart (100 s
-	// rounded up to whole 30 s sweeps), history every 360 s (300 s rounded
-	// up to whole polls), three pages a read.
-	other := costSettings{after: 100 * time.Second, interval: 30 * time.Second, history: 5 * time.Minute,
-		maxEvents: 250, pageSize: 100, events: 300}
-	d, h = documentedCost(other)
-	if sd, sh := simulatedCost(t, other, 2); sd != d || sh != h {
-		t.Errorf("%+v: simulated %d + %d calls, the formula gives %d + %d", other, sd, sh, d, h)
+	// Other settings follow the same formula: polls every 40 s, a history
+	// of 2,500 events read in three pages by the first poll.
+	other := costSettings{every: 40 * time.Second, events: 2500}
+	h, d = documentedCost(other)
+	if sh, sd := simulatedCost(t, other, 2); sh != h || sd != d {
+		t.Errorf("%+v: simulated %d + %d calls, the formula gives %d + %d", other, sh, sd, h, d)
 	}
 }

@@ -27,10 +27,12 @@ type ReconcileMetrics struct {
 	// Stale is how many non-terminal tenants of a provider had no event
 	// for longer than the staleness threshold at the last sweep.
 	Stale *prometheus.GaugeVec
-	// SweepDuration is how long a sweep took, by poller; a sweep longer
-	// than the reconcile-after threshold means the rate limit is too low
-	// for the number of stale tenants.
+	// SweepDuration is how long a sweep took, by poller.
 	SweepDuration *prometheus.HistogramVec
+	// PollLag is, by provider, how late the most overdue execution's poll
+	// was at the last sweep: above the poll interval, the provider's API
+	// budget does not cover every running execution each interval.
+	PollLag *prometheus.GaugeVec
 }
 
 // NewReconcileMetrics creates the metrics and registers them on reg when
@@ -50,9 +52,12 @@ func NewReconcileMetrics(reg prometheus.Registerer) *ReconcileMetrics {
 			Name: "substate_reconcile_sweep_duration_seconds", Help: "Duration of one reconciler sweep.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}, []string{"poller"}),
+		PollLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "substate_reconcile_poll_lag_seconds", Help: "How late the most overdue execution's poll was at the last sweep, by provider.",
+		}, []string{"provider"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Polls, m.APICalls, m.Stale, m.SweepDuration)
+		reg.MustRegister(m.Polls, m.APICalls, m.Stale, m.SweepDuration, m.PollLag)
 	}
 	return m
 }
@@ -81,5 +86,11 @@ func (m *ReconcileMetrics) setStale(p substate.Provider, n int) {
 func (m *ReconcileMetrics) observeSweep(poller string, d time.Duration) {
 	if m != nil {
 		m.SweepDuration.WithLabelValues(poller).Observe(d.Seconds())
+	}
+}
+
+func (m *ReconcileMetrics) setLag(p substate.Provider, d time.Duration) {
+	if m != nil {
+		m.PollLag.WithLabelValues(string(p)).Set(max(d, 0).Seconds())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,28 +16,31 @@ import (
 
 // Defaults of a Reconciler made by NewReconciler.
 const (
-	DefaultReconcileAfter    = 2 * time.Minute
+	DefaultReconcileAfter    = 0
 	DefaultReconcileInterval = 15 * time.Second
-	DefaultHistoryInterval   = 4 * time.Minute
+	DefaultPollEvery         = 15 * time.Second
 	DefaultReconcileQPS      = 10.0
-	DefaultHistoryCost       = 2
+	minSweepWait             = 100 * time.Millisecond
 )
 
-// Reconciler is the safety net under the provider events. Events can be
-// lost, arrive a day late, or never be sent (a Step Functions execution
-// backing off between retries sends none), so the reconciler asks a
-// provider for the current status of the non-terminal tenants nothing was
-// heard of for a while and publishes the answer on SUBSTATE_RAW, where the
+// Reconciler polls the providers' running executions. Events can be lost,
+// arrive a day late, or never be sent (a Step Functions execution backing
+// off between retries sends none), so the reconciler asks a provider for
+// the current status of every non-terminal execution, with its history,
+// every Every, and publishes the answer on SUBSTATE_RAW, where the
 // normalizer and the projector treat it like any event. It never writes
 // the view: the projection's order rules decide whether a poll result is
 // newer than what the view holds, so a late poll cannot regress it.
 //
-// Each sweep lists the tenants whose last event is older than After. Of
-// those it polls an execution only when its last poll is at least After
-// old too, so a quiet execution costs one poll per After, not one per
-// sweep. A poll asks for history (withHistory) when the execution's last
-// history read is at least HistoryInterval old. Calls are paced per
-// provider to QPS a second, a poll with history counting HistoryCost.
+// Each sweep lists the non-terminal tenants (those whose last event is
+// older than After, when After is set) and polls the executions whose last
+// poll is at least Every old, the longest-waiting first, so when the
+// provider's budget cannot cover every execution each Every the polls are
+// spread evenly and each execution waits the same. How late the most
+// overdue execution is, is the lag metric. Sweeps start when the next
+// execution is due, and at least every Interval. Calls are paced per
+// provider to QPS a second (the Step Functions provider paces its own
+// calls, see stepfunctions.Budget).
 //
 // Failures never stop it. An execution the provider does not know
 // (ENOTFOUND) or whose id it rejects (EINVALID) is logged once and not
@@ -53,22 +57,19 @@ type Reconciler struct {
 	Pollers map[substate.Provider]substate.StatusPoller
 	// Publisher puts poll results on SUBSTATE_RAW.
 	Publisher substate.RawPublisher
-	// After is how long nothing may be heard of a tenant (no event and no
-	// poll) before its provider is asked.
+	// After, when positive, limits the polls to the tenants whose last
+	// event is older than After.
 	After time.Duration
-	// Interval is how often a sweep starts.
+	// Interval is the longest wait between two sweeps.
 	Interval time.Duration
-	// HistoryInterval is how often an execution's poll includes history.
-	HistoryInterval time.Duration
-	// QPS is how many provider calls a second each provider gets; 0 or
-	// less means no limit.
+	// Every is how often each execution is polled.
+	Every time.Duration
+	// QPS is how many polls a second each provider gets; 0 or less means
+	// no limit.
 	QPS float64
-	// Burst is how many calls may go at once after a quiet spell; 0 means
-	// one second's worth (and at least HistoryCost).
+	// Burst is how many polls may go at once after a quiet spell; 0 means
+	// one second's worth.
 	Burst int
-	// HistoryCost is how many calls a poll with history takes from the
-	// rate limit: the status call and the history pages it may read.
-	HistoryCost int
 	// Now is the clock sweeps are timed with.
 	Now func() time.Time
 	// Sleep waits for a duration or until ctx is done; the pacing and the
@@ -83,15 +84,16 @@ type Reconciler struct {
 	tracked map[trackKey]*tracked
 	pacers  map[substate.Provider]*pacer
 	warned  map[substate.Provider]bool // providers without a poller, logged once
+	lagging map[substate.Provider]bool // providers whose polls lag, logged on change
+	nextDue time.Time                  // when the next tracked execution is due
 }
 
 // NewReconciler returns a reconciler with the default settings.
 func NewReconciler(view substate.ActiveLister, pollers map[substate.Provider]substate.StatusPoller, pub substate.RawPublisher) *Reconciler {
 	return &Reconciler{
 		View: view, Pollers: pollers, Publisher: pub,
-		After: DefaultReconcileAfter, Interval: DefaultReconcileInterval, HistoryInterval: DefaultHistoryInterval,
-		QPS: DefaultReconcileQPS, HistoryCost: DefaultHistoryCost,
-		Now: time.Now, Sleep: timex.Sleep,
+		After: DefaultReconcileAfter, Interval: DefaultReconcileInterval, Every: DefaultPollEvery,
+		QPS: DefaultReconcileQPS, Now: time.Now, Sleep: timex.Sleep,
 	}
 }
 
@@ -101,7 +103,7 @@ type SweepResult struct {
 	Polled    int // executions asked about
 	Published int // poll results published on SUBSTATE_RAW
 	Failed    int // executions whose poll failed
-	NotDue    int // stale executions polled less than After ago
+	NotDue    int // executions polled less than Every ago
 	Deferred  int // due executions left for the next sweep: their provider refused
 	Unpolled  int // stale tenants no poller asks about (no poller, or given up)
 }
@@ -115,10 +117,10 @@ type trackKey struct {
 // tracked is what the reconciler remembers of one execution between
 // sweeps. It is forgotten once a sweep no longer lists the execution.
 type tracked struct {
-	lastPoll    time.Time // start of the sweep of the last published poll
-	lastHistory time.Time // the same, for the last poll with history
-	gaveUp      string    // the code of a permanent failure: no more polls
-	seen        bool      // listed by the current sweep
+	firstSeen time.Time // when a sweep first listed it
+	lastPoll  time.Time // when its last poll was published
+	gaveUp    string    // the code of a permanent failure: no more polls
+	seen      bool      // listed by the current sweep
 }
 
 // sweep is the state of one sweep.
@@ -126,7 +128,15 @@ type sweep struct {
 	start time.Time
 	held  map[substate.Provider]bool // providers that refused a poll
 	stale map[substate.Provider]int
+	due   []dueExecution
 	res   SweepResult
+}
+
+// dueExecution is an execution a sweep polls.
+type dueExecution struct {
+	view    substate.TenantView
+	poller  substate.StatusPoller
+	tracked *tracked
 }
 
 // Run sweeps every Interval until ctx is done. A failed sweep is logged
@@ -148,13 +158,10 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			r.logger().Error("reconcile sweep failed; the next sweep retries", "err", err)
-		case took > r.After:
-			r.logger().Warn("reconcile sweep took longer than reconcile-after: raise the rate limit or the threshold",
-				"took", took, "after", r.After, "polled", res.Polled, "stale", res.Stale)
 		}
 		r.logger().Debug("reconcile sweep", "stale", res.Stale, "polled", res.Polled, "published", res.Published,
 			"failed", res.Failed, "deferred", res.Deferred, "took", took)
-		if err := r.Sleep(ctx, r.Interval-took); err != nil && ctx.Err() != nil {
+		if err := r.Sleep(ctx, r.wait(took)); err != nil && ctx.Err() != nil {
 			return nil
 		}
 	}
@@ -169,59 +176,67 @@ func (r *Reconciler) Sweep(ctx context.Context) (SweepResult, error) {
 	defer r.mu.Unlock()
 	r.init()
 	s := sweep{start: r.Now(), held: map[substate.Provider]bool{}, stale: map[substate.Provider]int{}}
-	for v, err := range r.View.Active(ctx, s.start.Add(-r.After)) {
+	for v, err := range r.View.Active(ctx, s.start.Add(-max(r.After, 0))) {
 		if err != nil {
-			return s.res, fmt.Errorf("reconcile: list stale tenants: %w", err)
+			return s.res, fmt.Errorf("reconcile: list running tenants: %w", err)
 		}
-		if err := r.visit(ctx, &s, &v); err != nil {
+		r.visit(&s, &v)
+	}
+	r.forget()
+	slices.SortStableFunc(s.due, func(a, b dueExecution) int { return a.tracked.lastPoll.Compare(b.tracked.lastPoll) })
+	for i := range s.due {
+		if err := r.pollDue(ctx, &s, &s.due[i]); err != nil {
 			return s.res, err
 		}
 	}
-	r.forget()
 	for p := range r.Pollers {
 		r.Metrics.setStale(p, s.stale[p])
 	}
+	r.measureLag()
 	r.Metrics.observeSweep("reconciler", r.Now().Sub(s.start))
 	return s.res, nil
 }
 
-// visit decides what to do with one stale tenant and polls it when due.
-func (r *Reconciler) visit(ctx context.Context, s *sweep, v *substate.TenantView) error {
+// visit decides what to do with one listed tenant: its execution is due
+// when its last poll is at least Every old.
+func (r *Reconciler) visit(s *sweep, v *substate.TenantView) {
 	s.res.Stale++
 	s.stale[v.Provider]++
 	poller := r.Pollers[v.Provider]
 	if poller == nil || v.WorkflowExecutionID == "" {
 		s.res.Unpolled++
 		r.warnNoPoller(v.Provider)
-		return nil
+		return
 	}
-	t := r.track(trackKey{v.Provider, v.WorkflowExecutionID})
+	t := r.track(trackKey{v.Provider, v.WorkflowExecutionID}, s.start)
 	switch {
 	case t.gaveUp != "":
 		s.res.Unpolled++
-		return nil
-	case !due(t.lastPoll, s.start, r.After):
+	case !due(t.lastPoll, s.start, r.Every):
 		s.res.NotDue++
-		return nil
-	case s.held[v.Provider]:
+	default:
+		s.due = append(s.due, dueExecution{view: *v, poller: poller, tracked: t})
+	}
+}
+
+// pollDue polls one due execution, unless its provider refused a poll in
+// this sweep.
+func (r *Reconciler) pollDue(ctx context.Context, s *sweep, d *dueExecution) error {
+	if s.held[d.view.Provider] {
 		s.res.Deferred++
 		return nil
 	}
-	return r.poll(ctx, s, v, poller, t)
+	return r.poll(ctx, s, &d.view, d.poller, d.tracked)
 }
 
-// poll asks the provider about one execution and publishes the answer.
+// poll asks the provider about one execution, with its history, and
+// publishes the answer.
 func (r *Reconciler) poll(ctx context.Context, s *sweep, v *substate.TenantView, poller substate.StatusPoller, t *tracked) error {
-	history := due(t.lastHistory, s.start, r.HistoryInterval)
-	cost := 1
-	if history {
-		cost = r.HistoryCost
-	}
-	if err := r.pacer(v.Provider).wait(ctx, cost); err != nil {
+	if err := r.pacer(v.Provider).wait(ctx, 1); err != nil {
 		return err
 	}
 	s.res.Polled++
-	raw, err := poller.Poll(ctx, v.WorkflowExecutionID, history)
+	raw, err := poller.Poll(ctx, v.WorkflowExecutionID, true)
 	if err != nil {
 		return r.pollFailed(ctx, s, v, t, err)
 	}
@@ -231,10 +246,7 @@ func (r *Reconciler) poll(ctx context.Context, s *sweep, v *substate.TenantView,
 	}
 	r.Metrics.countPolls(v.Provider, OutcomeOK, 1)
 	s.res.Published++
-	t.lastPoll = s.start
-	if history {
-		t.lastHistory = s.start
-	}
+	t.lastPoll = r.Now()
 	return nil
 }
 
@@ -267,14 +279,58 @@ func due(last, now time.Time, every time.Duration) bool {
 }
 
 // track returns the memory of an execution, marked as seen by this sweep.
-func (r *Reconciler) track(k trackKey) *tracked {
+func (r *Reconciler) track(k trackKey, now time.Time) *tracked {
 	t := r.tracked[k]
 	if t == nil {
-		t = &tracked{}
+		t = &tracked{firstSeen: now}
 		r.tracked[k] = t
 	}
 	t.seen = true
 	return t
+}
+
+// measureLag sets the lag metric of each provider, how late its most
+// overdue execution is, notes when the next execution is due, and logs
+// when a provider starts or stops lagging by more than Every.
+func (r *Reconciler) measureLag() {
+	now := r.Now()
+	lag := map[substate.Provider]time.Duration{}
+	r.nextDue = now.Add(r.Interval)
+	for k, t := range r.tracked {
+		if t.gaveUp != "" {
+			continue
+		}
+		due := t.firstSeen
+		if !t.lastPoll.IsZero() {
+			due = t.lastPoll.Add(r.Every)
+		}
+		lag[k.provider] = max(lag[k.provider], now.Sub(due))
+		if due.Before(r.nextDue) {
+			r.nextDue = due
+		}
+	}
+	for p := range r.Pollers {
+		r.Metrics.setLag(p, lag[p])
+		if late := lag[p] > r.Every; late != r.lagging[p] {
+			r.lagging[p] = late
+			if late {
+				r.logger().Warn("polls lag: the provider's API budget does not cover every running execution each interval; they are polled in turn",
+					"provider", string(p), "lag", lag[p].Round(time.Second), "every", r.Every)
+			} else {
+				r.logger().Info("polls keep up again", "provider", string(p))
+			}
+		}
+	}
+}
+
+// wait is how long Run sleeps after a sweep that took took: until the next
+// execution is due, at most Interval and at least a short pause.
+func (r *Reconciler) wait(took time.Duration) time.Duration {
+	d := min(r.nextDue.Sub(r.Now()), r.Interval-took)
+	if r.nextDue.IsZero() {
+		d = r.Interval - took
+	}
+	return max(d, minSweepWait)
 }
 
 // forget drops the executions the last sweep did not list: they ended,
@@ -291,8 +347,7 @@ func (r *Reconciler) forget() {
 func (r *Reconciler) pacer(p substate.Provider) *pacer {
 	pc := r.pacers[p]
 	if pc == nil {
-		cost := max(r.HistoryCost, 1)
-		pc = newPacer(r.QPS, cmp.Or(r.Burst, defaultBurst(r.QPS, cost)), r.Now, r.Sleep)
+		pc = newPacer(r.QPS, cmp.Or(r.Burst, defaultBurst(r.QPS, 1)), r.Now, r.Sleep)
 		r.pacers[p] = pc
 	}
 	return pc
@@ -307,10 +362,8 @@ func (r *Reconciler) warnNoPoller(p substate.Provider) {
 
 // init fills the settings left zero and the internal maps.
 func (r *Reconciler) init() {
-	r.After = cmp.Or(r.After, DefaultReconcileAfter)
 	r.Interval = cmp.Or(r.Interval, DefaultReconcileInterval)
-	r.HistoryInterval = cmp.Or(r.HistoryInterval, DefaultHistoryInterval)
-	r.HistoryCost = cmp.Or(r.HistoryCost, DefaultHistoryCost)
+	r.Every = cmp.Or(r.Every, DefaultPollEvery)
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -321,6 +374,7 @@ func (r *Reconciler) init() {
 		r.tracked = map[trackKey]*tracked{}
 		r.pacers = map[substate.Provider]*pacer{}
 		r.warned = map[substate.Provider]bool{}
+		r.lagging = map[substate.Provider]bool{}
 	}
 }
 

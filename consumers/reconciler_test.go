@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/awstest"
@@ -42,6 +43,7 @@ func TestReconcilerRecoversLostSucceeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newReconciler(p.view, sfn, p.pub, clock)
+	r.After = 2 * time.Minute // poll only the executions nothing was heard of for 2 minutes
 
 	clock.Set(last.Add(r.After)) // not stale yet: nothing heard for exactly After
 	res, err := r.Sweep(ctx)
@@ -85,8 +87,8 @@ func TestReconcilerDetectsBackingOffFromHistory(t *testing.T) {
 		t.Fatalf("history calls = %d, want 1: the first poll of an execution reads history", srv.Calls("GetExecutionHistory"))
 	}
 	v := p.waitTenant(t, runningTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
-	if v.WorkflowRetryCount != 1 || v.WorkflowErrorMessage != "States.Timeout: Task timed out after 30.00 seconds" || v.WorkflowVerb != substate.VerbRetrying {
-		t.Fatalf("view = retries %d, error %q, verb %s; want 1, the timeout, retrying", v.WorkflowRetryCount, v.WorkflowErrorMessage, v.WorkflowVerb)
+	if v.WorkflowRetryCount != 2 || v.WorkflowErrorMessage != "States.Timeout: Task timed out after 30.00 seconds" || v.WorkflowVerb != substate.VerbRetrying {
+		t.Fatalf("view = retries %d, error %q, verb %s; want 2 (one retried failure, one waiting), the timeout, retrying", v.WorkflowRetryCount, v.WorkflowErrorMessage, v.WorkflowVerb)
 	}
 }
 
@@ -118,18 +120,17 @@ func TestReconcilerLatePollDoesNotRegress(t *testing.T) {
 	}
 }
 
-func TestReconcilerPollsEachExecutionOncePerAfter(t *testing.T) {
+func TestReconcilerPollsEachExecutionEvery(t *testing.T) {
 	ctx := context.Background()
 	p := newPipeline(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	trackRunning(t, p, srv)
 	r := newReconciler(p.view, sfn, p.pub, clock)
-	r.After, r.Interval, r.HistoryInterval = 2*time.Minute, 30*time.Second, 4*time.Minute
+	r.Every = 15 * time.Second
 
-	var polls, histories []int
-	for i := range 9 { // 4 minutes of sweeps
-		before := srv.Calls("GetExecutionHistory")
+	var polls []int
+	for i := range 13 { // a minute of sweeps 5 s apart
 		res, err := r.Sweep(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -137,16 +138,14 @@ func TestReconcilerPollsEachExecutionOncePerAfter(t *testing.T) {
 		if res.Polled == 1 {
 			polls = append(polls, i)
 		}
-		if srv.Calls("GetExecutionHistory") > before {
-			histories = append(histories, i)
-		}
-		clock.Advance(r.Interval)
+		clock.Advance(5 * time.Second)
 	}
-	if got, want := fmtInts(polls), "[0 4 8]"; got != want {
-		t.Errorf("polled at sweeps %s, want %s (every After)", got, want)
+	if got, want := fmtInts(polls), "[0 3 6 9 12]"; got != want {
+		t.Errorf("polled at sweeps %s, want %s (every 15 s, whatever was heard)", got, want)
 	}
-	if got, want := fmtInts(histories), "[0 8]"; got != want {
-		t.Errorf("history read at sweeps %s, want %s (every HistoryInterval)", got, want)
+	// Each poll reads the history; nothing new after the first, so one describe.
+	if h, d := srv.Calls("GetExecutionHistory"), srv.Calls("DescribeExecution"); h != 5 || d != 1 {
+		t.Errorf("calls: %d history, %d describe; want 5 and 1", h, d)
 	}
 }
 
@@ -173,7 +172,7 @@ func TestReconcilerFailures(t *testing.T) {
 	r.Logger, r.Metrics = logs.Logger(), consumers.NewReconcileMetrics(nil)
 
 	t.Run("Throttled", func(t *testing.T) {
-		srv.Throttle("DescribeExecution", awstest.MaxAttempts) // the SDK's retries are used up
+		srv.Throttle("GetExecutionHistory", awstest.MaxAttempts) // the SDK's retries are used up
 		res, err := r.Sweep(ctx)
 		if err != nil || res.Failed != 1 || res.Deferred != 2 || res.Published != 0 {
 			t.Fatalf("sweep = %+v, %v; want the first poll throttled and the rest deferred", res, err)
@@ -191,7 +190,7 @@ func TestReconcilerFailures(t *testing.T) {
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		for range 3 {
-			clock.Advance(r.After)
+			clock.Advance(r.Every)
 			res, err := r.Sweep(ctx)
 			if err != nil || res.Unpolled != 1 || res.Published != 2 {
 				t.Fatalf("sweep = %+v, %v; want t3 left alone", res, err)
@@ -206,7 +205,7 @@ func TestReconcilerFailures(t *testing.T) {
 	})
 	t.Run("PublishFails", func(t *testing.T) {
 		b.Close() // NATS goes away
-		clock.Advance(r.After)
+		clock.Advance(r.Every)
 		res, err := r.Sweep(ctx)
 		if err == nil || res.Published != 0 {
 			t.Fatalf("sweep = %+v, %v; want the sweep to stop with the publish error", res, err)
@@ -236,8 +235,8 @@ func TestReconcilerRunKeepsGoing(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("run = %v, want nil after the context ends", err)
 	}
-	if got := srv.Calls("DescribeExecution"); got != 5*awstest.MaxAttempts {
-		t.Fatalf("describe calls = %d, want one poll (with the SDK's retries) per sweep: %d", got, 5*awstest.MaxAttempts)
+	if got := srv.Calls("GetExecutionHistory"); got != 5*awstest.MaxAttempts {
+		t.Fatalf("history calls = %d, want one poll (with the SDK's retries) per sweep: %d", got, 5*awstest.MaxAttempts)
 	}
 }
 
@@ -262,41 +261,76 @@ func TestReconcilerRateLimit(t *testing.T) {
 		srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: name, Status: "RUNNING",
 			Input: `{"tenantId":"` + name + `"}`, StartDate: clock.Now().Add(-time.Hour)})
 	}
-	// Record when each poll starts and how many calls it may make.
-	type poll struct {
-		at   time.Time
-		cost int
-	}
-	var polls []poll
+	// Record when each poll starts.
+	var polls []time.Time
 	watched := pollerFunc(func(ctx context.Context, id string, withHistory bool) (substate.RawEvent, error) {
-		cost := 1
-		if withHistory {
-			cost = 2
-		}
-		polls = append(polls, poll{clock.Now(), cost})
+		polls = append(polls, clock.Now())
 		return sfn.Poll(ctx, id, withHistory)
 	})
 	r := newReconciler(view, watched, newPublisher(newBus(t)), clock)
-	r.QPS, r.Burst, r.HistoryCost = 4, 4, 2
+	r.QPS, r.Burst = 4, 4
 	start := clock.Now()
 	res, err := r.Sweep(ctx)
 	if err != nil || res.Published != tenants {
 		t.Fatalf("sweep = %+v, %v", res, err)
 	}
-	// Every poll of this first sweep reads history: 2 calls each, 40 in
-	// all; 4 go at once, the other 36 at 4 a second.
-	if got, want := clock.Now().Sub(start), 9*time.Second; absDuration(got-want) > time.Millisecond {
+	// 4 polls go at once, the other 16 at 4 a second.
+	if got, want := clock.Now().Sub(start), 4*time.Second; absDuration(got-want) > time.Millisecond {
 		t.Fatalf("the sweep took %v of the injected clock, want %v", got, want)
 	}
-	used := 0
-	for i, p := range polls {
-		used += p.cost
-		if allowed := float64(r.Burst) + r.QPS*p.at.Sub(start).Seconds() + 1e-6; float64(used) > allowed {
-			t.Fatalf("poll %d: %d calls by %v, more than the %.1f the limit allows", i, used, p.at.Sub(start), allowed)
+	for i, at := range polls {
+		if allowed := float64(r.Burst) + r.QPS*at.Sub(start).Seconds() + 1e-6; float64(i+1) > allowed {
+			t.Fatalf("poll %d at %v: more than the %.1f the limit allows", i, at.Sub(start), allowed)
 		}
 	}
+	// A first poll reads the history and describes the execution.
 	if got, want := srv.TotalCalls(), 2*tenants; got != want {
 		t.Fatalf("calls = %d, want %d", got, want)
+	}
+}
+
+// TestReconcilerSpreadsPollsFairly gives the reconciler a budget that
+// covers a fifth of the running executions each interval: every execution
+// is polled in turn, as often as every other, and the lag metric says how
+// late the polls are.
+func TestReconcilerSpreadsPollsFairly(t *testing.T) {
+	ctx := context.Background()
+	view := openView(t)
+	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	srv, sfn := newSFN(t, clock)
+	machine := awstest.StateMachineARN("orders")
+	const tenants = 10
+	counts := map[string]int{}
+	for i := range tenants {
+		name := fmt.Sprintf("t%02d", i)
+		arn := awstest.ExecutionARN(machine, name)
+		applyRunning(t, view, name, arn, uint64(i+1), clock.Now().Add(-time.Hour))
+		srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: name, Status: "RUNNING",
+			Input: `{"tenantId":"` + name + `"}`, StartDate: clock.Now().Add(-time.Hour)})
+	}
+	watched := pollerFunc(func(ctx context.Context, id string, withHistory bool) (substate.RawEvent, error) {
+		counts[id]++
+		return sfn.Poll(ctx, id, withHistory)
+	})
+	r := newReconciler(view, watched, newPublisher(newBus(t)), clock)
+	r.Every, r.QPS, r.Burst, r.Metrics = 5*time.Second, 0.4, 1, consumers.NewReconcileMetrics(nil)
+	end := clock.Now().Add(5 * time.Minute)
+	for clock.Now().Before(end) {
+		if _, err := r.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	lo, hi := 1<<30, 0
+	for _, n := range counts {
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if len(counts) != tenants || hi-lo > 1 || lo < 10 {
+		t.Fatalf("polls per execution range from %d to %d over %d executions; want every one polled about as often (at least 10)", lo, hi, len(counts))
+	}
+	lag := testutil.ToFloat64(r.Metrics.PollLag.WithLabelValues("stepfunctions"))
+	if lag < 15 { // 10 polls take 25 s at 0.4 a second: each waits about 20 s past its 5 s interval
+		t.Fatalf("lag metric = %v s, want the polls' delay past their interval", lag)
 	}
 }
 

@@ -22,33 +22,40 @@ const (
 	DefaultRestateQPS        = 5.0
 	DefaultRestateMaxBackoff = 5 * time.Minute
 	DefaultRestateTimeout    = 10 * time.Second
+	DefaultRestateLookback   = time.Hour
+	DefaultRestatePageSize   = 500
 )
 
-// RestatePoller polls Restate's admin API for the invocations the view
-// tracks. Restate sends no notifications of its own: its status reaches
-// substate as a webhook a handler posts, or through this poller, which
-// for the non-terminal tenants of provider restate sends
+// RestatePoller polls Restate's admin API. Restate sends no notifications
+// of its own: its status reaches substate as a webhook a handler posts, or
+// through this poller, which every Interval
 //
-//	POST <URL>/query
-//	Accept: application/json
-//	{"query": "SELECT … FROM sys_invocation WHERE id IN ('inv_…', …)"}
+//   - discovers, for the Services it is given, the invocations that are new
+//     or changed since the last sweep (by modified_at; on its first sweep,
+//     those changed in the last Lookback and every one not completed);
+//   - reads again, by id, the invocations of the non-terminal restate
+//     tenants of the view, because Restate does not move modified_at while
+//     an invocation retries: a retry, its failure and its backing-off show
+//     only in the row itself;
+//   - reads the failure events in sys_journal_events of a paused
+//     invocation, whose row says nothing of its failures, and attaches them
+//     to the row;
 //
-// with up to BatchSize invocation ids a query, and publishes each row it
-// gets back on SUBSTATE_RAW as a raw event of kind restate.invocation with
-// the id "restate-poll-<invocation id>@<modified_at>": an unchanged row is
-// deduplicated by JetStream and the normalizer never sees it twice.
+// with POST <URL>/query (Accept: application/json, SQL on sys_invocation),
+// and publishes every row on SUBSTATE_RAW as a raw event of kind
+// restate.invocation (see restateRaw for its id: an unchanged row is
+// deduplicated by JetStream and the normalizer never sees it twice).
 //
-// Unlike the Step Functions reconciler, it polls every tracked invocation
-// every Interval by default (After 0): a batched query is cheap, and
-// without it a Restate invocation that backs off, suspends or is killed is
-// never heard of. Set After to poll only the invocations nothing was heard
-// of for that long, when a webhook reports most changes.
-//
-// An unreachable admin API or an error answer ({"message": …}) is logged,
-// counted, and retried with a delay that doubles after each failed sweep
-// up to MaxBackoff; it never stops the poller. An invocation Restate does
-// not return (plain service invocations leave sys_invocation when they
-// complete) is logged once: its outcome is not known, so nothing is
+// An id that is not a Restate invocation id is never put into a query (one
+// such id fails the whole query): its tenant gets a dead letter with the
+// reason, once. A batch the admin API refuses is split until the ids it
+// refuses stand alone, and those are dead-lettered the same way, so one bad
+// id never holds up the other tenants. An unreachable admin API, or one
+// that refuses every query, is logged, counted, and retried with a delay
+// that doubles after each failed sweep up to MaxBackoff; it never stops the
+// poller. An invocation Restate no longer returns (plain service
+// invocations leave sys_invocation when they complete; others after their
+// retention) is logged once: its outcome is not known, so nothing is
 // published for it.
 //
 // Set the fields before Run; NewRestatePoller sets the defaults.
@@ -63,10 +70,20 @@ type RestatePoller struct {
 	View substate.ActiveLister
 	// Publisher puts the rows on SUBSTATE_RAW.
 	Publisher substate.RawPublisher
+	// DeadLetters receives the tenants whose invocation id cannot be
+	// polled; nil only logs them.
+	DeadLetters substate.DeadLetterPublisher
+	// Services are the Restate services whose invocations are discovered;
+	// empty: only the view's invocations are polled.
+	Services []string
+	// Lookback is how far back the first discovery reads completed rows.
+	Lookback time.Duration
+	// PageSize is how many rows one discovery query reads.
+	PageSize int
 	// Interval is how often a sweep starts while the admin API answers.
 	Interval time.Duration
-	// After, when positive, limits a sweep to the invocations whose last
-	// event is older than After.
+	// After, when positive, limits the polls by id to the invocations whose
+	// last event is older than After.
 	After time.Duration
 	// BatchSize is how many invocation ids one query asks about.
 	BatchSize int
@@ -88,8 +105,10 @@ type RestatePoller struct {
 
 	mu       sync.Mutex // one sweep at a time
 	pacer    *pacer
-	missing  map[string]bool // ids Restate did not return (or invalid), logged once
+	missing  map[string]bool // ids Restate did not return (or refused), logged once
 	failures int             // consecutive failed sweeps
+	cursor   *discoveryCursor
+	journals map[string]journalEntry // attached journal events, by invocation id
 }
 
 // NewRestatePoller returns a poller of the admin API at url with the
@@ -100,6 +119,7 @@ func NewRestatePoller(url string, view substate.ActiveLister, pub substate.RawPu
 		Client:   &http.Client{Timeout: DefaultRestateTimeout},
 		Interval: DefaultRestateInterval, BatchSize: DefaultRestateBatchSize, QPS: DefaultRestateQPS,
 		MaxBackoff: DefaultRestateMaxBackoff, Columns: DefaultRestateColumns,
+		Lookback: DefaultRestateLookback, PageSize: DefaultRestatePageSize,
 		Now: time.Now, Sleep: timex.Sleep,
 	}
 }
@@ -149,46 +169,70 @@ func (p *RestatePoller) RetryDelay(failures int) time.Duration {
 	return min(d, limit)
 }
 
-// Sweep queries the tracked invocations once and publishes the rows. It
-// returns an error, and stops, at the first query or publish that fails,
-// or when the view cannot be listed.
+// restateSweep is the state of one sweep.
+type restateSweep struct {
+	res       SweepResult
+	published map[string]bool // invocations whose row this sweep published
+	answered  bool            // a query of this sweep succeeded
+	refused   map[string]error
+}
+
+// Sweep discovers the Services' new and changed invocations, queries the
+// tracked ones, and publishes the rows. It returns an error, and stops,
+// when the admin API is unreachable or refuses every query, when a publish
+// fails, or when the view cannot be listed.
 func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.init()
 	start := p.Now()
+	s := &restateSweep{published: map[string]bool{}, refused: map[string]error{}}
+	if err := p.discover(ctx, s, start); err != nil {
+		return s.res, err
+	}
 	ids, seen, err := p.tracked(ctx, start)
-	res := SweepResult{Stale: len(seen)}
+	s.res.Stale = len(seen)
 	if err != nil {
-		return res, err
+		return s.res, err
 	}
 	p.Metrics.setStale(substate.ProviderRestate, len(seen))
+	ids = slices.DeleteFunc(ids, func(id string) bool { return s.published[id] })
 	for batch := range slices.Chunk(ids, p.BatchSize) {
-		if err := p.pollBatch(ctx, batch, &res); err != nil {
-			return res, err
+		if err := p.pollIDs(ctx, s, batch); err != nil {
+			return s.res, err
 		}
 	}
-	p.forgetMissing(seen)
+	if err := p.settleRefused(ctx, s, seen); err != nil {
+		return s.res, err
+	}
+	p.forget(seen)
 	p.Metrics.observeSweep("restate", p.Now().Sub(start))
-	return res, nil
+	return s.res, nil
 }
 
 // tracked returns the invocation ids of the non-terminal restate tenants
 // (whose last event is older than After, when After is set) that can be
-// queried, sorted, and every id listed.
-func (p *RestatePoller) tracked(ctx context.Context, now time.Time) (ids []string, seen map[string]bool, err error) {
-	seen = map[string]bool{}
+// queried, sorted, and every id listed with its tenant. An id Restate
+// cannot parse is dead-lettered instead.
+func (p *RestatePoller) tracked(ctx context.Context, now time.Time) (ids []string, seen map[string]string, err error) {
+	seen = map[string]string{}
 	for v, err := range p.View.Active(ctx, now.Add(-max(p.After, 0))) {
 		if err != nil {
 			return nil, seen, fmt.Errorf("restate poller: list tracked invocations: %w", err)
 		}
 		id := v.WorkflowExecutionID
-		if v.Provider != substate.ProviderRestate || id == "" || seen[id] {
+		if v.Provider != substate.ProviderRestate || id == "" {
 			continue
 		}
-		seen[id] = true
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = v.TenantID
 		if !validInvocationID(id) {
-			p.reportMissing(id, "the invocation id is not one Restate issues; not polling it", v.TenantID)
+			reason := fmt.Sprintf("the execution id %q is not a Restate invocation id (inv_1 and 33 base62 characters); the restate poller does not query it", id)
+			if err := p.giveUp(ctx, id, v.TenantID, substate.EINVALID, reason); err != nil {
+				return nil, seen, err
+			}
 			continue
 		}
 		ids = append(ids, id)
@@ -197,70 +241,12 @@ func (p *RestatePoller) tracked(ctx context.Context, now time.Time) (ids []strin
 	return ids, seen, nil
 }
 
-// pollBatch queries one batch of ids and publishes the rows.
-func (p *RestatePoller) pollBatch(ctx context.Context, ids []string, res *SweepResult) error {
-	if err := p.pacer.wait(ctx, 1); err != nil {
-		return err
-	}
-	res.Polled += len(ids)
-	rows, err := p.query(ctx, ids)
-	if err != nil {
-		res.Failed += len(ids)
-		p.Metrics.countPolls(substate.ProviderRestate, substate.ErrorCode(err), len(ids))
-		return err
-	}
-	found := make(map[string]bool, len(rows))
-	for _, row := range rows {
-		raw, id, err := restateRaw(row)
-		if err != nil {
-			p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
-			continue
-		}
-		found[id] = true
-		if err := p.Publisher.PublishRaw(ctx, raw); err != nil {
-			p.Metrics.countPolls(substate.ProviderRestate, OutcomePublishFailed, 1)
-			return fmt.Errorf("restate poller: publish the row of %s: %w", id, err)
-		}
-		delete(p.missing, id)
-		res.Published++
-		p.Metrics.countPolls(substate.ProviderRestate, OutcomeOK, 1)
-	}
-	for _, id := range ids {
-		if !found[id] {
-			res.Failed++
-			p.Metrics.countPolls(substate.ProviderRestate, substate.ENOTFOUND, 1)
-			p.reportMissing(id, "restate has no sys_invocation row for this invocation (a completed service invocation is not kept); its outcome is unknown", "")
-		}
-	}
-	return nil
-}
-
-// reportMissing logs an invocation the poller cannot report on, once.
-func (p *RestatePoller) reportMissing(id, why, tenant string) {
-	if p.missing[id] {
-		return
-	}
-	p.missing[id] = true
-	args := []any{"invocation", id}
-	if tenant != "" {
-		args = append(args, "tenant", tenant)
-	}
-	p.logger().Warn(why, args...)
-}
-
-// forgetMissing drops the logged-once marks of invocations no longer tracked.
-func (p *RestatePoller) forgetMissing(tracked map[string]bool) {
-	for id := range p.missing {
-		if !tracked[id] {
-			delete(p.missing, id)
-		}
-	}
-}
-
 // init fills the settings left zero and the internal state.
 func (p *RestatePoller) init() {
 	p.Interval = cmp.Or(p.Interval, DefaultRestateInterval)
 	p.BatchSize = cmp.Or(max(p.BatchSize, 0), DefaultRestateBatchSize)
+	p.PageSize = cmp.Or(max(p.PageSize, 0), DefaultRestatePageSize)
+	p.Lookback = cmp.Or(p.Lookback, DefaultRestateLookback)
 	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultRestateMaxBackoff)
 	if len(p.Columns) == 0 {
 		p.Columns = DefaultRestateColumns
@@ -277,6 +263,7 @@ func (p *RestatePoller) init() {
 	if p.pacer == nil {
 		p.pacer = newPacer(p.QPS, defaultBurst(p.QPS, 1), p.Now, p.Sleep)
 		p.missing = map[string]bool{}
+		p.journals = map[string]journalEntry{}
 	}
 }
 

@@ -3,6 +3,7 @@ package consumers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -19,8 +20,8 @@ import (
 )
 
 const (
-	restateInvocation = "inv_1kQz3XbVfWn8r2Hc6TpLm0sJdYe4GuA9Na"
-	restateTenant     = "ord-2024-000124" // the fixtures' target_service_key
+	restateInvocation = "inv_15QQc9x1S87U4ClHS47MkV9tT9WnzYV5FK" // the recorded backing-off and completed rows
+	restateTenant     = "globex"                                 // their target_service_key
 )
 
 // restateAdmin is a Restate admin API that answers POST /query on
@@ -32,6 +33,7 @@ type restateAdmin struct {
 	rows    map[string]json.RawMessage // by invocation id
 	queries []string
 	fail    func() (status int, body []byte) // nil: answer
+	refuse  string                           // an id whose every query fails, as Restate fails one it cannot parse
 }
 
 func newRestateAdmin(tb testing.TB) *restateAdmin {
@@ -83,6 +85,10 @@ func (a *restateAdmin) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.queries = append(a.queries, req["query"])
+	if a.refuse != "" && strings.Contains(req["query"], a.refuse) {
+		http.Error(w, `{"message":"Datafusion error: External error: non valid invocation id"}`, http.StatusInternalServerError)
+		return
+	}
 	if a.fail != nil {
 		status, body := a.fail()
 		w.WriteHeader(status)
@@ -123,10 +129,15 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 	ctx := context.Background()
 	p := newPipeline(t)
 	admin := newRestateAdmin(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
-	// A webhook told the view about the invocation.
-	p.publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "msg_webhook_1", Body: fixtures.Provider("restate-invocation-running.json")})
-	p.waitTenant(t, restateTenant, "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
+	clock := newClock(time.Now().Add(time.Hour)) // after the recorded rows
+	// A webhook told the view the invocation is backing off (a row recorded
+	// from a real server: retry_count 2, the second attempt failed).
+	backingOff := fixtures.Provider("restate-invocation-backing-off.json")
+	p.publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "msg_webhook_1", Body: backingOff})
+	v := p.waitTenant(t, restateTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	if v.WorkflowRetryCount != 2 || v.WorkflowErrorMessage != "downstream unavailable (attempt 2)" {
+		t.Fatalf("view = retries %d, error %q; want 2 and the message without its stack trace", v.WorkflowRetryCount, v.WorkflowErrorMessage)
+	}
 
 	poller := newRestatePoller(admin.URL, p.view, p.pub, clock)
 	admin.setRow(t, "restate-invocation-backing-off.json")
@@ -135,33 +146,32 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 			t.Fatalf("sweep = %+v, %v", res, err)
 		}
 	}
-	v := p.waitTenant(t, restateTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
-	if v.WorkflowRetryCount != 3 || !strings.Contains(v.WorkflowErrorMessage, "payment provider returned HTTP 503") {
-		t.Fatalf("view = retries %d, error %q", v.WorkflowRetryCount, v.WorkflowErrorMessage)
-	}
 	if got := streamCount(t, p.bus.JetStream, substate.StreamRaw); got != 2 {
 		t.Fatalf("raw stream holds %d messages, want 2: the webhook and one poll of the unchanged row", got)
 	}
 
-	admin.setRow(t, "restate-invocation-completed-failure.json")
+	admin.setRow(t, "restate-invocation-completed-success.json")
 	if _, err := poller.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	v = p.waitTenant(t, restateTenant, "failed", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
-	if v.WorkflowErrorMessage != "[402] card declined: insufficient_funds" || v.WorkflowRetryCount != 3 {
-		t.Fatalf("failed view = retries %d, error %q; want the retries kept and the completion failure", v.WorkflowRetryCount, v.WorkflowErrorMessage)
+	v = p.waitTenant(t, restateTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+	if v.WorkflowErrorMessage != "" || v.WorkflowRetryCount != 0 {
+		t.Fatalf("succeeded view = retries %d, error %q; want both cleared", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
 
 	want := "FROM sys_invocation WHERE id IN ('" + restateInvocation + "')"
 	for _, q := range admin.Queries() {
-		if !strings.HasPrefix(q, "SELECT id, ") || !strings.HasSuffix(q, want) || !strings.Contains(q, "modified_at") {
-			t.Fatalf("query = %q, want a SELECT of sys_invocation for the tracked invocation", q)
+		if !strings.Contains(q, want) {
+			t.Fatalf("query %q does not ask for the tracked invocation", q)
 		}
 	}
 	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 3 {
-		t.Fatalf("sweep after the failure = %+v, %v; want no query for a finished invocation", res, err)
+		t.Fatalf("sweep after success = %+v, %v; want no query for a finished invocation", res, err)
 	}
 }
+
+// validID is a well-formed invocation id, different for each i.
+func validID(i int) string { return fmt.Sprintf("inv_1%011d%022d", i, i) }
 
 func TestRestatePollerBatches(t *testing.T) {
 	ctx := context.Background()
@@ -169,7 +179,7 @@ func TestRestatePollerBatches(t *testing.T) {
 	admin := newRestateAdmin(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
 	for i := range 5 {
-		applyRestate(t, view, string(rune('a'+i)), "inv_"+string(rune('a'+i)), uint64(i+1), clock.Now().Add(-time.Minute))
+		applyRestate(t, view, string(rune('a'+i)), validID(i), uint64(i+1), clock.Now().Add(-time.Minute))
 	}
 	poller := newRestatePoller(admin.URL, view, newPublisher(newBus(t)), clock)
 	poller.BatchSize = 2
@@ -179,6 +189,33 @@ func TestRestatePollerBatches(t *testing.T) {
 	}
 	if got := len(admin.Queries()); got != 3 {
 		t.Fatalf("queries = %d, want 3 batches of at most 2", got)
+	}
+}
+
+// TestRestatePollerIsolatesARefusedID gives the poller a batch in which the
+// admin API refuses one id: the batch is split, the other invocations are
+// read in the same sweep, and the refused one's tenant gets a dead letter.
+func TestRestatePollerIsolatesARefusedID(t *testing.T) {
+	ctx := context.Background()
+	p := newPipeline(t)
+	admin := newRestateAdmin(t)
+	clock := newClock(time.Now().Add(time.Hour))
+	for i := range 7 {
+		applyRestate(t, p.view, fmt.Sprintf("t%d", i), validID(i), uint64(i+1), clock.Now().Add(-time.Minute))
+	}
+	admin.refuse = validID(3)
+	poller := newRestatePoller(admin.URL, p.view, p.pub, clock)
+	poller.DeadLetters = p.pub
+	res, err := poller.Sweep(ctx)
+	if err != nil || res.Polled != 7 || res.Failed != 7 {
+		t.Fatalf("sweep = %+v, %v; want all 7 asked about (6 not found, 1 refused) and no error", res, err)
+	}
+	// 7 ids refused; 3 answered, 4 refused; 2 refused, 2 answered; 1 refused, 1 answered.
+	if got := len(admin.Queries()); got != 7 {
+		t.Fatalf("%d queries, want the batch split down to the refused id: 7", got)
+	}
+	if !dlqHas(t, p, validID(3), "refuses to query invocation") || !dlqHas(t, p, "t3", "refuses") {
+		t.Fatal("no dead letter for the refused invocation's tenant")
 	}
 }
 
@@ -288,4 +325,36 @@ func fmtDurations(d []time.Duration) string {
 		s[i] = d[i].String()
 	}
 	return "[" + strings.Join(s, " ") + "]"
+}
+
+// TestRestatePollerDiscoveryCursor checks the discovery queries: the
+// first reads every invocation not completed and those of the last hour,
+// the next go on from the newest row read, a little before it.
+func TestRestatePollerDiscoveryCursor(t *testing.T) {
+	ctx := context.Background()
+	admin := newRestateAdmin(t)
+	clock := newClock(time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC))
+	poller := newRestatePoller(admin.URL, openView(t), newPublisher(newBus(t)), clock)
+	poller.Services = []string{"Provision", "O'Brien"}
+	for range 3 {
+		if _, err := poller.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(poller.Interval)
+	}
+	q := admin.Queries()
+	if len(q) != 3 {
+		t.Fatalf("%d queries, want one discovery a sweep", len(q))
+	}
+	for _, want := range []string{"target_service_name IN ('Provision', 'O''Brien')", "status <> 'completed'", "modified_at >= '2026-11-23T22:00:00.000Z'", "ORDER BY modified_at, id LIMIT 500"} {
+		if !strings.Contains(q[0], want) {
+			t.Errorf("first discovery %q lacks %q", q[0], want)
+		}
+	}
+	// Nothing was found: the cursor stays at the lookback's start, read again with a 2 s overlap.
+	for _, sql := range q[1:] {
+		if !strings.Contains(sql, "modified_at > '2026-11-23T21:59:58.000Z'") || strings.Contains(sql, "status <> 'completed'") {
+			t.Errorf("later discovery %q does not go on from the cursor", sql)
+		}
+	}
 }

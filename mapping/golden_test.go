@@ -23,6 +23,12 @@ var fixtureUse = map[string]string{
 	"restate-invocation-completed-failure.json":        "golden",
 	"restate-invocation-completed-success.json":        "golden",
 	"restate-invocation-running.json":                  "golden",
+	"restate-invocation-completed-killed.json":         "golden",
+	"restate-invocation-paused.json":                   "golden",
+	"restate-invocation-pending.json":                  "golden",
+	"restate-invocation-scheduled.json":                "golden",
+	"restate-invocation-suspended.json":                "golden",
+	"restate-keyless-completed.json":                   "a keyless service's row: no tenant, tested in TestMapRestate",
 	"restate-query-error.json":                         "an admin API error body",
 	"restate-query-request.json":                       "an admin API request",
 	"sfn-describe-execution-failed.json":               "golden", // as sfn-poll-failed.json, with the history page
@@ -51,8 +57,8 @@ func TestGolden(t *testing.T) {
 	for _, n := range fixtureNames(t, "restate-invocation-*.json") {
 		cases[n] = substate.RawRestate
 	}
-	if len(cases) < 9 {
-		t.Fatalf("found %d fixtures, want the 5 sfn-status and 4 restate-invocation ones", len(cases))
+	if len(cases) < 14 {
+		t.Fatalf("found %d fixtures, want the 5 sfn-status and 9 restate-invocation ones", len(cases))
 	}
 	for name, kind := range cases {
 		t.Run(name, func(t *testing.T) {

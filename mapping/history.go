@@ -1,94 +1,36 @@
 package mapping
 
 import (
-	"cmp"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/sfnhistory"
 )
 
 // HistoryEvent is one Step Functions history event as GetExecutionHistory
 // returns it; only the fields the analysis reads are declared.
-type HistoryEvent struct {
-	ID              int64        `json:"id"`
-	PreviousEventID int64        `json:"previousEventId"`
-	Type            string       `json:"type"`
-	Timestamp       EpochSeconds `json:"timestamp"`
-
-	TaskFailed             *FailureDetails `json:"taskFailedEventDetails,omitempty"`
-	TaskTimedOut           *FailureDetails `json:"taskTimedOutEventDetails,omitempty"`
-	TaskStartFailed        *FailureDetails `json:"taskStartFailedEventDetails,omitempty"`
-	TaskSubmitFailed       *FailureDetails `json:"taskSubmitFailedEventDetails,omitempty"`
-	ActivityFailed         *FailureDetails `json:"activityFailedEventDetails,omitempty"`
-	ActivityTimedOut       *FailureDetails `json:"activityTimedOutEventDetails,omitempty"`
-	ActivityScheduleFailed *FailureDetails `json:"activityScheduleFailedEventDetails,omitempty"`
-	LambdaFailed           *FailureDetails `json:"lambdaFunctionFailedEventDetails,omitempty"`
-	LambdaTimedOut         *FailureDetails `json:"lambdaFunctionTimedOutEventDetails,omitempty"`
-	LambdaStartFailed      *FailureDetails `json:"lambdaFunctionStartFailedEventDetails,omitempty"`
-	LambdaScheduleFailed   *FailureDetails `json:"lambdaFunctionScheduleFailedEventDetails,omitempty"`
-	ExecutionFailed        *FailureDetails `json:"executionFailedEventDetails,omitempty"`
-	ExecutionTimedOut      *FailureDetails `json:"executionTimedOutEventDetails,omitempty"`
-	ExecutionAborted       *FailureDetails `json:"executionAbortedEventDetails,omitempty"`
-	EvaluationFailed       *FailureDetails `json:"evaluationFailedEventDetails,omitempty"`
-	MapRunFailed           *FailureDetails `json:"mapRunFailedEventDetails,omitempty"`
-}
+type HistoryEvent = sfnhistory.Event
 
 // FailureDetails are the error and cause of a failure history event.
-type FailureDetails struct {
-	Error string `json:"error"`
-	Cause string `json:"cause"`
-}
+type FailureDetails = sfnhistory.FailureDetails
 
-// failure returns the event's failure details, or nil.
-func (e *HistoryEvent) failure() *FailureDetails {
-	for _, d := range [...]*FailureDetails{
-		e.TaskFailed, e.TaskTimedOut, e.TaskStartFailed, e.TaskSubmitFailed,
-		e.ActivityFailed, e.ActivityTimedOut, e.ActivityScheduleFailed,
-		e.LambdaFailed, e.LambdaTimedOut, e.LambdaStartFailed, e.LambdaScheduleFailed,
-		e.ExecutionFailed, e.ExecutionTimedOut, e.ExecutionAborted, e.EvaluationFailed, e.MapRunFailed,
-	} {
-		if d != nil {
-			return d
-		}
-	}
-	return nil
-}
+// HistorySummary is what the history events up to one event say about an
+// execution; a poll carries the summary of the events it did not read again.
+type HistorySummary = sfnhistory.Summary
 
-// taskPrefixes are the event type prefixes of work a Retry can repeat.
-var taskPrefixes = [...]string{"Task", "Activity", "LambdaFunction"}
-
-func isTaskEvent(typ string) bool {
-	for _, p := range taskPrefixes {
-		if strings.HasPrefix(typ, p) && !strings.HasPrefix(typ, "TaskState") {
-			return true
-		}
-	}
-	return false
-}
-
-// isTaskFailure reports a task *Failed or *TimedOut event (TaskFailed,
-// TaskStartFailed, ActivityTimedOut, LambdaFunctionScheduleFailed, …).
-func isTaskFailure(typ string) bool {
-	return isTaskEvent(typ) && (strings.HasSuffix(typ, "Failed") || strings.HasSuffix(typ, "TimedOut"))
-}
-
-func isTaskScheduled(typ string) bool {
-	return isTaskEvent(typ) && strings.HasSuffix(typ, "Scheduled")
-}
-
-// History is what the execution history says about the current redrive
-// epoch (the events after the last ExecutionRedriven).
+// History is what an execution history says about the execution.
 type History struct {
-	// RetryCount counts the task retries: *Scheduled events that follow a
-	// task failure.
+	// RetryCount counts the failed task attempts followed by, or waiting
+	// for, a retry, over every page and every redrive of the execution: a
+	// *Scheduled that follows a task failure is one, and so is the newest
+	// failure while its Retry interval runs.
 	RetryCount int `json:"retryCount"`
 	// BackingOff is true when the newest task failure has no newer
 	// *Scheduled and nothing continues from it: a Retry interval is running.
 	BackingOff bool `json:"backingOff"`
-	// LastError and LastCause are of the newest failure event; LastCause is
-	// the human message (see the errorMessage rule of the mapping).
+	// LastError and LastCause are of the newest failure event since the last
+	// redrive; LastCause is the human message (see the errorMessage rule of
+	// the mapping).
 	LastError string `json:"lastError"`
 	LastCause string `json:"lastCause"`
 	// LastFailureAt is the time of the newest failure event.
@@ -104,57 +46,20 @@ type History struct {
 // several GetExecutionHistory pages concatenated. Duplicate ids (overlapping
 // pages) count once. events is sorted in place by id.
 func AnalyzeHistory(events []HistoryEvent) History {
-	slices.SortFunc(events, func(a, b HistoryEvent) int { return cmp.Compare(a.ID, b.ID) })
-	events = slices.CompactFunc(events, func(a, b HistoryEvent) bool { return a.ID == b.ID })
-	var h History
-	h.Events = len(events)
-	if len(events) == 0 {
-		return h
-	}
-	newest := &events[len(events)-1]
-	h.NewestEventID, h.NewestAt = newest.ID, newest.Timestamp.Time
-	epoch := events
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == "ExecutionRedriven" {
-			epoch = events[i+1:]
-			break
-		}
-	}
-	analyzeEpoch(epoch, &h)
-	return h
+	return historyOf(HistorySummary{}.Fold(events))
 }
 
-func analyzeEpoch(events []HistoryEvent, h *History) {
-	failures := make(map[int64]bool)
-	lastTaskFailure := -1
-	for i := range events {
-		e := &events[i]
-		if d := e.failure(); d != nil {
-			h.LastError, h.LastCause = d.Error, sfnErrorMessage(d.Error, d.Cause)
-			h.LastFailureAt = e.Timestamp.Time
-		}
-		switch {
-		case isTaskFailure(e.Type):
-			failures[e.ID] = true
-			lastTaskFailure = i
-		case isTaskScheduled(e.Type):
-			prevFailed := failures[e.PreviousEventID] ||
-				(e.PreviousEventID == 0 && i > 0 && isTaskFailure(events[i-1].Type))
-			if prevFailed {
-				h.RetryCount++
-			}
-		}
+// historyOf is the History a summary describes.
+func historyOf(s HistorySummary) History {
+	h := History{
+		RetryCount: s.RetryCount(), BackingOff: s.BackingOff(),
+		LastError: s.LastError, LastFailureAt: s.LastFailureAt,
+		NewestEventID: s.ThroughEventID, NewestAt: s.NewestAt, Events: s.Events,
 	}
-	if lastTaskFailure < 0 {
-		return
+	if s.LastError != "" || s.LastCause != "" {
+		h.LastCause = sfnErrorMessage(s.LastError, s.LastCause)
 	}
-	f := events[lastTaskFailure].ID
-	for _, e := range events[lastTaskFailure+1:] {
-		if isTaskScheduled(e.Type) || e.PreviousEventID == f || strings.HasPrefix(e.Type, "Execution") {
-			return
-		}
-	}
-	h.BackingOff = true
+	return h
 }
 
 // ParseHistory decodes a GetExecutionHistory response body ({"events": […]})

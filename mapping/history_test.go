@@ -63,14 +63,17 @@ func TestAnalyzeHistory(t *testing.T) {
 	}{
 		{"Empty", nil, 0, false, ""},
 		{"NoFailure", []any{1, 0, "ExecutionStarted", 2, 1, "TaskScheduled", 3, 2, "TaskStarted"}, 0, false, ""},
-		{"FailedTip", []any{1, 0, "ExecutionStarted", 2, 1, "TaskScheduled", 3, 2, "TaskFailed"}, 0, true, "E: failed at TaskFailed"},
+		{"FailedTip", []any{1, 0, "ExecutionStarted", 2, 1, "TaskScheduled", 3, 2, "TaskFailed"}, 1, true, "E: failed at TaskFailed"},
 		{"RetriedOnce", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskScheduled", 5, 4, "TaskStarted"}, 1, false, "E: failed at TaskFailed"},
-		{"RetriedThenTimedOutTip", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskScheduled", 5, 4, "TaskTimedOut"}, 1, true, "States.Timeout: timed out"},
+		{"RetriedThenTimedOutTip", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskScheduled", 5, 4, "TaskTimedOut"}, 2, true, "States.Timeout: timed out"},
 		{"Caught", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskStateExited"}, 0, false, "E: failed at TaskFailed"},
-		{"LambdaJSONCause", []any{2, 1, "LambdaFunctionScheduled", 3, 2, "LambdaFunctionFailed"}, 0, true, "lambda broke"},
+		{"LambdaJSONCause", []any{2, 1, "LambdaFunctionScheduled", 3, 2, "LambdaFunctionFailed"}, 1, true, "lambda broke"},
 		{"ScheduledWithoutPrevious", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 0, "TaskScheduled"}, 1, false, "E: failed at TaskFailed"},
-		{"RedriveStartsNewEpoch", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskScheduled", 5, 4, "TaskFailed",
-			6, 5, "ExecutionFailed", 7, 6, "ExecutionRedriven", 8, 7, "TaskScheduled", 9, 8, "TaskStarted"}, 0, false, ""},
+		// Retries count over the whole execution; the error is the current epoch's.
+		{"RedriveKeepsRetries", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskScheduled", 5, 4, "TaskFailed",
+			6, 5, "ExecutionFailed", 7, 6, "ExecutionRedriven", 8, 7, "TaskScheduled", 9, 8, "TaskStarted"}, 1, false, ""},
+		{"ParallelFailures", []any{2, 1, "TaskScheduled", 3, 1, "TaskScheduled", 4, 2, "TaskFailed", 5, 3, "TaskFailed",
+			6, 4, "TaskScheduled", 7, 5, "TaskScheduled"}, 2, false, ""},
 		{"ExecutionFailedAfterTaskFailure", []any{2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "ExecutionFailed"}, 0, false, ""},
 	}
 	for _, tt := range tests {
@@ -96,7 +99,8 @@ func TestMapPoll(t *testing.T) {
 		if got, want := ev.Revision, substate.StepFunctionsRevision(0, substate.RankActive, 5); got != want {
 			t.Errorf("revision = %d, want %d", got, want)
 		}
-		if !ev.RetryCountKnown || ev.RetryCount != 0 || ev.ErrorType != "Boom" {
+		// Backing off after the first failure: one failed attempt waits for its retry.
+		if !ev.RetryCountKnown || ev.RetryCount != 1 || ev.ErrorType != "Boom" {
 			t.Errorf("got %+v", ev)
 		}
 	})

@@ -14,7 +14,8 @@ import (
 // id, so re-normalizing the raw stream with a changed mapping publishes new
 // events instead of being deduplicated against the old ones. Bump it whenever
 // the mapping of an existing payload changes. Version 2 adds the step to
-// engine events and Step Functions polls.
+// engine events and Step Functions polls, and maps Restate rows as a real
+// server sends them (revision, retry count, error text).
 const Version = 2
 
 // EventID returns the deterministic id of the index-th canonical event mapped

@@ -95,21 +95,30 @@ EventBridge events carry no retry count (` + "`retryCountKnown`" + ` is false). 
 is ` + "`StepFunctionsRevision(redriveCount, rank, 0)`" + ` with RUNNING ranked below the
 terminal statuses.
 
-**Step Functions, reconciler polls** (` + "`stepfunctions.poll`" + `): DescribeExecution plus
-the execution history. The retry count is the number of task ` + "`*Scheduled`" + ` events
-that follow a task ` + "`*Failed`/`*TimedOut`" + ` after the last ` + "`ExecutionRedriven`" + `.
-A RUNNING execution whose newest task failure has no newer ` + "`*Scheduled`" + ` (and
-nothing continuing from it) is backing off; its error is that failure's. The revision
-uses the newest history event id.
+**Step Functions, reconciler polls** (` + "`stepfunctions.poll`" + `): DescribeExecution, the
+history events the poll read and the summary of the older ones. The retry count is the
+number of failed task attempts followed by, or waiting for, a retry, over the whole
+history and every redrive: each task ` + "`*Scheduled`" + ` that follows a task
+` + "`*Failed`/`*TimedOut`" + `, and the newest failure while nothing follows it yet. A RUNNING
+execution whose newest task failure has no newer ` + "`*Scheduled`" + ` (and nothing
+continuing from it) is backing off; its error is that failure's (since the last
+` + "`ExecutionRedriven`" + `). The revision uses the newest history event id.
 
 **Restate** (` + "`restate.invocation`" + `): one event per ` + "`sys_invocation`" + ` row. The
 execution id is the invocation ` + "`id`" + `, the workflow ` + "`target_service_name`" + ` (or
-` + "`target`" + `). ` + "`retry_count`" + ` counts attempts (1 = the first try), so the retry
-count is ` + "`retry_count - 1`" + `, known only when the column is present.
-` + "`errorMessage`" + ` is ` + "`completion_failure`" + `, else ` + "`last_failure`" + `. A row with
+` + "`target`" + `). ` + "`retry_count`" + ` is the attempt number (1 = the first try): a backing-off
+row after attempt n has n retries, a running row n − 1. A paused row has no
+` + "`retry_count`" + `: its retries are its ` + "`TransientError`" + ` and ` + "`Paused`" + ` journal events when the
+poller attached them (` + "`sys_journal_events`" + `), else unknown. ` + "`errorMessage`" + ` is the first
+line of ` + "`completion_failure`" + `, else of ` + "`last_failure`" + `, else of the newest journal
+failure, without Restate's ` + "`[500 Internal]`" + ` prefix (the code is ` + "`errorType`" + `, or
+` + "`last_failure_error_code`" + `); the stack trace stays in the raw row. A row with
 ` + "`next_retry_at`" + ` later than its ` + "`modified_at`" + ` has a retry scheduled: it is backing
 off even when its status says running (Restate itself reports such a row as
-` + "`backing-off`" + `; a webhook may not). The revision is ` + "`modified_at`" + ` in Unix milliseconds.
+` + "`backing-off`" + `; a webhook may not). Restate does not move ` + "`modified_at`" + ` while an
+invocation retries, so the revision is ` + "`RestateRevision(modified_at, retry_count, rank)`" + `:
+within one ` + "`modified_at`" + `, a later attempt is newer, and for one attempt backing-off is
+newer than running.
 
 **Engine** (` + "`engine.status`" + `): the engine's status names are the sub-state names;
 the retry count is always known and the revision is the event's ` + "`seq`" + `. The step is

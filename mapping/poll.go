@@ -7,11 +7,14 @@ import (
 )
 
 // pollPayload is the reconciler's raw Step Functions poll (RawKind
-// stepfunctions.poll): a DescribeExecution response with recent history.
+// stepfunctions.poll): a DescribeExecution response with the history
+// events the poll read, and the summary of the earlier events it did not
+// read again (none when it read the whole history).
 type pollPayload struct {
 	Execution *describeExecution `json:"execution"`
 	History   struct {
-		Events []HistoryEvent `json:"events"`
+		Events []HistoryEvent  `json:"events"`
+		Prior  *HistorySummary `json:"prior"`
 	} `json:"history"`
 	PolledAt time.Time `json:"polledAt"`
 }
@@ -44,7 +47,11 @@ func (m *Mapper) MapPoll(body []byte) (substate.EventData, error) {
 	if x == nil || x.ExecutionARN == "" || x.Status == "" {
 		return substate.EventData{}, substate.Errorf(substate.EINVALID, "step functions poll has no execution arn or status")
 	}
-	h := AnalyzeHistory(p.History.Events)
+	var prior HistorySummary
+	if p.History.Prior != nil {
+		prior = *p.History.Prior
+	}
+	h := historyOf(prior.Fold(p.History.Events))
 	cond := CondNone
 	if x.Status == "RUNNING" && h.BackingOff {
 		cond = CondTaskFailureTip

@@ -10,6 +10,8 @@ import (
 
 // restateRow is one sys_invocation row as the admin API's /query returns it
 // with Accept: application/json. Only the columns mapping reads are declared.
+// The poller may add the invocation's failure events from
+// sys_journal_events (see restateJournal).
 type restateRow struct {
 	ID                string      `json:"id"`
 	Target            string      `json:"target"`
@@ -26,6 +28,7 @@ type restateRow struct {
 	LastFailureCode   string      `json:"last_failure_error_code"`
 	CompletionResult  string      `json:"completion_result"`
 	CompletionFailure string      `json:"completion_failure"`
+	restateJournal
 }
 
 // MapRestate maps sys_invocation rows, a single row object or {"rows":[…]},
@@ -82,16 +85,18 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 		ProviderState:      r.Status,
 		OccurredAt:         occurred,
 		ExecutionStartedAt: r.CreatedAt.Time,
-		Revision:           substate.Revision(max(occurred.UnixMilli(), 0)),
 	}
 	if out.Workflow == "" {
 		out.Workflow = r.Target
 	}
-	if r.RetryCount != nil {
-		out.RetryCount, out.RetryCountKnown = max(*r.RetryCount-1, 0), true
-	}
 	state, cond := restateState(r, occurred)
 	apply(&out, m.resolve(substate.ProviderRestate, state, cond))
+	attempt := 0
+	if r.RetryCount != nil {
+		attempt = max(*r.RetryCount, 0)
+	}
+	out.Revision = substate.RestateRevision(occurred, attempt, restateRank(r.Status, cond))
+	restateRetries(&out, r, attempt)
 	restateError(&out, r)
 	src := tenantSource{execution: r.ID, name: r.TargetServiceKey, serviceKey: r.TargetServiceKey}
 	tenant, err := m.tenants.resolve(&src)
@@ -100,6 +105,35 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	}
 	out.TenantID = tenant
 	return out, nil
+}
+
+// restateRank is the rank of a status among the rows of one modified_at.
+func restateRank(status string, cond Condition) int {
+	switch {
+	case cond == CondRetryScheduled || status == "backing-off":
+		return substate.RestateRankBackingOff
+	case status == "running" || status == "active":
+		return substate.RestateRankRunning
+	case status == "pending" || status == "scheduled" || status == "ready":
+		return substate.RestateRankQueued
+	}
+	return substate.RestateRankSettled
+}
+
+// restateRetries fills the retry count (the failed attempts followed by,
+// or waiting for, a retry) from the row's retry_count, which counts
+// attempts: backing off after attempt n, n attempts failed; running attempt
+// n, n-1 did. A paused row has no retry_count: its failures are counted
+// from the journal events the poller attached, when it did.
+func restateRetries(out *substate.EventData, r *restateRow, attempt int) {
+	switch {
+	case r.RetryCount != nil && out.SubState == substate.StateBackingOff:
+		out.RetryCount, out.RetryCountKnown = attempt, true
+	case r.RetryCount != nil && out.SubState == substate.StateRunning:
+		out.RetryCount, out.RetryCountKnown = max(attempt-1, 0), true
+	case r.Status == "paused" && r.hasJournal():
+		out.RetryCount, out.RetryCountKnown = r.failures(), true
+	}
 }
 
 // restateState returns the native state and condition to look up for a
@@ -137,39 +171,51 @@ func restateState(r *restateRow, occurred time.Time) (string, Condition) {
 // killed reports a completion failure caused by a kill or cancellation
 // ("[409] killed", "[409] canceled").
 func killed(failure string) bool {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(failure), "[409]")
-	if !ok {
+	code, msg := restateFailure(failure)
+	if code != "409" {
 		return false
 	}
-	rest = strings.ToLower(strings.TrimSpace(rest))
-	return strings.HasPrefix(rest, "killed") || strings.HasPrefix(rest, "cancel")
+	msg = strings.ToLower(msg)
+	return strings.HasPrefix(msg, "killed") || strings.HasPrefix(msg, "cancel")
 }
 
 // restateError fills the error of a row: the completion failure of a failed
-// invocation, else the last attempt's failure.
+// invocation, else the last attempt's failure, else (a paused row) the last
+// failure in the journal. The message is the human one: the first line,
+// without Restate's "[code Name]" prefix; the stack trace that follows it
+// stays in the raw evidence.
 func restateError(out *substate.EventData, r *restateRow) {
 	switch {
 	case out.SubState == substate.StateSucceeded:
 		return
 	case r.CompletionFailure != "":
-		out.ErrorMessage, out.ErrorType = r.CompletionFailure, failureCode(r.CompletionFailure)
+		out.ErrorType, out.ErrorMessage = restateFailure(r.CompletionFailure)
 	case r.LastFailure != "":
-		out.ErrorMessage, out.ErrorType = r.LastFailure, r.LastFailureCode
-		if out.ErrorType == "" {
-			out.ErrorType = failureCode(r.LastFailure)
+		out.ErrorType, out.ErrorMessage = restateFailure(r.LastFailure)
+		if r.LastFailureCode != "" {
+			out.ErrorType = r.LastFailureCode
 		}
+	case r.hasJournal():
+		out.ErrorType, out.ErrorMessage = r.lastFailure()
 	}
 }
 
-// failureCode returns the code of a Restate failure "[402] card declined".
-func failureCode(failure string) string {
-	rest, ok := strings.CutPrefix(failure, "[")
-	if !ok {
-		return ""
+// restateFailure splits a Restate failure text, "[500 Internal] message"
+// followed by a stack trace on the next lines, into its code ("500") and
+// its message's first line. A text without the prefix is all message.
+func restateFailure(failure string) (code, message string) {
+	s := strings.TrimSpace(failure)
+	if rest, ok := strings.CutPrefix(s, "["); ok {
+		if head, tail, ok := strings.Cut(rest, "]"); ok {
+			code, _, _ = strings.Cut(head, " ")
+			s = strings.TrimSpace(tail)
+		}
 	}
-	code, _, ok := strings.Cut(rest, "]")
-	if !ok {
-		return ""
-	}
-	return code
+	return code, firstLine(s)
+}
+
+// firstLine returns s up to its first line break, trimmed.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(strings.TrimSuffix(line, "\r"))
 }

@@ -18,17 +18,43 @@ func TestMapRestate(t *testing.T) {
 		}
 		return evs[0]
 	}
-	t.Run("RetryCountIsAttemptsMinusOne", func(t *testing.T) {
+	t.Run("RetryCountIsFailedAttempts", func(t *testing.T) {
+		// retry_count is the attempt number: backing off after attempt n,
+		// n attempts failed; running attempt n, n-1 did.
 		tests := []struct {
+			status    string
 			attempts  any
 			want      int
 			wantKnown bool
-		}{{1, 0, true}, {4, 3, true}, {0, 0, true}, {nil, 0, false}}
+		}{
+			{"backing-off", 1, 1, true}, {"backing-off", 4, 4, true}, {"backing-off", nil, 0, false},
+			{"running", 1, 0, true}, {"running", 4, 3, true}, {"running", 0, 0, true}, {"running", nil, 0, false},
+			{"paused", nil, 0, false}, {"completed", nil, 0, false},
+		}
 		for _, tt := range tests {
-			ev := mapOne(t, restateRow(t, "backing-off", map[string]any{"retry_count": tt.attempts}))
+			ev := mapOne(t, restateRow(t, tt.status, map[string]any{"retry_count": tt.attempts}))
 			if ev.RetryCount != tt.want || ev.RetryCountKnown != tt.wantKnown {
-				t.Errorf("retry_count %v: got %d known %v, want %d known %v", tt.attempts, ev.RetryCount, ev.RetryCountKnown, tt.want, tt.wantKnown)
+				t.Errorf("%s retry_count %v: got %d known %v, want %d known %v", tt.status, tt.attempts, ev.RetryCount, ev.RetryCountKnown, tt.want, tt.wantKnown)
 			}
+		}
+	})
+	t.Run("RevisionOrdersRowsOfOneModifiedAt", func(t *testing.T) {
+		// The order a real server reports a retry in, all under one modified_at.
+		steps := []struct {
+			status   string
+			attempts any
+		}{{"ready", nil}, {"running", 1}, {"backing-off", 1}, {"running", 2}, {"backing-off", 2}, {"running", 3}, {"completed", nil}}
+		var last substate.Revision
+		for i, s := range steps {
+			ev := mapOne(t, restateRow(t, s.status, map[string]any{"retry_count": s.attempts}))
+			if i > 0 && ev.Revision <= last {
+				t.Errorf("%s attempt %v: revision %d not after %d", s.status, s.attempts, ev.Revision, last)
+			}
+			last = ev.Revision
+		}
+		later := mapOne(t, restateRow(t, "paused", map[string]any{"modified_at": "2024-06-19T10:00:47.906Z"}))
+		if later.Revision <= last {
+			t.Errorf("a later modified_at must be newer: %d <= %d", later.Revision, last)
 		}
 	})
 	t.Run("ErrorMessage", func(t *testing.T) {
@@ -37,10 +63,11 @@ func TestMapRestate(t *testing.T) {
 			set      map[string]any
 			msg, typ string
 		}{
-			{"backing-off", map[string]any{"last_failure": "[500] boom", "last_failure_error_code": "RT0007"}, "[500] boom", "RT0007"},
-			{"paused", map[string]any{"last_failure": "[500] boom"}, "[500] boom", "500"},
-			{"running", map[string]any{"last_failure": "[500] boom"}, "[500] boom", "500"},
-			{"completed", map[string]any{"completion_result": "failure", "completion_failure": "[402] declined"}, "[402] declined", "402"},
+			{"backing-off", map[string]any{"last_failure": "[500 Internal] boom\nError: boom\n    at handler (service.js:7:11)", "last_failure_error_code": "RT0007"}, "boom", "RT0007"},
+			{"paused", map[string]any{"last_failure": "[500] boom"}, "boom", "500"},
+			{"running", map[string]any{"last_failure": "[500] boom"}, "boom", "500"},
+			{"backing-off", map[string]any{"last_failure": "plain text\nsecond line"}, "plain text", ""},
+			{"completed", map[string]any{"completion_result": "failure", "completion_failure": "[402] declined"}, "declined", "402"},
 			{"completed", map[string]any{"completion_result": "success", "last_failure": "[500] old"}, "", ""},
 		}
 		for _, tt := range tests {
@@ -54,7 +81,7 @@ func TestMapRestate(t *testing.T) {
 		ev := mapOne(t, restateRow(t, "running", map[string]any{"target_service_name": nil}))
 		modified := time.Date(2024, 6, 19, 10, 0, 47, 905e6, time.UTC)
 		if ev.ExecutionID != "inv_1" || ev.Workflow != "Provision/acme/run" || ev.TenantID != "acme" ||
-			!ev.OccurredAt.Equal(modified) || ev.Revision != substate.Revision(modified.UnixMilli()) ||
+			!ev.OccurredAt.Equal(modified) || ev.Revision != substate.RestateRevision(modified, 0, substate.RestateRankRunning) ||
 			!ev.ExecutionStartedAt.Equal(time.Date(2024, 6, 19, 10, 0, 41, 502e6, time.UTC)) {
 			t.Errorf("got %+v", ev)
 		}
@@ -123,4 +150,52 @@ func TestMapEngine(t *testing.T) {
 		_, err := m.Map(substate.RawEvent{Kind: substate.RawEngine, Body: []byte(`{"executionId":"a","status":"running"}`)})
 		wantCode(t, err, substate.ENOTENANT)
 	})
+}
+
+func TestMapRestateRecordedRows(t *testing.T) {
+	m := newMapper(t)
+	t.Run("KeylessHasNoTenant", func(t *testing.T) {
+		_, err := m.Map(substate.RawEvent{Kind: substate.RawRestate, Body: fixture(t, "restate-keyless-completed.json")})
+		wantCode(t, err, substate.ENOTENANT)
+	})
+	t.Run("PausedWithoutJournalKeepsTheCount", func(t *testing.T) {
+		ev := mustMap(t, m, substate.RawRestate, restateRow(t, "paused", nil))[0]
+		if ev.SubState != substate.StateError || ev.RetryCountKnown || ev.ErrorMessage != "" {
+			t.Errorf("got %+v: a paused row alone says nothing of its failures", ev)
+		}
+	})
+}
+
+// TestRetryCountOneStory maps one story, a task that fails once and is
+// retried, as each provider reports it: backing off after the failure and
+// running the retry both count 1, as the engine's own events do (see
+// engine/retry_test.go).
+func TestRetryCountOneStory(t *testing.T) {
+	m := mappingWithRules(t, "input:$.tenantId", "restate:key", "engine:tenant")
+	describe := []byte(`{"executionArn":"arn:aws:states:us-east-1:1:execution:sm:x","status":"RUNNING","startDate":1718791230.123,"input":"{\"tenantId\":\"acme\"}"}`)
+	sfnAt := func(events ...any) substate.EventData {
+		h := mustJSON(t, map[string]any{"events": hist(t, events...)})
+		return mustMap(t, m, substate.RawStepFunctionsPoll, pollPayload(t, describe, h))[0]
+	}
+	restateAt := func(status string, attempt int) substate.EventData {
+		return mustMap(t, m, substate.RawRestate, restateRow(t, status, map[string]any{"retry_count": attempt, "last_failure": "[500 Internal] boom"}))[0]
+	}
+	engineAt := func(status string, retries int) substate.EventData {
+		ev := substate.EngineEvent{ID: "x/1", TenantID: "acme", ExecutionID: "x", Seq: 1, Status: status, RetryCount: retries,
+			StartedAt: time.Now(), Time: time.Now()}
+		return mustMap(t, m, substate.RawEngine, mustJSON(t, ev))[0]
+	}
+	for _, tt := range []struct {
+		provider            string
+		backingOff, running substate.EventData
+	}{
+		{"stepfunctions", sfnAt(1, 0, "ExecutionStarted", 2, 1, "TaskScheduled", 3, 2, "TaskFailed"),
+			sfnAt(1, 0, "ExecutionStarted", 2, 1, "TaskScheduled", 3, 2, "TaskFailed", 4, 3, "TaskScheduled")},
+		{"restate", restateAt("backing-off", 1), restateAt("running", 2)},
+		{"engine", engineAt(substate.EngineBackingOff, 1), engineAt(substate.EngineRunning, 1)},
+	} {
+		if b, r := tt.backingOff, tt.running; b.SubState != substate.StateBackingOff || b.RetryCount != 1 || r.SubState != substate.StateRunning || r.RetryCount != 1 {
+			t.Errorf("%s: backing off %s/%d, retry running %s/%d; want backing-off/1 and running/1", tt.provider, b.SubState, b.RetryCount, r.SubState, r.RetryCount)
+		}
+	}
 }

@@ -142,11 +142,13 @@ func advance(base Record, ev *substate.EventData) Record {
 	return next
 }
 
-// retryCount takes the provider's count when it reported one; otherwise an
-// error or backing-off → running transition counts one retry.
+// retryCount takes the provider's count when it reported one, but never
+// lowers the count of the execution (Restate restarts its count after a
+// resume, a later row may lack it); otherwise an error or backing-off →
+// running transition counts one retry. prev is empty for a new execution.
 func retryCount(prev *substate.TenantView, ev *substate.EventData) int {
 	if ev.RetryCountKnown {
-		return max(ev.RetryCount, 0)
+		return max(ev.RetryCount, prev.WorkflowRetryCount, 0)
 	}
 	if ev.SubState == substate.StateRunning &&
 		(prev.WorkflowSubState == substate.StateError || prev.WorkflowSubState == substate.StateBackingOff) {

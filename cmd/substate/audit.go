@@ -206,7 +206,8 @@ func (t *table) write(w io.Writer) error {
 	return err
 }
 
-// clip keeps the first n characters of a message, on one line.
+// clip cuts text to n characters keeping its start, where a message says
+// what happened, on one line.
 func clip(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if r := []rune(s); len(r) > n {

@@ -217,7 +217,7 @@ func (d *demoRun) printChange(m *nats.Msg) {
 	line := fmt.Sprintf("%6.1fs  %-22s %-11s → %-11s retries=%d", time.Since(d.start).Seconds(), c.TenantID,
 		dash(string(c.Old.WorkflowSubState)), c.New.WorkflowSubState, c.New.WorkflowRetryCount)
 	if e := c.New.WorkflowErrorMessage; e != "" {
-		line += fmt.Sprintf("  error=%q", shorten(e, 70))
+		line += fmt.Sprintf("  error=%q", clip(e, 70))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -15,13 +15,15 @@ import (
 // ReconcileFlags configure the reconciler, which asks providers about
 // tenants nothing was heard of for a while, and the Restate admin poller.
 type ReconcileFlags struct {
-	ReconcileAfter     time.Duration `name:"reconcile-after" default:"2m" help:"Ask a provider about a non-terminal tenant when nothing was heard of it (no event, no poll) for this long."`
-	ReconcileInterval  time.Duration `name:"reconcile-interval" default:"15s" help:"How often the reconciler looks for such tenants."`
-	ReconcileQPS       float64       `name:"reconcile-qps" default:"10" help:"Provider API calls per second the reconciler may make, per provider (0 = no limit)."`
-	SFNReconcile       string        `name:"sfn-reconcile" enum:"auto,on,off" default:"auto" help:"Poll Step Functions for stale tenants: auto when an AWS region is configured, on (fail without one), off."`
-	SFNHistoryInterval time.Duration `name:"sfn-history-interval" default:"4m" help:"How often a stale running Step Functions execution's poll also reads its recent history (retries, backing-off)."`
+	ReconcileAfter     time.Duration `name:"reconcile-after" default:"0s" help:"Poll only the running executions nothing was heard of for this long (0 = every running execution)."`
+	ReconcileInterval  time.Duration `name:"reconcile-interval" default:"15s" help:"The longest wait between two reconciler sweeps (a sweep also starts when an execution's poll is due)."`
+	ReconcileQPS       float64       `name:"reconcile-qps" default:"10" help:"Restate admin queries per second the poller may send (0 = no limit)."`
+	SFNReconcile       string        `name:"sfn-reconcile" enum:"auto,on,off" default:"auto" help:"Poll Step Functions running executions: auto when an AWS region is configured, on (fail without one), off."`
+	SFNHistoryInterval time.Duration `name:"sfn-history-interval" default:"15s" help:"How often each running Step Functions execution's history is read (only its new events), so retries and backing-off show within this interval."`
+	SFNAPIBudget       float64       `name:"sfn-api-budget" default:"4" help:"Step Functions API calls per second the poller may spend (the account's quotas are shared with every other caller); past it, polls are spread evenly and lag (0 = no limit)."`
 	AWSRegion          string        `name:"aws-region" help:"AWS region of the Step Functions executions; default from AWS_REGION or the shared AWS config. Credentials and AWS_ENDPOINT_URL(_SFN) come from the standard AWS chain."`
 	RestateAdminURL    string        `name:"restate-admin-url" help:"Restate admin API (such as http://restate:9070); when set, the sys_invocation rows of the tracked invocations are polled."`
+	RestateServices    []string      `name:"restate-services" help:"Restate services whose new and changed invocations the admin-API poller discovers (comma-separated); without it only invocations already in the view are polled."`
 	RestateAdminToken  string        `name:"restate-admin-token" help:"Bearer token for the Restate admin API."`
 	RestatePollEvery   time.Duration `name:"restate-poll-interval" default:"15s" help:"How often the tracked Restate invocations are polled."`
 	RestatePollAfter   time.Duration `name:"restate-poll-after" default:"0s" help:"Poll only Restate invocations nothing was heard of for this long (0 = all tracked ones, every interval)."`
@@ -55,19 +57,18 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 	// once it implements substate.StatusPoller. Restate has its own poller.
 	if len(pollers) > 0 {
 		r := consumers.NewReconciler(w.View, pollers, pub)
-		r.After, r.Interval, r.HistoryInterval, r.QPS = f.ReconcileAfter, f.ReconcileInterval, f.SFNHistoryInterval, f.ReconcileQPS
-		if sfn != nil {
-			r.HistoryCost = 1 + (sfn.MaxHistoryEvents+sfn.HistoryPageSize-1)/sfn.HistoryPageSize
-		}
+		// The Step Functions provider spends its own API budget, call by call.
+		r.After, r.Interval, r.Every, r.QPS = f.ReconcileAfter, f.ReconcileInterval, f.SFNHistoryInterval, 0
 		r.Metrics, r.Logger = m, w.Logger.With("component", "reconciler")
 		w.reconcile.reconciler = r
 	}
 	if f.RestateAdminURL != "" {
 		p := consumers.NewRestatePoller(f.RestateAdminURL, w.View, pub)
 		p.Token, p.Interval, p.After, p.QPS = f.RestateAdminToken, f.RestatePollEvery, f.RestatePollAfter, f.ReconcileQPS
+		p.Services, p.DeadLetters = f.RestateServices, pub
 		p.Metrics, p.Logger = m, w.Logger.With("component", "restate-poller")
 		w.reconcile.restate = p
-		w.Logger.Info("polling the restate admin api", "url", f.RestateAdminURL, "interval", f.RestatePollEvery)
+		w.Logger.Info("polling the restate admin api", "url", f.RestateAdminURL, "interval", f.RestatePollEvery, "services", f.RestateServices)
 	}
 	return nil
 }
@@ -78,12 +79,18 @@ func (f *ReconcileFlags) validate() error {
 		name string
 		v    time.Duration
 	}{
-		{"--reconcile-after", f.ReconcileAfter}, {"--reconcile-interval", f.ReconcileInterval},
+		{"--reconcile-interval", f.ReconcileInterval},
 		{"--sfn-history-interval", f.SFNHistoryInterval}, {"--restate-poll-interval", f.RestatePollEvery},
 	} {
 		if d.v <= 0 {
 			return substate.Errorf(substate.EINVALID, "%s must be positive, not %s", d.name, d.v)
 		}
+	}
+	if len(f.RestateServices) > 0 && f.RestateAdminURL == "" {
+		return substate.Errorf(substate.EINVALID, "--restate-services needs --restate-admin-url")
+	}
+	if f.ReconcileAfter < 0 || f.SFNAPIBudget < 0 {
+		return substate.Errorf(substate.EINVALID, "--reconcile-after and --sfn-api-budget must not be negative")
 	}
 	if f.RestatePollAfter < 0 {
 		return substate.Errorf(substate.EINVALID, "--restate-poll-after must not be negative")
@@ -118,8 +125,8 @@ func (w *Worker) stepFunctions(ctx context.Context, m *consumers.ReconcileMetric
 	}
 	p := stepfunctions.New(cfg, stepfunctions.CountCalls(func(op string) {
 		m.CountCall(substate.ProviderStepFunctions, op)
-	}))
-	w.Logger.Info("reconciling step functions", "region", cfg.Region, "after", f.ReconcileAfter, "qps", f.ReconcileQPS)
+	}), stepfunctions.Budget(f.SFNAPIBudget))
+	w.Logger.Info("polling step functions", "region", cfg.Region, "every", f.SFNHistoryInterval, "api_budget", f.SFNAPIBudget)
 	return p, nil
 }
 

@@ -137,7 +137,8 @@ func TestRunReconcileFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--sfn-reconcile", "on"}, "no AWS region"},
-		{[]string{"--reconcile-after", "0s"}, "--reconcile-after must be positive"},
+		{[]string{"--reconcile-after=-1s"}, "--reconcile-after and --sfn-api-budget must not be negative"},
+		{[]string{"--restate-services", "Provision"}, "--restate-services needs --restate-admin-url"},
 		{[]string{"--restate-admin-url", "restate:9070"}, "not an http(s) URL"},
 	} {
 		args := append([]string{"run", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"}, tt.args...)

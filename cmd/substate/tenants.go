@@ -95,7 +95,7 @@ func printTenants(w io.Writer, views []substate.TenantView) error {
 	for _, v := range views {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.TenantID, dash(string(v.WorkflowSubState)),
 			dash(string(v.WorkflowVerb)), dash(clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, dash(string(v.Provider)),
-			dash(shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), dash(shorten(v.WorkflowErrorMessage, 60)))
+			dash(shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), dash(clip(v.WorkflowErrorMessage, 60)))
 	}
 	return tw.Flush()
 }
@@ -107,12 +107,14 @@ func dash(s string) string {
 	return s
 }
 
+// shorten cuts an identifier to n characters keeping its end, where an
+// ARN or id differs (error text is cut keeping its start: see clip).
 func shorten(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
+	if r := []rune(s); len(r) > n {
+		return "…" + string(r[len(r)-n+1:])
 	}
-	return "…" + s[len(s)-n+1:]
+	return s
 }
 
 func age(t time.Time) string {

@@ -1,10 +1,16 @@
 package stepfunctions
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"math"
 
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"golang.org/x/time/rate"
 )
 
 // CountCalls returns a client option (for New) that calls count with the
@@ -21,6 +27,60 @@ func CountCalls(count func(operation string)) func(*sfn.Options) {
 	return func(o *sfn.Options) {
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
 			return s.Deserialize.Add(mw, middleware.After)
+		})
+	}
+}
+
+// Budget returns a client option (for New) that spends at most qps
+// requests a second on Step Functions, retried attempts included, with
+// bursts of up to one second's worth: a request waits for its turn. A qps
+// of 0 or less means no limit. The account's throttling quotas are shared
+// with every other caller, so the budget leaves them room.
+func Budget(qps float64) func(*sfn.Options) {
+	if qps <= 0 || math.IsInf(qps, 1) {
+		return func(*sfn.Options) {}
+	}
+	lim := rate.NewLimiter(rate.Limit(qps), max(int(math.Ceil(qps)), 1))
+	mw := middleware.DeserializeMiddlewareFunc("substateBudget", func(
+		ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler,
+	) (middleware.DeserializeOutput, middleware.Metadata, error) {
+		if err := lim.Wait(ctx); err != nil {
+			return middleware.DeserializeOutput{}, middleware.Metadata{}, err
+		}
+		return next.HandleDeserialize(ctx, in)
+	})
+	return func(o *sfn.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Deserialize.Add(mw, middleware.After)
+		})
+	}
+}
+
+// captureBody returns a client option that stores the body of a successful
+// response in dst while leaving it readable for the SDK's deserializer. The
+// middleware runs innermost in the deserialize step, before the operation's
+// deserializer reads the body; on a retried call the last attempt wins.
+func captureBody(dst *json.RawMessage) func(*sfn.Options) {
+	capture := middleware.DeserializeMiddlewareFunc("substateCaptureBody", func(
+		ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler,
+	) (middleware.DeserializeOutput, middleware.Metadata, error) {
+		out, md, err := next.HandleDeserialize(ctx, in)
+		resp, ok := out.RawResponse.(*smithyhttp.Response)
+		if err != nil || !ok || resp.StatusCode/100 != 2 {
+			return out, md, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return out, md, err
+		}
+		*dst = b
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		return out, md, nil
+	})
+	return func(o *sfn.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Deserialize.Add(capture, middleware.After)
 		})
 	}
 }

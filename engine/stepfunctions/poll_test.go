@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/awstest"
 	"github.com/substatehq/substate/mapping"
 )
@@ -110,40 +112,80 @@ func TestPollHistory(t *testing.T) {
 	if err := srv.SetHistory(arn, events); err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		name                 string
-		withHistory          bool
-		max, pageSize, calls int
-		ids                  string
-	}{
-		{"AllPages", true, 100, 5, 3, "[12 11 10 9 8 7 6 5 4 3 2 1]"},
-		{"Bounded", true, 7, 5, 2, "[12 11 10 9 8 7 6]"},
-		{"OnePage", true, 4, 100, 1, "[12 11 10 9]"},
-		{"NoHistory", false, 100, 5, 0, "[]"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p.MaxHistoryEvents, p.HistoryPageSize = tt.max, tt.pageSize
-			srv.ResetCalls()
-			raw, err := p.Poll(ctx, arn, tt.withHistory)
-			if err != nil {
-				t.Fatal(err)
+	ids := func(t *testing.T, raw substate.RawEvent) string {
+		t.Helper()
+		_, got := decodePayload(t, raw)
+		ids := make([]any, len(got))
+		for i, e := range got {
+			ids[i] = e["id"]
+			if d, _ := e["stateEnteredEventDetails"].(map[string]any); d["input"] != nil {
+				t.Fatalf("event %v carries its input; history is read without execution data", e["id"])
 			}
-			_, got := decodePayload(t, raw)
-			ids := make([]any, len(got))
-			for i, e := range got {
-				ids[i] = e["id"]
-				if d, _ := e["stateEnteredEventDetails"].(map[string]any); d["input"] != nil {
-					t.Fatalf("event %v carries its input; history is read without execution data", e["id"])
-				}
-			}
-			if s := fmt.Sprint(ids); s != tt.ids {
-				t.Fatalf("event ids = %s, want %s (newest first)", s, tt.ids)
-			}
-			if srv.Calls("GetExecutionHistory") != tt.calls || srv.Calls("DescribeExecution") != 1 {
-				t.Fatalf("calls: history %d, describe %d; want %d and 1", srv.Calls("GetExecutionHistory"), srv.Calls("DescribeExecution"), tt.calls)
-			}
-		})
+		}
+		return fmt.Sprint(ids)
 	}
+	calls := func() string {
+		return fmt.Sprintf("history %d, describe %d", srv.Calls("GetExecutionHistory"), srv.Calls("DescribeExecution"))
+	}
+	p.MaxHistoryEvents, p.HistoryPageSize = 7, 2
+	t.Run("FirstPollReadsEverything", func(t *testing.T) {
+		srv.ResetCalls()
+		raw, err := p.Poll(ctx, arn, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One page of 1000; the newest 7 events verbatim, the 5 older in the summary.
+		if got := ids(t, raw); got != "[12 11 10 9 8 7 6]" {
+			t.Fatalf("event ids = %s, want [12 11 10 9 8 7 6] (newest first)", got)
+		}
+		var pl stepfunctions.PollPayload
+		if err := json.Unmarshal(raw.Body, &pl); err != nil || pl.History.Prior == nil || pl.History.Prior.ThroughEventID != 5 || pl.History.Prior.Events != 5 {
+			t.Fatalf("prior = %+v, %v; want the summary of events 1 to 5", pl.History.Prior, err)
+		}
+		if got := calls(); got != "history 1, describe 1" {
+			t.Fatalf("calls: %s", got)
+		}
+	})
+	t.Run("NothingNewCostsOneCall", func(t *testing.T) {
+		srv.ResetCalls()
+		if _, err := p.Poll(ctx, arn, true); err != nil {
+			t.Fatal(err)
+		}
+		if got := calls(); got != "history 1, describe 0" {
+			t.Fatalf("calls: %s", got)
+		}
+	})
+	t.Run("ReadsOnlyNewEvents", func(t *testing.T) {
+		more := slices.Clone(events)
+		for i := 13; i <= 17; i++ {
+			more = append(more, json.RawMessage(fmt.Sprintf(`{"id":%d,"previousEventId":%d,"type":"PassStateEntered","timestamp":1718791231.%03d}`, i, i-1, i)))
+		}
+		if err := srv.SetHistory(arn, more); err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetCalls()
+		raw, err := p.Poll(ctx, arn, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(t, raw); got != "[17 16 15 14 13]" {
+			t.Fatalf("event ids = %s, want the 5 new ones", got)
+		}
+		// Pages of 2 down to event 12: 17 16 | 15 14 | 13 12.
+		if got := calls(); got != "history 3, describe 1" {
+			t.Fatalf("calls: %s", got)
+		}
+	})
+	t.Run("NoHistory", func(t *testing.T) {
+		srv.ResetCalls()
+		raw, err := p.Poll(ctx, arn, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(t, raw); got != "[]" || calls() != "history 0, describe 1" {
+			t.Fatalf("event ids %s, calls %s", got, calls())
+		}
+	})
 }
 
 func TestPollID(t *testing.T) {
@@ -191,8 +233,8 @@ func TestPollRetryHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := mapPoll(t, raw)
-		if ev.SubState != substate.StateBackingOff || ev.RetryCount != 1 || ev.ErrorType != "States.Timeout" {
-			t.Fatalf("mapped = %s, retries %d, error %s; want backing-off, 1, States.Timeout", ev.SubState, ev.RetryCount, ev.ErrorType)
+		if ev.SubState != substate.StateBackingOff || ev.RetryCount != 2 || ev.ErrorType != "States.Timeout" {
+			t.Fatalf("mapped = %s, retries %d, error %s; want backing-off, 2 (one retried failure, one waiting), States.Timeout", ev.SubState, ev.RetryCount, ev.ErrorType)
 		}
 	})
 	t.Run("Failed", func(t *testing.T) {

@@ -33,7 +33,7 @@ import (
 // Defaults of a new Provider.
 const (
 	DefaultMaxHistoryEvents = 100
-	DefaultHistoryPageSize  = 100
+	DefaultHistoryPageSize  = 20
 	DefaultTenantField      = "tenantId"
 )
 
@@ -52,11 +52,13 @@ type Provider struct {
 	// RoleARN is the IAM role Step Functions assumes to run the state
 	// machines EnsureWorkflow creates. Only creating needs it.
 	RoleARN string
-	// MaxHistoryEvents bounds how many history events, newest first, a
-	// poll with history reads.
+	// MaxHistoryEvents bounds how many of the history events a poll read,
+	// newest first, its raw event carries verbatim; the older ones are in
+	// its summary (PollHistory.Prior).
 	MaxHistoryEvents int
 	// HistoryPageSize is the maxResults of each GetExecutionHistory call
-	// (at most 1000).
+	// of a poll that reads on from an earlier one, at most 1000; the first
+	// read of an execution uses pages of 1000.
 	HistoryPageSize int
 	// TenantField is the member of the execution input that Start writes a
 	// request's tenant id to when the input does not have it, so the
@@ -70,6 +72,8 @@ type Provider struct {
 
 	mu      sync.Mutex
 	account string // AccountID, or the account learned from an ARN
+	cursors map[string]*cursor
+	pruned  time.Time
 }
 
 var _ engine.Provider = (*Provider)(nil)

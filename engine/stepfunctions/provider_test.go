@@ -148,7 +148,7 @@ func TestErrors(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		err := describe()
 		wantCode(t, err, substate.ENOTFOUND)
-		if !strings.HasPrefix(err.Error(), "stepfunctions: describe execution: ") || !strings.Contains(err.Error(), "ExecutionDoesNotExist") {
+		if !strings.HasPrefix(err.Error(), "stepfunctions: get execution history: ") || !strings.Contains(err.Error(), "ExecutionDoesNotExist") {
 			t.Fatalf("err = %q, want the operation and the AWS error", err)
 		}
 	})
@@ -209,7 +209,7 @@ func TestErrorCode(t *testing.T) {
 	} {
 		t.Run(code, func(t *testing.T) {
 			srv, p := newProvider(t)
-			srv.Fail("DescribeExecution", awstest.MaxAttempts, http.StatusBadRequest, code, "injected")
+			srv.Fail("", awstest.MaxAttempts, http.StatusBadRequest, code, "injected")
 			_, err := p.Describe(context.Background(), awstest.ExecutionARN(awstest.StateMachineARN("x"), "y"))
 			wantCode(t, err, want)
 		})

@@ -1,0 +1,151 @@
+package consumers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/substatehq/substate"
+)
+
+// pollIDs queries one batch of ids and publishes the rows. A batch the
+// admin API refuses (it answered with an error) is split in halves until
+// the refused ids stand alone; those are settled at the end of the sweep.
+// Other failures (unreachable, throttled, unauthorized) end the sweep.
+func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []string) error {
+	if err := p.pacer.wait(ctx, 1); err != nil {
+		return err
+	}
+	rows, err := p.query(ctx, restateQuery(p.Columns, ids))
+	if err != nil {
+		if !answered(err) {
+			s.res.Polled += len(ids)
+			s.res.Failed += len(ids)
+			p.Metrics.countPolls(substate.ProviderRestate, substate.ErrorCode(err), len(ids))
+			return err
+		}
+		if len(ids) == 1 {
+			s.refused[ids[0]] = err
+			return nil
+		}
+		half := len(ids) / 2
+		if err := p.pollIDs(ctx, s, ids[:half]); err != nil {
+			return err
+		}
+		return p.pollIDs(ctx, s, ids[half:])
+	}
+	s.answered = true
+	s.res.Polled += len(ids)
+	found := make(map[string]bool, len(rows))
+	for _, row := range rows {
+		id, err := p.publishRow(ctx, s, row)
+		if err != nil {
+			return err
+		}
+		found[id] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			s.res.Failed++
+			p.Metrics.countPolls(substate.ProviderRestate, substate.ENOTFOUND, 1)
+			p.reportMissing(id, "restate has no sys_invocation row for this invocation (a completed service invocation is not kept, others only for their retention); its outcome is unknown")
+		}
+	}
+	return nil
+}
+
+// publishRow publishes one row, with the journal's failure events attached
+// when it is paused, and returns its invocation id. A row without an id is
+// logged and skipped.
+func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
+	id, modifiedAt, status, err := restateRowID(row)
+	if err != nil {
+		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
+		return "", nil
+	}
+	if status == "paused" {
+		row = p.withJournal(ctx, id, modifiedAt, row)
+	}
+	if err := p.Publisher.PublishRaw(ctx, restateRaw(id, modifiedAt, row)); err != nil {
+		p.Metrics.countPolls(substate.ProviderRestate, OutcomePublishFailed, 1)
+		return "", fmt.Errorf("restate poller: publish the row of %s: %w", id, err)
+	}
+	delete(p.missing, id)
+	s.published[id] = true
+	s.res.Published++
+	p.Metrics.countPolls(substate.ProviderRestate, OutcomeOK, 1)
+	return id, nil
+}
+
+// settleRefused decides about the ids the admin API refused alone: when
+// other queries of the sweep succeeded, the admin API works and the ids are
+// at fault, so their tenants get a dead letter; when none did, the admin
+// API is failing and the sweep fails.
+func (p *RestatePoller) settleRefused(ctx context.Context, s *restateSweep, tenants map[string]string) error {
+	for id, err := range s.refused {
+		s.res.Polled++
+		s.res.Failed++
+		if !s.answered {
+			p.Metrics.countPolls(substate.ProviderRestate, substate.ErrorCode(err), 1)
+			continue
+		}
+		p.Metrics.countPolls(substate.ProviderRestate, substate.EINVALID, 1)
+		reason := fmt.Sprintf("the restate admin api refuses to query invocation %q while it answers for others: %v", id, err)
+		if err := p.giveUp(ctx, id, tenants[id], substate.EINVALID, reason); err != nil {
+			return err
+		}
+	}
+	if len(s.refused) > 0 && !s.answered {
+		for _, err := range s.refused {
+			return err
+		}
+	}
+	return nil
+}
+
+// giveUp reports, once while the view keeps it, an invocation the poller
+// cannot poll: a warning, and a dead letter for its tenant with the reason.
+func (p *RestatePoller) giveUp(ctx context.Context, id, tenant, code, reason string) error {
+	if p.missing[id] {
+		return nil
+	}
+	p.logger().Warn(reason, "invocation", id, "tenant", tenant)
+	if p.DeadLetters != nil {
+		body, _ := json.Marshal(map[string]string{"tenantId": tenant, "provider": string(substate.ProviderRestate), "executionId": id})
+		sum := sha256.Sum256([]byte(tenant + "\x00" + id))
+		d := substate.DeadLetter{
+			Stage: substate.StageReconcile, Reason: code + ": tenant " + tenant + ": " + reason,
+			Subject: "restate-admin-poll", ID: "restate-poll-refused-" + hex.EncodeToString(sum[:12]), Body: body,
+		}
+		if err := p.DeadLetters.PublishDeadLetter(ctx, d); err != nil {
+			return fmt.Errorf("restate poller: dead-letter invocation %q: %w", id, err)
+		}
+	}
+	p.missing[id] = true
+	return nil
+}
+
+// reportMissing logs an invocation the poller cannot report on, once.
+func (p *RestatePoller) reportMissing(id, why string) {
+	if p.missing[id] {
+		return
+	}
+	p.missing[id] = true
+	p.logger().Warn(why, "invocation", id)
+}
+
+// forget drops what the poller remembers of invocations no longer tracked.
+func (p *RestatePoller) forget(tracked map[string]string) {
+	for id := range p.missing {
+		if _, ok := tracked[id]; !ok {
+			delete(p.missing, id)
+		}
+	}
+	for id := range p.journals {
+		if _, ok := tracked[id]; !ok {
+			delete(p.journals, id)
+		}
+	}
+}

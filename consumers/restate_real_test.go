@@ -1,0 +1,124 @@
+package consumers_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+)
+
+// TestRestateRealServerPoller runs the invocation stories of the test
+// service on a real Restate server and follows each with the admin-API
+// poller alone (discovery by service, no webhook): after every sweep the
+// tenant's view must match what sys_invocation said at that moment.
+func TestRestateRealServerPoller(t *testing.T) {
+	r := newRealRestate(t)
+	rs := r.rs
+	settled := func(s rowState) bool { return s.Status == "completed" }
+
+	t.Run("Succeeds", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-ok", "ok", nil, 0)
+		r.follow(t, id, "t-ok", settled)
+	})
+	t.Run("FailsThenSucceeds", func(t *testing.T) {
+		rs.Gate(t, "t-flaky", "fail")
+		id := rs.Send(t, "Provision", "t-flaky", "flaky", nil, 0)
+		seen := r.follow(t, id, "t-flaky", func(s rowState) bool { return s.Status == "backing-off" && s.RetryCount >= 3 })
+		if !slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, "backing-off/") }) {
+			t.Fatalf("statuses %v: never saw backing-off", seen)
+		}
+		rs.Gate(t, "t-flaky", "open")
+		r.follow(t, id, "t-flaky", settled)
+		if v := r.tenant(t, "t-flaky"); v.WorkflowSubState != substate.StateSucceeded || v.WorkflowRetryCount != 0 {
+			t.Fatalf("after success: %+v", v)
+		}
+	})
+	t.Run("TerminalError", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-term", "terminal", nil, 0)
+		r.follow(t, id, "t-term", settled)
+		if v := r.tenant(t, "t-term"); v.WorkflowSubState != substate.StateFailed || v.WorkflowErrorMessage != "card declined: insufficient_funds" {
+			t.Fatalf("view %+v", v)
+		}
+	})
+	t.Run("SleepSuspends", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-nap", "nap", nil, 0)
+		r.follow(t, id, "t-nap", func(s rowState) bool { return s.Status == "suspended" })
+	})
+	t.Run("PausedThenResumed", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-stuck", "stuck", nil, 0)
+		r.follow(t, id, "t-stuck", func(s rowState) bool { return s.Status == "paused" })
+		v := r.tenant(t, "t-stuck")
+		if v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable (attempt 3)" {
+			t.Fatalf("paused after 3 attempts: view %+v", v)
+		}
+		// Resumed, it fails 3 times more: Restate counts from 1 again, the view never goes down.
+		rs.Resume(t, id)
+		r.follow(t, id, "t-stuck", func(s rowState) bool { return s.Status == "paused" })
+		if v := r.tenant(t, "t-stuck"); v.WorkflowRetryCount != 6 || v.WorkflowErrorMessage != "downstream unavailable (attempt 6)" {
+			t.Fatalf("paused again: view %+v", v)
+		}
+		rs.Gate(t, "t-stuck", "open")
+		rs.Resume(t, id)
+		r.follow(t, id, "t-stuck", settled)
+	})
+	t.Run("Killed", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-kill", "nap", nil, 0)
+		r.follow(t, id, "t-kill", func(s rowState) bool { return s.Status == "suspended" })
+		rs.Kill(t, id)
+		r.follow(t, id, "t-kill", settled)
+		if v := r.tenant(t, "t-kill"); v.WorkflowVerb != substate.VerbCancelled {
+			t.Fatalf("killed: view %+v", v)
+		}
+	})
+	t.Run("Cancelled", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-cancel", "nap", nil, 0)
+		r.follow(t, id, "t-cancel", func(s rowState) bool { return s.Status == "suspended" })
+		rs.Cancel(t, id)
+		r.follow(t, id, "t-cancel", settled)
+		if v := r.tenant(t, "t-cancel"); v.WorkflowSubState != substate.StateFailed || v.WorkflowVerb != substate.VerbCancelled {
+			t.Fatalf("cancelled: view %+v", v)
+		}
+	})
+	t.Run("DelayedSend", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-later", "ok", nil, time.Hour)
+		r.follow(t, id, "t-later", func(s rowState) bool { return s.Status == "scheduled" })
+	})
+	t.Run("KeylessServiceIsDeadLettered", func(t *testing.T) {
+		id := rs.Send(t, "Notify", "", "send", nil, 0)
+		rs.WaitRow(t, id, "completed", func(row map[string]any) bool { return row["status"] == "completed" })
+		r.sweep(t)
+		if !dlqHas(t, r.pipeline, id, "tenant_unresolved") {
+			t.Fatalf("no dead letter naming the keyless invocation %s", id)
+		}
+	})
+	t.Run("BogusIDDoesNotHoldUpOthers", func(t *testing.T) {
+		rs.Gate(t, "t-other", "fail")
+		good := rs.Send(t, "Provision", "t-other", "flaky", nil, 0)
+		rs.WaitRow(t, good, "backing-off", func(row map[string]any) bool { return row["status"] == "backing-off" })
+		r.applyView(t, "mallory", "inv_1")                              // not an id Restate can parse
+		r.applyView(t, "eve", "inv_1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz") // the right shape, out of range
+		r.follow(t, good, "t-other", func(s rowState) bool { return s.Status == "backing-off" })
+		for _, bad := range []string{"inv_1", "inv_1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"} {
+			if !dlqHas(t, r.pipeline, bad, "not a Restate invocation id") {
+				t.Fatalf("no dead letter naming %s", bad)
+			}
+		}
+		rs.Gate(t, "t-other", "open")
+		r.follow(t, good, "t-other", settled)
+	})
+}
+
+// dlqHas reports whether SUBSTATE_DLQ holds a dead letter whose body or
+// reason names what, with a reason containing reason.
+func dlqHas(t *testing.T, p *pipeline, what, reason string) bool {
+	t.Helper()
+	for _, m := range streamMsgs(t, p.bus.JetStream, substate.StreamDLQ) {
+		r := m.Header.Get(substate.HeaderDLQReason)
+		if strings.Contains(r, reason) && (strings.Contains(string(m.Data), what) || strings.Contains(r, what)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,81 @@
+package consumers_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/publishers"
+)
+
+// TestRestateRealServerWebhook follows invocations of a real Restate
+// server through the webhook path alone: a Restate handler (Reporter)
+// reads the invocation's sys_invocation row and posts it, signed, to the
+// ingress; the view must then show what that row said.
+func TestRestateRealServerWebhook(t *testing.T) {
+	r := newRealRestate(t)
+	rs := r.rs
+	secret := loadVector(t).Secret
+	wv, err := consumers.NewWebhookVerifier(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := publishers.NewJetStream(r.bus.JetStream)
+	in := &consumers.Ingress{Publisher: pub, DeadLetters: pub, Webhook: wv, Ready: r.bus.Ready, Timeout: 5 * time.Second}
+	srv := httptest.NewServer(in.Handler())
+	t.Cleanup(srv.Close)
+
+	// report has the Reporter post the invocation's row and returns it.
+	report := func(t *testing.T, id string) rowState {
+		t.Helper()
+		out := rs.Call(t, "Reporter", "report", map[string]string{
+			"invocationId": id, "url": srv.URL + "/v1/ingest/restate", "secret": secret, "adminUrl": rs.AdminURL,
+		})
+		var res struct {
+			Status int            `json:"status"`
+			Row    map[string]any `json:"row"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil || res.Status != http.StatusAccepted {
+			t.Fatalf("reporter: %s (%v), want the ingress to answer 202", out, err)
+		}
+		r.settle(t)
+		return rowStateOf(res.Row)
+	}
+	follow := func(t *testing.T, id, tenant string, done func(rowState) bool) {
+		t.Helper()
+		retries := 0
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			s := report(t, id)
+			v := r.tenant(t, tenant)
+			expectOf(s, retries).check(t, tenant+" row "+s.String(), v)
+			retries = v.WorkflowRetryCount
+			if done(s) {
+				return
+			}
+		}
+		t.Fatalf("%s: not done within 60 s", tenant)
+	}
+
+	t.Run("FailsThenSucceeds", func(t *testing.T) {
+		rs.Gate(t, "w-flaky", "fail")
+		id := rs.Send(t, "Provision", "w-flaky", "flaky", nil, 0)
+		follow(t, id, "w-flaky", func(s rowState) bool { return s.Status == "backing-off" && s.RetryCount >= 2 })
+		rs.Gate(t, "w-flaky", "open")
+		follow(t, id, "w-flaky", func(s rowState) bool { return s.Status == "completed" })
+		if v := r.tenant(t, "w-flaky"); v.WorkflowSubState != substate.StateSucceeded {
+			t.Fatalf("view %+v", v)
+		}
+	})
+	t.Run("TerminalError", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "w-term", "terminal", nil, 0)
+		follow(t, id, "w-term", func(s rowState) bool { return s.Status == "completed" })
+	})
+	t.Run("SleepSuspends", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "w-nap", "nap", nil, 0)
+		follow(t, id, "w-nap", func(s rowState) bool { return s.Status == "suspended" })
+	})
+}

@@ -1,0 +1,48 @@
+package stepfunctions
+
+import (
+	"encoding/json"
+)
+
+// cursorOf returns a copy of what the provider remembers of an execution
+// (the zero cursor for one it never read), and drops, at most once a
+// cursorIdle, the cursors of executions not polled for that long.
+func (p *Provider) cursorOf(arn string) *cursor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.Now()
+	if now.Sub(p.pruned) >= cursorIdle {
+		for k, c := range p.cursors {
+			if now.Sub(c.used) >= cursorIdle {
+				delete(p.cursors, k)
+			}
+		}
+		p.pruned = now
+	}
+	c := &cursor{}
+	if old := p.cursors[arn]; old != nil {
+		*c = *old
+	}
+	return c
+}
+
+// keep remembers the execution's cursor after a poll, or forgets it when
+// the execution ended: nothing will be added to its history but a redrive,
+// which the next poll reads from the start.
+func (p *Provider) keep(arn string, c *cursor, payload *PollPayload) {
+	var x struct {
+		Status string `json:"status"`
+	}
+	json.Unmarshal(payload.Execution, &x)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if x.Status != "RUNNING" && x.Status != "PENDING_REDRIVE" {
+		delete(p.cursors, arn)
+		return
+	}
+	if p.cursors == nil {
+		p.cursors = map[string]*cursor{}
+	}
+	c.last, c.used = *payload, p.Now()
+	p.cursors[arn] = c
+}

@@ -1,0 +1,115 @@
+"use strict";
+// The Restate service substate's integration tests run against a real
+// restate-server. Usage: node service.js <service port> <control port>.
+// The control port (plain HTTP on loopback) lets a test steer handlers:
+// GET /gate?key=K&gate=open|fail sets the gate of object key K.
+
+// Node 20 lacks Promise.withResolvers, which the SDK uses.
+if (typeof Promise.withResolvers !== "function") {
+  Promise.withResolvers = function withResolvers() {
+    let resolve, reject;
+    const promise = new Promise((res, rej) => { resolve = res; reject = rej; });
+    return { promise, resolve, reject };
+  };
+}
+
+const crypto = require("node:crypto");
+const http = require("node:http");
+const http2 = require("node:http2");
+const restate = require("@restatedev/restate-sdk");
+
+const attempts = new Map(); // invocation id -> attempts seen
+const gates = new Map(); // object key -> "open" | "fail"
+
+function attempt(ctx) {
+  const id = ctx.request().id;
+  const n = (attempts.get(id) || 0) + 1;
+  attempts.set(id, n);
+  return n;
+}
+
+// Retries one second apart, so a test sees each backing-off spell.
+const everySecond = { initialInterval: 1000, maxInterval: 1000, exponentiationFactor: 1, maxAttempts: 1000, onMaxAttempts: "pause" };
+
+const provision = restate.object({
+  name: "Provision",
+  handlers: {
+    // Succeeds at once.
+    ok: async (ctx) => { await ctx.run("step", () => "done"); return "ok"; },
+    // Fails {failures} times, or while its gate says "fail", then succeeds.
+    flaky: restate.handlers.object.exclusive({ retryPolicy: everySecond }, async (ctx, input) => {
+      const n = attempt(ctx);
+      const failures = (input && input.failures) || 0;
+      if (n <= failures || gates.get(ctx.key) === "fail") {
+        throw new Error(`downstream unavailable (attempt ${n})`);
+      }
+      return `ok after ${n}`;
+    }),
+    // Works for {ms} (2 s by default) outside Restate's sight: running.
+    busy: async (ctx, input) => {
+      await new Promise((resolve) => setTimeout(resolve, (input && input.ms) || 2000));
+      return "done";
+    },
+    // Fails for good.
+    terminal: async () => { throw new restate.TerminalError("card declined: insufficient_funds", { errorCode: 402 }); },
+    // Sleeps {ms} (an hour by default): the invocation suspends half a
+    // second later (its inactivity timeout).
+    nap: restate.handlers.object.exclusive({ inactivityTimeout: 500 }, async (ctx, input) => {
+      await ctx.sleep((input && input.ms) || 3600000);
+      return "rested";
+    }),
+    // Fails until its gate is "open"; paused by its retry policy after 3 attempts.
+    stuck: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 200, maxInterval: 200, maxAttempts: 3, onMaxAttempts: "pause" } },
+      async (ctx) => {
+        const n = attempt(ctx);
+        if (gates.get(ctx.key) !== "open") throw new Error(`downstream unavailable (attempt ${n})`);
+        return `ok after ${n}`;
+      }),
+  },
+});
+
+// A keyless service.
+const notify = restate.service({
+  name: "Notify",
+  handlers: { send: async (ctx) => { await ctx.run("send", () => "sent"); return "sent"; } },
+});
+
+// Reporter posts an invocation's sys_invocation row to a webhook, signed as
+// Standard Webhooks asks: how a Restate deployment reports to substate.
+const reporter = restate.service({
+  name: "Reporter",
+  handlers: {
+    report: async (ctx, input) => ctx.run("post", () => report(input)),
+  },
+});
+
+async function report({ invocationId, url, secret, adminUrl }) {
+  const query = `SELECT * FROM sys_invocation WHERE id = '${invocationId.replace(/'/g, "''")}'`;
+  const answer = await fetch(`${adminUrl}/query`, {
+    method: "POST",
+    headers: { "accept": "application/json", "content-type": "application/json" },
+    body: JSON.stringify({ query }),
+  });
+  const { rows } = await answer.json();
+  if (!rows || rows.length !== 1) throw new restate.TerminalError(`no row for ${invocationId}`);
+  const body = JSON.stringify(rows[0]);
+  const id = `msg_${crypto.randomUUID()}`;
+  const timestamp = Math.floor(Date.now() / 1000).toString();
+  const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
+  const signature = crypto.createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64");
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": `v1,${signature}` },
+    body,
+  });
+  return { status: res.status, row: rows[0] };
+}
+
+const [port, controlPort] = process.argv.slice(2).map(Number);
+http2.createServer(restate.createEndpointHandler({ services: [provision, notify, reporter] })).listen(port, "127.0.0.1");
+http.createServer((req, res) => {
+  const u = new URL(req.url, "http://127.0.0.1");
+  gates.set(u.searchParams.get("key"), u.searchParams.get("gate"));
+  res.end("ok\n");
+}).listen(controlPort, "127.0.0.1", () => console.log(`listening on ${port} and ${controlPort}`));
