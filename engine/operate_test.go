@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine/internal/natstest"
+)
+
+// gateWorkflow's first state waits, its second calls a task that fails
+// (no retries) until the test opens the gate.
+const gateWorkflow = `
+name: gated
+version: "1"
+startAt: pause
+states:
+  pause:
+    type: Wait
+    seconds: 10
+    next: call
+  call:
+    type: Task
+    resource: svc.gate
+    next: done
+  done:
+    type: Success
+`
+
+// TestOperateRedrive: a task fails, the execution is described as failed
+// and retryable, retry redrives it from the failed state with that state's
+// input, under the same id, and it succeeds.
+func TestOperateRedrive(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	var open atomic.Bool
+	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) {
+		if !open.Load() {
+			_ = req.Error("Closed", "the gate is closed", nil)
+			return
+		}
+		_ = req.Respond(req.Data())
+	})
+	h.start(t, gateWorkflow, "g1", `{"orderId":"o-1"}`)
+	h.sleepers(t, 1)
+	h.clock.Advance(10 * time.Second)
+	if ev := h.final(t, "g1"); ev.Status != substate.EngineFailed || ev.State != "call" {
+		t.Fatalf("final %+v", ev)
+	}
+	info, err := h.eng.DescribeExecution(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Ended || !info.Retryable || info.Step != "call" || info.Error != "Closed" || info.Cause != "the gate is closed" ||
+		info.Attempts != 1 || string(info.Input) != `{"orderId":"o-1"}` || info.ProviderState != substate.EngineFailed {
+		t.Fatalf("describe failed: %+v", info)
+	}
+	if err := h.eng.StopExecution(ctx, "g1", substate.StopOptions{Cause: "late"}); substate.ErrorCode(err) != substate.ECONFLICT {
+		t.Errorf("stop of an ended execution: %v, want conflict", err)
+	}
+
+	open.Store(true)
+	before := len(h.rec.Events())
+	if err := h.eng.RetryExecution(ctx, "g1"); err != nil {
+		t.Fatal(err)
+	}
+	ev := h.rec.WaitFor(t, "g1", func(ev substate.EngineEvent) bool { return ev.Status == substate.EngineSucceeded })
+	if got := statuses(h.rec.Events()[before:], "g1"); got != "call:running call:running done:succeeded" {
+		t.Errorf("events after the redrive: %s", got)
+	}
+	if string(ev.Output) != `{"orderId":"o-1"}` {
+		t.Errorf("output %s: the failed state's input was not used", ev.Output)
+	}
+	if err := h.eng.RetryExecution(ctx, "g1"); substate.ErrorCode(err) != substate.ECONFLICT {
+		t.Errorf("retry of a succeeded execution: %v, want conflict", err)
+	}
+	if _, err := h.eng.DescribeExecution(ctx, "nope"); substate.ErrorCode(err) != substate.ENOTFOUND {
+		t.Errorf("describe unknown: %v", err)
+	}
+}
+
+// TestOperateStopRetryRestart: a stop while waiting is a stopped failure
+// with the cause; retry takes the stopped execution up again in the state
+// it was stopped in; restart starts a new execution with the same input.
+func TestOperateStopRetryRestart(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) { _ = req.Respond(req.Data()) })
+	h.start(t, gateWorkflow, "s1", `{"n":1}`)
+	h.sleepers(t, 1)
+	info, err := h.eng.DescribeExecution(ctx, "s1")
+	if err != nil || info.Ended || info.Retryable || info.Step != "pause" || info.RetryRefusal == "" {
+		t.Fatalf("describe running: %+v %v", info, err)
+	}
+	if err := h.eng.StopExecution(ctx, "s1", substate.StopOptions{Cause: "wrong tenant"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := h.final(t, "s1")
+	if !ev.Stopped || ev.Error != "wrong tenant" || ev.ErrorType != ErrStopped {
+		t.Fatalf("stopped event %+v", ev)
+	}
+	if info, _ := h.eng.DescribeExecution(ctx, "s1"); info.ProviderState != "stopped" || !info.Retryable {
+		t.Errorf("describe stopped: %+v", info)
+	}
+
+	if err := h.eng.RetryExecution(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "s1", func(ev substate.EngineEvent) bool { return ev.Status == substate.EngineWaiting && ev.Seq > 2 })
+	h.sleepers(t, 1)
+	h.clock.Advance(10 * time.Second)
+	if ev := h.rec.WaitFor(t, "s1", natstest.Status(substate.EngineSucceeded)); ev.Stopped || ev.Error != "" {
+		t.Errorf("redriven final %+v", ev)
+	}
+
+	id, err := h.eng.RestartExecution(ctx, "s1")
+	if err != nil || id == "s1" {
+		t.Fatalf("restart: %q %v", id, err)
+	}
+	info, err = h.eng.DescribeExecution(ctx, id)
+	if err != nil || string(info.Input) != `{"n":1}` || info.TenantID != "tenant-1" || info.Workflow != "gated" {
+		t.Fatalf("restarted: %+v %v", info, err)
+	}
+}
