@@ -33,6 +33,7 @@ type ReconcileFlags struct {
 type reconcile struct {
 	reconciler *consumers.Reconciler
 	restate    *consumers.RestatePoller
+	sfn        *stepfunctions.Provider // also acts on executions
 }
 
 // openReconciler builds the reconciler for the providers that can be
@@ -52,6 +53,7 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 	}
 	if sfn != nil {
 		pollers[substate.ProviderStepFunctions] = sfn
+		w.reconcile.sfn = sfn
 	}
 	// The built-in engine joins here, as pollers[substate.ProviderEngine],
 	// once it implements substate.StatusPoller. Restate has its own poller.
