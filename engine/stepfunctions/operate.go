@@ -148,6 +148,14 @@ func RestartName(old string) string {
 	return old + "-r" + hex.EncodeToString(b[:])
 }
 
+// GeneratedName returns an execution name for a start that gave none:
+// "substate-", the time to the second and 8 random hexadecimal digits.
+func GeneratedName(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "substate-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
 // wrapAction is wrap, with an AccessDeniedException turned into an
 // EFORBIDDEN error that names the IAM action the credentials lack.
 func wrapAction(op, action string, err error) error {
