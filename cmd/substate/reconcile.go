@@ -129,6 +129,7 @@ func (w *Worker) stepFunctions(ctx context.Context, m *consumers.ReconcileMetric
 		m.CountCall(substate.ProviderStepFunctions, op)
 	}), stepfunctions.Budget(f.SFNAPIBudget))
 	w.Logger.Info("polling step functions", "region", cfg.Region, "every", f.SFNHistoryInterval, "api_budget", f.SFNAPIBudget)
+	w.checkSFNPermissions(ctx, p)
 	return p, nil
 }
 
