@@ -50,7 +50,9 @@ func (e *Engine) StopExecution(ctx context.Context, id string, opts substate.Sto
 
 // RetryExecution redrives a failed execution (stopped ones included): it
 // enters the state it failed in again, with the input that state had, under
-// the same id. The retry count goes on from where it was; a workflow
+// the same id. When that state is a Fail state reached through a catch, it
+// enters the Task whose error the catcher took instead, with that Task's
+// input: running the Fail state again could only fail again. The retry count goes on from where it was; a workflow
 // timeout starts afresh.
 func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	if e.db == nil {
@@ -68,8 +70,12 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if def.states[rec.State] == nil {
+	if st := def.states[rec.State]; st == nil {
 		return substate.Errorf(substate.ECONFLICT, "execution %q failed in state %q, which its definition does not have", id, rec.State)
+	} else if st.typ == typeFail && !rec.Stopped && rec.Caught != "" && def.states[rec.Caught] != nil {
+		// A Fail state fails again: start over at the task whose error led there.
+		rec.State, rec.Data = rec.Caught, rec.CaughtData
+		rec.Step++
 	}
 	now := e.Clock.Now()
 	rec.Phase, rec.Status, rec.Stopped = phaseEnter, substate.EngineRunning, false

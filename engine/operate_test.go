@@ -125,3 +125,52 @@ func TestOperateStopRetryRestart(t *testing.T) {
 		t.Fatalf("restarted: %+v %v", info, err)
 	}
 }
+
+// caughtWorkflow's task error is caught into a Fail state.
+const caughtWorkflow = `
+name: caught
+version: "1"
+startAt: call
+states:
+  call:
+    type: Task
+    resource: svc.gate
+    next: done
+    catch:
+      - errorType: "*"
+        next: giveUp
+  giveUp:
+    type: Fail
+    error: OrderFailed
+    cause: the order could not be completed
+  done:
+    type: Success
+`
+
+// TestOperateRedriveFromCatch: an execution that failed in a Fail state
+// reached through a catch is retried from the task whose error was
+// caught, with that task's input, not from the Fail state.
+func TestOperateRedriveFromCatch(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	var open atomic.Bool
+	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) {
+		if !open.Load() {
+			_ = req.Error("Closed", "the gate is closed", nil)
+			return
+		}
+		_ = req.Respond(req.Data())
+	})
+	h.start(t, caughtWorkflow, "c1", `{"orderId":"o-9"}`)
+	if ev := h.final(t, "c1"); ev.Status != substate.EngineFailed || ev.State != "giveUp" {
+		t.Fatalf("final %+v", ev)
+	}
+	open.Store(true)
+	if err := h.eng.RetryExecution(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	ev := h.rec.WaitFor(t, "c1", natstest.Status(substate.EngineSucceeded))
+	if ev.State != "done" || string(ev.Output) != `{"orderId":"o-9"}` {
+		t.Fatalf("redriven final %+v output %s", ev, ev.Output)
+	}
+}
