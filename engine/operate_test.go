@@ -174,3 +174,50 @@ func TestOperateRedriveFromCatch(t *testing.T) {
 		t.Fatalf("redriven final %+v output %s", ev, ev.Output)
 	}
 }
+
+// TestRemoteOperator acts on executions through the control endpoints, as
+// a worker whose engine runs in another process does.
+func TestRemoteOperator(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	op := &RemoteOperator{Conn: h.nc}
+	if _, err := op.DescribeExecution(ctx, "r1"); substate.ErrorCode(err) != substate.EUNAVAILABLE {
+		t.Fatalf("no engine: %v", err)
+	}
+	_ = h.eng.Close()
+	e := NewEngine(h.path)
+	e.Conn, e.Publisher, e.Clock = h.nc, h.rec, h.clock
+	e.Logger = h.eng.Logger
+	if err := e.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	h.eng = e
+	h.start(t, gateWorkflow, "r1", `{"n":2}`)
+	h.sleepers(t, 1)
+
+	info, err := op.DescribeExecution(ctx, "r1")
+	if err != nil || info.Step != "pause" || info.Ended || string(info.Input) != `{"n":2}` {
+		t.Fatalf("describe %+v %v", info, err)
+	}
+	if err := op.StopExecution(ctx, "r1", substate.StopOptions{Cause: "remote stop"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.final(t, "r1"); !ev.Stopped || ev.Error != "remote stop" {
+		t.Fatalf("stopped %+v", ev)
+	}
+	if err := op.StopExecution(ctx, "r1", substate.StopOptions{}); substate.ErrorCode(err) != substate.ECONFLICT {
+		t.Errorf("second stop: %v", err)
+	}
+	if err := op.RetryExecution(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "r1", func(ev substate.EngineEvent) bool { return ev.Status == substate.EngineWaiting && ev.Seq > 2 })
+	id, err := op.RestartExecution(ctx, "r1")
+	if err != nil || id == "" || id == "r1" {
+		t.Fatalf("restart %q %v", id, err)
+	}
+	if _, err := op.DescribeExecution(ctx, "nope"); substate.ErrorCode(err) != substate.ENOTFOUND {
+		t.Errorf("describe unknown: %v", err)
+	}
+}

@@ -6,14 +6,15 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/operate"
 	"github.com/substatehq/substate/publishers"
 )
 
 // executionRoutes are the routes that describe and act on tenants'
-// executions, over the providers this worker can reach: the engine when it
-// runs in this process, Step Functions when an AWS region is configured,
+// executions, over the providers this worker can reach: the engine (in this
+// process, or through its control endpoints), Step Functions when an AWS region is configured,
 // Restate when its admin URL is set. They need the view; a worker without
 // one serves none.
 func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, error) {
@@ -31,6 +32,8 @@ func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, 
 	}
 	if w.Engine != nil {
 		svc.Operators[substate.ProviderEngine] = w.Engine
+	} else { // --role project: the engine runs in another process
+		svc.Operators[substate.ProviderEngine] = &engine.RemoteOperator{Conn: w.Bus.Conn}
 	}
 	if p := w.reconcile.sfn; p != nil {
 		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = p, p
