@@ -129,7 +129,7 @@ func checkRequest(req substate.ExecutionRequest) error {
 		return err
 	}
 	if err := substate.ValidateTenantID(req.TenantID); err != nil {
-		return err
+		return substate.WrapError(substate.EINVALID, err, "%s", substate.ErrorMessage(err))
 	}
 	if len(req.Reason) > MaxReason || !utf8.ValidString(req.Reason) {
 		return substate.Errorf(substate.EINVALID, "the reason must be UTF-8 text of at most %d bytes", MaxReason)
