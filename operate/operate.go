@@ -28,7 +28,7 @@ type TenantReader interface {
 }
 
 // Service is the substate.ExecutionService of a worker. Set the fields
-// before use; Operators and Views are required.
+// before use; Views, Operators and Audit are required.
 type Service struct {
 	Views     TenantReader
 	Operators map[substate.Provider]substate.ExecutionOperator
