@@ -45,6 +45,8 @@ func (e *Engine) DescribeExecution(ctx context.Context, id string) (substate.Exe
 // message (Stop). The engine's stop is always immediate, so Kill changes
 // nothing.
 func (e *Engine) StopExecution(ctx context.Context, id string, opts substate.StopOptions) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
 	return e.Stop(ctx, id, "", opts.Cause)
 }
 
@@ -58,6 +60,8 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	if e.db == nil {
 		return errors.New("retry execution: engine is not open")
 	}
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
 	e.waitRunner(id)
 	rec, err := e.db.execution(id)
 	if err != nil {
