@@ -62,8 +62,11 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	}
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
-	e.waitRunner(id)
 	rec, err := e.db.execution(id)
+	if err == nil && rec.Phase == phaseDone {
+		e.waitRunner(id) // it exits once the final events are out
+		rec, err = e.db.execution(id)
+	}
 	if err != nil {
 		return err
 	}
@@ -114,8 +117,9 @@ func (e *Engine) RestartExecution(ctx context.Context, id string) (string, error
 	return x.ID, nil
 }
 
-// waitRunner waits until the execution's runner, if one runs, has exited
-// (a finished execution's runner exits once its events are published).
+// waitRunner waits until the execution's runner, if one runs, has exited;
+// only for a finished execution, whose runner exits once its events are
+// published.
 func (e *Engine) waitRunner(id string) {
 	e.mu.Lock()
 	r := e.runners[id]

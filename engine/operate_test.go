@@ -221,3 +221,35 @@ func TestRemoteOperator(t *testing.T) {
 		t.Errorf("describe unknown: %v", err)
 	}
 }
+
+// TestOperateConcurrentRetries: of two retries at once, one redrives the
+// execution and the other is refused, at once, as it is running again.
+func TestOperateConcurrentRetries(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) { _ = req.Respond(req.Data()) })
+	h.start(t, gateWorkflow, "cr1", `{}`)
+	h.sleepers(t, 1)
+	if err := h.eng.StopExecution(ctx, "cr1", substate.StopOptions{Cause: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	h.final(t, "cr1")
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- h.eng.RetryExecution(ctx, "cr1") }()
+	}
+	var ok, conflict int
+	for range 2 {
+		switch err := <-errs; substate.ErrorCode(err) {
+		case "":
+			ok++
+		case substate.ECONFLICT:
+			conflict++
+		default:
+			t.Fatalf("retry: %v", err)
+		}
+	}
+	if ok != 1 || conflict != 1 {
+		t.Fatalf("%d retries done, %d refused; want one of each", ok, conflict)
+	}
+}
