@@ -82,8 +82,10 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	} else if st.typ == typeFail && !rec.Stopped && rec.Caught != "" && def.states[rec.Caught] != nil {
 		// A Fail state fails again: start over at the task whose error led there.
 		rec.State, rec.Data = rec.Caught, rec.CaughtData
-		rec.Step++
 	}
+	// A redrive is a new visit of the state: its attempts get idempotency
+	// keys of their own, so a task service that remembers keys runs them.
+	rec.Step++
 	now := e.Clock.Now()
 	rec.Phase, rec.Status, rec.Stopped = phaseEnter, substate.EngineRunning, false
 	rec.Error, rec.Cause, rec.EndedAt, rec.Output = "", "", timeZero, nil

@@ -37,7 +37,9 @@ func TestOperateRedrive(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	var open atomic.Bool
+	keys := make(chan string, 8)
 	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) {
+		keys <- req.Headers().Get(substate.HeaderIdempotencyKey)
 		if !open.Load() {
 			_ = req.Error("Closed", "the gate is closed", nil)
 			return
@@ -73,6 +75,11 @@ func TestOperateRedrive(t *testing.T) {
 	}
 	if string(ev.Output) != `{"orderId":"o-1"}` {
 		t.Errorf("output %s: the failed state's input was not used", ev.Output)
+	}
+	// A task service that remembers idempotency keys must run the redriven
+	// attempt: it is a new visit of the state, not a repeat of the failed one.
+	if first, again := <-keys, <-keys; first == again {
+		t.Errorf("the redrive repeated the failed attempt's idempotency key %q", first)
 	}
 	if err := h.eng.RetryExecution(ctx, "g1"); substate.ErrorCode(err) != substate.ECONFLICT {
 		t.Errorf("retry of a succeeded execution: %v, want conflict", err)
@@ -154,7 +161,9 @@ func TestOperateRedriveFromCatch(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	var open atomic.Bool
+	keys := make(chan string, 8)
 	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) {
+		keys <- req.Headers().Get(substate.HeaderIdempotencyKey)
 		if !open.Load() {
 			_ = req.Error("Closed", "the gate is closed", nil)
 			return
