@@ -18,8 +18,8 @@ import (
 func (w *Worker) replayRoutes() map[string]http.Handler {
 	log := w.Logger.With("component", "http")
 	return map[string]http.Handler{
-		"GET /v1/tenants/{id}/history": httpapi.History(newHistory(w.Bus.JetStream), log),
-		"GET /v1/view/checkpoint":      httpapi.Checkpoint(w.View, log),
+		"GET /v1/tenants/{id}/history": w.readRoute(httpapi.ScopeRead, httpapi.RedactedHistory(newHistory(w.Bus.JetStream), w.Redaction, log)),
+		"GET /v1/view/checkpoint":      w.readRoute(httpapi.ScopeRead, httpapi.Checkpoint(w.View, log)),
 	}
 }
 
