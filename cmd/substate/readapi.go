@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -17,10 +18,11 @@ import (
 // API's keys, where /metrics is served, and which fields of the
 // providers' input and output a read:raw caller sees.
 type ReadAPIFlags struct {
-	APIKeysFile string   `name:"api-keys-file" type:"path" help:"Read-API keys, one per line: NAME SCOPES TENANT-PREFIX sha256:HEX (docs/security.md); reloaded on SIGHUP and when the file changes. Keys (this or --api-keys) are required when --http-addr is not loopback."`
-	APIKeys     string   `name:"api-keys" help:"Read-API key lines as in --api-keys-file, separated by ';' (for SUBSTATE_API_KEYS)."`
-	MetricsAddr string   `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address of their own, without keys (for a scraper), and no /metrics on --http-addr."`
-	RedactAllow []string `name:"redact-allow" sep:"none" placeholder:"JSONPATH" help:"Field of the providers' execution input and output that read:raw callers see (RFC 9535 JSONPath on the input, e.g. $.order.id), repeatable. The tenant rule's fields are always shown; every other value, and any whose name looks secret, is [redacted]."`
+	APIKeysFile           string        `name:"api-keys-file" type:"path" help:"Read-API keys, one per line: NAME SCOPES TENANT-PREFIX sha256:HEX (docs/security.md); reloaded on SIGHUP and when the file changes. Keys (this or --api-keys) are required when --http-addr is not loopback."`
+	APIKeys               string        `name:"api-keys" help:"Read-API key lines as in --api-keys-file, separated by ';' (for SUBSTATE_API_KEYS)."`
+	MetricsAddr           string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address of their own, without keys (for a scraper), and no /metrics on --http-addr."`
+	EvidenceCheckInterval time.Duration `default:"1m" help:"How often the projector checks new canonical events against their raw evidence in SUBSTATE_RAW, as verify does, counting forged and missing ones in substate_evidence_events_total (0 = never)."`
+	RedactAllow           []string      `name:"redact-allow" sep:"none" placeholder:"JSONPATH" help:"Field of the providers' execution input and output that read:raw callers see (RFC 9535 JSONPath on the input, e.g. $.order.id), repeatable. The tenant rule's fields are always shown; every other value, and any whose name looks secret, is [redacted]."`
 }
 
 // servesReads reports whether the main HTTP server serves read routes:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/publishers"
 )
 
 func hashHex(key string) string {
@@ -247,4 +252,27 @@ func TestMetricsAddr(t *testing.T) {
 	if code, _, _ := apiGet(t, w.HTTP.URL()+"/metrics", "k"); code != http.StatusNotFound {
 		t.Errorf("http addr still serves /metrics: %d", code)
 	}
+}
+
+// TestWorkerCountsForgedEvents: the worker's own evidence check counts an
+// event published straight on SUBSTATE_EVENTS as missing its evidence,
+// next to the genuine one.
+func TestWorkerCountsForgedEvents(t *testing.T) {
+	w := startWorker(t, t.TempDir(), "--evidence-check-interval", "50ms")
+	ingestTenant(t, w, "acme-1", "")
+	forged := substate.EventData{TenantID: "acme-1", Provider: substate.ProviderEngine, ExecutionID: "run-x",
+		SubState: substate.StateSucceeded, Revision: 99, OccurredAt: time.Now(), ExecutionStartedAt: time.Now()}
+	forged.Normalize()
+	if err := publishers.NewJetStream(w.Bus.JetStream).PublishEvents(context.Background(), []substate.Event{substate.NewEvent("forged-1", forged)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		_, _, body := apiGet(t, w.HTTP.URL()+"/metrics", "")
+		for _, want := range []string{`substate_evidence_events_total{outcome="verified"} 1`, `substate_evidence_events_total{outcome="missing"} 1`} {
+			if !strings.Contains(body, want) {
+				return "metrics lack " + want
+			}
+		}
+		return ""
+	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/redact"
+	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
 )
 
@@ -66,6 +67,8 @@ type Worker struct {
 	Redaction   *redact.Policy
 	MetricsHTTP *httpapi.Server // on --metrics-addr; nil without it
 
+	evidence *replay.CheckMetrics // what the evidence check found
+
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
@@ -99,6 +102,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
+	w.evidence = replay.NewCheckMetrics(w.registry)
 	for _, step := range w.openSteps() {
 		if err := step(ctx); err != nil {
 			return err
