@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +114,9 @@ func TestRunEmbeddedNATSWithTLS(t *testing.T) {
 
 // TestRunSaysHowOthersConnect: "substate run" logs where a task service
 // and a subscriber find their credentials, and a task service that uses
-// them serves a task.
+// them serves a task. Its logs never carry a provider's input: a payload
+// with secrets that is dead-lettered is logged by its reason only, and
+// the dead letter is listed redacted.
 func TestRunSaysHowOthersConnect(t *testing.T) {
 	dataDir := t.TempDir()
 	natsAddr := freePort(t)
@@ -128,9 +133,11 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	hint := make(chan map[string]any, 1)
+	logs := &syncBuffer{}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			logs.Write(append(sc.Bytes(), '\n'))
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "nats credentials for other programs" {
 				hint <- line
@@ -182,4 +189,53 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 	if err != nil || string(msg.Data) != `{"ok":true}` {
 		t.Fatalf("task request: %v %v", msg, err)
 	}
+
+	httpURL := ""
+	eventually(t, func() string {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var line map[string]any
+			if json.Unmarshal([]byte(l), &line) == nil && line["msg"] == "http listening" {
+				httpURL, _ = line["url"].(string)
+			}
+		}
+		if httpURL == "" {
+			return "no http address logged"
+		}
+		return ""
+	})
+	secret := strings.Replace(fmt.Sprintf(secretInput, "acme"), `"tenantId"`, `"owner"`, 1) // no tenant: dead-lettered
+	body := strings.Replace(string(mustRead(t, examplePath("stepfunctions-failed.json"))),
+		`"{\"tenantId\": \"acme\", \"orderId\": \"ord-1\"}"`, strconv.Quote(secret), 1)
+	if !strings.Contains(body, "hunter2") {
+		t.Fatal("example input changed")
+	}
+	if code := postBytes(t, httpURL+"/v1/ingest/eventbridge", []byte(body), nil); code != http.StatusAccepted {
+		t.Fatalf("ingest: %d", code)
+	}
+	eventually(t, func() string {
+		if !strings.Contains(logs.String(), "dead-lettered") {
+			return "no dead letter logged"
+		}
+		return ""
+	})
+	if strings.Contains(logs.String(), "hunter2") || strings.Contains(logs.String(), "sk_live") {
+		t.Errorf("the logs carry the input's secrets:\n%s", logs.String())
+	}
+	code, out, errOut := runCLI(t, "events", "dlq", "--json", "--nats-url", "nats://"+natsAddr, "--data-dir", dataDir)
+	if code != 0 || !strings.Contains(out, `"input":"[redacted]"`) || strings.Contains(out, "hunter2") {
+		t.Errorf("events dlq --json: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "events", "dlq", "--json", "--unredacted", "--nats-url", "nats://"+natsAddr, "--data-dir", dataDir)
+	if code != 0 || !strings.Contains(out, "hunter2") {
+		t.Errorf("events dlq --json --unredacted: %d\n%s", code, out)
+	}
+}
+
+func mustRead(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }

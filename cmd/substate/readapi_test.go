@@ -93,7 +93,8 @@ func TestReadAPIKeys(t *testing.T) {
 		"portal read:raw acme- sha256:" + hashHex(keys["portal"]),
 	}
 	writeKeys(lines...)
-	w := startWorker(t, t.TempDir(), "--api-keys-file", keyFile, "--ingest-api-key", "ingest", "--redact-allow", "$.order.id")
+	dataDir := t.TempDir()
+	w := startWorker(t, dataDir, "--api-keys-file", keyFile, "--ingest-api-key", "ingest", "--redact-allow", "$.order.id")
 	for _, tenant := range []string{"acme-1", "globex-1"} {
 		ingestTenant(t, w, tenant, "ingest")
 	}
@@ -190,6 +191,22 @@ func TestReadAPIKeys(t *testing.T) {
 		t.Setenv("SUBSTATE_API_KEY", keys["reader"])
 		if code, out, errOut := runCLI(t, "tenants", "get", "acme-1", "--server", base); code != 0 || !strings.Contains(out, "acme-1") {
 			t.Errorf("tenants get with SUBSTATE_API_KEY: %d %s %s", code, out, errOut)
+		}
+	})
+
+	t.Run("CLIRedacts", func(t *testing.T) {
+		nats := []string{"--nats-url", w.Bus.ClientURL(), "--data-dir", dataDir}
+		code, out, errOut := runCLI(t, append([]string{"audit", "--tenant", "acme-1", "--raw", "--redact-allow", "$.order.id"}, nats...)...)
+		if code != 0 || strings.Contains(out, "hunter2") || strings.Contains(out, "tok_secret") || !strings.Contains(out, `\"id\":\"ord-1\"`) || !strings.Contains(out, "[redacted]") {
+			t.Errorf("audit --raw: %d\n%s%s", code, out, errOut)
+		}
+		code, out, _ = runCLI(t, append([]string{"audit", "--tenant", "acme-1", "--raw", "--json"}, nats...)...)
+		if code != 0 || strings.Contains(out, "hunter2") || !strings.Contains(out, "[redacted]") {
+			t.Errorf("audit --raw --json: %d\n%s", code, out)
+		}
+		code, out, _ = runCLI(t, append([]string{"audit", "--tenant", "acme-1", "--raw", "--unredacted"}, nats...)...)
+		if code != 0 || !strings.Contains(out, "hunter2") {
+			t.Errorf("audit --raw --unredacted: %d\n%s", code, out)
 		}
 	})
 
