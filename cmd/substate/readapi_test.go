@@ -248,9 +248,17 @@ func TestLoopbackReadsNeedNoKey(t *testing.T) {
 	}
 }
 
-// TestMetricsAddr: /metrics moves to a listener of its own, without keys.
+// TestMetricsAddr: /metrics moves to a listener of its own, without keys;
+// the keys come from the environment.
 func TestMetricsAddr(t *testing.T) {
-	w := startWorker(t, t.TempDir(), "--metrics-addr", "127.0.0.1:0", "--api-keys", "r read * sha256:"+hashHex("k"))
+	t.Setenv("SUBSTATE_API_KEYS", "r read * sha256:"+hashHex("k")+"; other admin * sha256:"+hashHex("o"))
+	w := startWorker(t, t.TempDir(), "--metrics-addr", "127.0.0.1:0")
+	if code, _, _ := apiGet(t, w.HTTP.URL()+"/v1/tenants", ""); code != http.StatusUnauthorized {
+		t.Errorf("keys from SUBSTATE_API_KEYS: no key %d, want 401", code)
+	}
+	if code, _, _ := apiGet(t, w.HTTP.URL()+"/v1/tenants", "o"); code != http.StatusOK {
+		t.Errorf("keys from SUBSTATE_API_KEYS: second key %d, want 200", code)
+	}
 	m := w.MetricsHTTP.URL()
 	if code, _, body := apiGet(t, m+"/metrics", ""); code != http.StatusOK || !strings.Contains(body, "substate_view_commits_total") {
 		t.Errorf("metrics addr /metrics: %d", code)
@@ -292,4 +300,16 @@ func TestWorkerCountsForgedEvents(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestIngestRoleRoutes: a role without a view serves no checkpoint (it
+// had none to tell), and its history still needs a key.
+func TestIngestRoleRoutes(t *testing.T) {
+	w := startWorker(t, t.TempDir(), "--role", "ingest", "--api-keys", "r read * sha256:"+hashHex("k"))
+	if code, _, _ := apiGet(t, w.HTTP.URL()+"/v1/view/checkpoint", "k"); code != http.StatusNotFound {
+		t.Errorf("checkpoint on the ingest role: %d, want 404", code)
+	}
+	if code, _, _ := apiGet(t, w.HTTP.URL()+"/v1/tenants/x/history", ""); code != http.StatusUnauthorized {
+		t.Errorf("history without a key: %d, want 401", code)
+	}
 }
