@@ -68,7 +68,7 @@ func redactionPolicy(tenantRules, allow []string) (*redact.Policy, error) {
 	}
 	p, err := redact.New(allow, always)
 	if err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "--redact-allow: %v", err)
+		return nil, substate.WrapError(substate.EINVALID, err, "redaction (--redact-allow, --tenant-rule): %v", err)
 	}
 	return p, nil
 }
