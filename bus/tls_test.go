@@ -1,16 +1,7 @@
 package bus_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,59 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 )
-
-// pki writes a CA and a certificate it signed for 127.0.0.1 (server and
-// client use) under dir, and returns their files.
-type pki struct{ ca, cert, key string }
-
-func newPKI(tb testing.TB) pki {
-	tb.Helper()
-	dir := tb.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "substate test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "substate"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := pki{ca: filepath.Join(dir, "ca.pem"), cert: filepath.Join(dir, "cert.pem"), key: filepath.Join(dir, "key.pem")}
-	writePEM(tb, p.ca, "CERTIFICATE", caDER)
-	writePEM(tb, p.cert, "CERTIFICATE", der)
-	writePEM(tb, p.key, "EC PRIVATE KEY", keyDER)
-	return p
-}
-
-func writePEM(tb testing.TB, path, typ string, der []byte) {
-	tb.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-}
 
 func openTLS(tb testing.TB, t bus.ServerTLS) *bus.Bus {
 	tb.Helper()
@@ -83,14 +23,14 @@ func openTLS(tb testing.TB, t bus.ServerTLS) *bus.Bus {
 }
 
 func TestEmbeddedTLS(t *testing.T) {
-	p := newPKI(t)
-	b := openTLS(t, bus.ServerTLS{Cert: p.cert, Key: p.key})
+	p := bustest.NewPKI(t)
+	b := openTLS(t, bus.ServerTLS{Cert: p.Cert, Key: p.Key})
 	if !b.Ready() || !strings.HasPrefix(b.ClientURL(), "tls://") {
 		t.Fatalf("ready %v, url %q; want a tls:// URL", b.Ready(), b.ClientURL())
 	}
 	creds, _ := b.Credentials()
 	t.Run("ClientWithTLSAndNkey", func(t *testing.T) {
-		other, err := bus.Open(bus.Config{URL: b.ClientURL(), TLSCA: p.ca, NkeyFile: creds.SeedFile(bus.Subscriber)})
+		other, err := bus.Open(bus.Config{URL: b.ClientURL(), TLSCA: p.CA, NkeyFile: creds.SeedFile(bus.Subscriber)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,13 +64,13 @@ func TestEmbeddedTLS(t *testing.T) {
 }
 
 func TestEmbeddedTLSClientCertificates(t *testing.T) {
-	p := newPKI(t)
-	b := openTLS(t, bus.ServerTLS{Cert: p.cert, Key: p.key, ClientCA: p.ca})
+	p := bustest.NewPKI(t)
+	b := openTLS(t, bus.ServerTLS{Cert: p.Cert, Key: p.Key, ClientCA: p.CA})
 	creds, _ := b.Credentials()
-	if _, err := bus.Open(bus.Config{URL: b.ClientURL(), TLSCA: p.ca, NkeyFile: creds.SeedFile(bus.Worker)}); err == nil {
+	if _, err := bus.Open(bus.Config{URL: b.ClientURL(), TLSCA: p.CA, NkeyFile: creds.SeedFile(bus.Worker)}); err == nil {
 		t.Fatal("a client without a certificate connected")
 	}
-	other, err := bus.Open(bus.Config{URL: b.ClientURL(), TLSCA: p.ca, TLSCert: p.cert, TLSKey: p.key, NkeyFile: creds.SeedFile(bus.Worker)})
+	other, err := bus.Open(bus.Config{URL: b.ClientURL(), TLSCA: p.CA, TLSCert: p.Cert, TLSKey: p.Key, NkeyFile: creds.SeedFile(bus.Worker)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,15 +18,20 @@ type AuditCmd struct {
 	Tenant string `required:"" help:"Tenant whose history to tell."`
 	Since  string `help:"Only events recorded from this time on (RFC 3339, a date, or a duration before now such as 24h)."`
 	Until  string `help:"Only events recorded up to this time (same forms as --since)."`
-	Raw    bool   `help:"Show the provider's own payload (from SUBSTATE_RAW, compact JSON) under each event."`
+	Raw    bool   `help:"Show the provider's own payload (from SUBSTATE_RAW, compact JSON) under each event; its execution input and output redacted unless --unredacted."`
 	JSON   bool   `name:"json" help:"Print one JSON object per transition (JSON lines)."`
 
+	RedactFlags `embed:""`
 	ClientFlags `embed:""`
 }
 
 // Run prints the tenant's transitions.
 func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 	q, err := c.query(time.Now())
+	if err != nil {
+		return err
+	}
+	redact, err := c.redactor()
 	if err != nil {
 		return err
 	}
@@ -41,6 +46,11 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 	}
 	if len(page.Transitions) == 0 {
 		return substate.Errorf(substate.ENOTFOUND, "no events of tenant %q in %s in that range", c.Tenant, substate.StreamEvents)
+	}
+	for i := range page.Transitions {
+		if ev := page.Transitions[i].Raw; ev != nil && len(ev.Body) > 0 && redact != nil {
+			ev.Body = redact(ev.Body)
+		}
 	}
 	if c.JSON {
 		return writeJSONLines(m.Stdout, page.Transitions)
@@ -59,7 +69,7 @@ func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {
 }
 
 func writeJSONLines[T any](w io.Writer, items []T) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(safeWriter{w})
 	for i := range items {
 		if err := enc.Encode(items[i]); err != nil {
 			return err
@@ -94,9 +104,9 @@ func auditRow(tr *substate.Transition) []string {
 		occurred = tr.OccurredAt.Format("2006-01-02T15:04:05.000Z")
 	}
 	return []string{
-		strconv.FormatUint(tr.Seq, 10), occurred, dash(string(tr.Provider)), dash(shorten(tr.ExecutionID, 40)),
+		strconv.FormatUint(tr.Seq, 10), occurred, dash(termText(string(tr.Provider))), dash(shorten(tr.ExecutionID, 40)),
 		dash(clip(tr.ProviderState, 20)),
-		change(string(tr.Old.SubState), string(tr.New.SubState)),
+		change(termText(string(tr.Old.SubState)), termText(string(tr.New.SubState))),
 		change(strconv.Itoa(tr.Old.RetryCount), strconv.Itoa(tr.New.RetryCount)),
 		dash(clip(tr.New.ErrorMessage, 50)), effect(tr),
 	}
@@ -120,7 +130,7 @@ func effect(tr *substate.Transition) string {
 		case tr.NewExecution:
 			return "changed: newer execution"
 		case tr.Old.Step != tr.New.Step && tr.Old.SubState == tr.New.SubState:
-			return "changed: step " + change(tr.Old.Step, tr.New.Step)
+			return "changed: step " + change(termText(tr.Old.Step), termText(tr.New.Step))
 		}
 		return "changed"
 	case substate.OutcomeUnchanged:
@@ -130,7 +140,7 @@ func effect(tr *substate.Transition) string {
 	case substate.OutcomeInvalid:
 		return "invalid: " + clip(tr.Reason, 60)
 	}
-	return tr.Outcome
+	return termText(tr.Outcome)
 }
 
 func evidenceLine(e *substate.Evidence) string {
@@ -145,9 +155,9 @@ func evidenceLine(e *substate.Evidence) string {
 		head += " id=" + e.ID
 	}
 	if e.Missing != "" {
-		return head + ": (" + e.Missing + ")"
+		return termText(head + ": (" + e.Missing + ")")
 	}
-	return head + ": " + string(e.Body)
+	return termText(head + ": " + string(e.Body))
 }
 
 // auditSummary is the story in one line: how many events did what, and
@@ -158,12 +168,12 @@ func auditSummary(page substate.HistoryPage) string {
 		n[tr.Outcome]++
 	}
 	last := page.Transitions[len(page.Transitions)-1].New
-	s := fmt.Sprintf("%s: %d events: %d changed the view, %d unchanged, %d stale", page.TenantID, len(page.Transitions),
+	s := fmt.Sprintf("%s: %d events: %d changed the view, %d unchanged, %d stale", termText(page.TenantID), len(page.Transitions),
 		n[substate.OutcomeChanged], n[substate.OutcomeUnchanged], n[substate.OutcomeStale])
 	if n[substate.OutcomeInvalid] > 0 {
 		s += fmt.Sprintf(", %d invalid", n[substate.OutcomeInvalid])
 	}
-	s += fmt.Sprintf("; last: %s, %d retries", dash(string(last.SubState)), last.RetryCount)
+	s += fmt.Sprintf("; last: %s, %d retries", dash(termText(string(last.SubState))), last.RetryCount)
 	if last.ErrorMessage != "" {
 		s += fmt.Sprintf(", error %q", last.ErrorMessage)
 	}
@@ -211,7 +221,7 @@ func (t *table) write(w io.Writer) error {
 func clip(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+		s = string(r[:n-1]) + "…"
 	}
-	return s
+	return termText(s)
 }

@@ -85,6 +85,6 @@ func (m *Main) fail(err error) int {
 	if errors.Is(err, context.Canceled) {
 		return 0
 	}
-	fmt.Fprintln(m.Stderr, "substate:", err)
+	fmt.Fprintln(m.Stderr, "substate:", termLines(err.Error()))
 	return 1
 }

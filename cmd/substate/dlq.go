@@ -18,12 +18,20 @@ type EventsDLQCmd struct {
 	Stage       string `help:"Only dead letters of this stage: ingest, normalize, project, forward, engine, reconcile, renormalize."`
 	Since       string `help:"Only dead letters stored since this time (RFC 3339) or this long ago (e.g. 1h); default: all retained."`
 	Follow      bool   `short:"f" help:"Keep printing new dead letters as they arrive instead of exiting after the last one."`
-	JSON        bool   `name:"json" help:"Print each dead letter as a JSON object with its headers and body."`
+	JSON        bool   `name:"json" help:"Print each dead letter as a JSON object with its headers and body (the body's execution input and output redacted unless --unredacted)."`
+	RedactFlags `embed:""`
 	ClientFlags `embed:""`
+
+	redact func([]byte) []byte
 }
 
 // Run prints the retained dead letters, and with --follow the new ones.
 func (c *EventsDLQCmd) Run(ctx context.Context, m *Main) error {
+	redact, err := c.redactor()
+	if err != nil {
+		return err
+	}
+	c.redact = redact
 	cfg := jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute}
 	if c.Stage != "" {
 		cfg.FilterSubject = substate.DLQSubject(c.Stage)
@@ -102,18 +110,30 @@ func (c *EventsDLQCmd) print(w io.Writer, msg jetstream.Msg, meta *jetstream.Msg
 			from += "#" + d.SubjectSeq
 		}
 		_, err := fmt.Fprintf(w, "%s  %-9s seq=%d  %s  id=%s  %d bytes  %s\n",
-			d.Time.Format("2006-01-02T15:04:05.000Z"), d.Stage, d.Seq, from, orDash(d.OriginalID), len(msg.Data()), d.Reason)
+			d.Time.Format("2006-01-02T15:04:05.000Z"), termText(d.Stage), d.Seq, termText(from), termText(orDash(d.OriginalID)), len(msg.Data()), termText(d.Reason))
 		return err
 	}
-	if json.Valid(msg.Data()) {
-		d.Body = json.RawMessage(msg.Data())
-	}
+	d.Body = deadLetterBody(msg.Data(), c.redact)
+
 	b, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
+	_, err = fmt.Fprintln(w, termText(string(b)))
 	return err
+}
+
+// deadLetterBody is a dead letter's body for --json: JSON as JSON, other
+// bytes as a string, redacted by redact unless it is nil (a body that is
+// not JSON is then hidden whole).
+func deadLetterBody(data []byte, redact func([]byte) []byte) any {
+	if redact != nil {
+		data = redact(data)
+	}
+	if json.Valid(data) {
+		return json.RawMessage(data)
+	}
+	return string(data)
 }
 
 func orDash(s string) string {

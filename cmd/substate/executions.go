@@ -26,8 +26,7 @@ type ExecutionsCmd struct {
 
 // ExecutionFlags say which worker to ask and with which key.
 type ExecutionFlags struct {
-	ServerFlags `embed:""`
-	APIKey      string `name:"api-key" help:"API key (admin scope to act, read:raw to describe); not needed on a loopback worker without keys."`
+	ServerFlags `embed:""` // --api-key: admin scope to act, read:raw to describe
 }
 
 // ExecutionsDescribeCmd is "substate executions describe TENANT".

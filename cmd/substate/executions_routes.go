@@ -42,19 +42,5 @@ func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, 
 		op := &consumers.RestateOperator{Admin: p}
 		svc.Operators[substate.ProviderRestate], svc.Pollers[substate.ProviderRestate] = op, op
 	}
-	return httpapi.Executions(svc, w.executionAuth(), nil, w.Logger.With("component", "http")), nil
-}
-
-// executionAuth guards the execution routes: without API keys, a loopback
-// address lets every request in (recorded as "loopback") and any other
-// address refuses every request, since anyone on the network could stop
-// executions.
-func (w *Worker) executionAuth() *httpapi.Authorizer {
-	keys := &httpapi.Keys{}
-	a, err := httpapi.NewAuthorizer(w.Flags.HTTPAddr, keys)
-	if err != nil {
-		w.Logger.Warn("the execution routes refuse every request: " + substate.ErrorMessage(err))
-		return &httpapi.Authorizer{Keys: keys}
-	}
-	return a
+	return httpapi.Executions(svc, w.Auth, w.Redaction, w.Logger.With("component", "http")), nil
 }

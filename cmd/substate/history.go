@@ -17,10 +17,13 @@ import (
 // say how far the view is.
 func (w *Worker) replayRoutes() map[string]http.Handler {
 	log := w.Logger.With("component", "http")
-	return map[string]http.Handler{
-		"GET /v1/tenants/{id}/history": httpapi.History(newHistory(w.Bus.JetStream), log),
-		"GET /v1/view/checkpoint":      httpapi.Checkpoint(w.View, log),
+	routes := map[string]http.Handler{
+		"GET /v1/tenants/{id}/history": w.readRoute(httpapi.ScopeRead, httpapi.RedactedHistory(newHistory(w.Bus.JetStream), w.Redaction, log)),
 	}
+	if w.View != nil { // a role without a view has no checkpoint to tell
+		routes["GET /v1/view/checkpoint"] = w.readRoute(httpapi.ScopeRead, httpapi.Checkpoint(w.View, log))
+	}
+	return routes
 }
 
 // history tells tenants' histories: it reads a tenant's events from

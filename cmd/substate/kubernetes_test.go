@@ -78,7 +78,8 @@ func k8sManifests(t *testing.T) []k8sObject {
 
 // secretPlaceholders stand in for the substate-secrets Secret, which the
 // deployment guide has the operator create.
-var secretPlaceholders = map[string]string{"SUBSTATE_INGEST_API_KEY": "k"}
+var secretPlaceholders = map[string]string{"SUBSTATE_INGEST_API_KEY": "k",
+	"SUBSTATE_API_KEYS": "ops admin * sha256:52fec68b0cf03573f7493592deab22d499a3e5cca8d47fc529d8c355b076c7b5"}
 
 func TestKubernetesManifests(t *testing.T) {
 	known, _ := cliFlags(t, "run")
@@ -176,9 +177,16 @@ func checkContainer(t *testing.T, o k8sObject, c k8sContainer, f *WorkerFlags, r
 			t.Errorf("probe %+v, want GET %s on port http", probe, want)
 		}
 	}
+	if f.MetricsAddr != "" {
+		_, port, _ = net.SplitHostPort(f.MetricsAddr)
+	}
 	a := o.Spec.Template.Metadata.Annotations
 	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/path"] != "/metrics" || a["prometheus.io/port"] != port {
 		t.Errorf("scrape annotations %v, want /metrics on port %s", a, port)
+	}
+	// The pod starts: it has the credentials its addresses need.
+	if err := NewWorker(*f).checkExposure(); err != nil {
+		t.Errorf("the worker would not start: %v", err)
 	}
 }
 

@@ -66,6 +66,6 @@ func printRenormalize(w io.Writer, res replay.RenormalizeResult, dryRun bool) {
 	fmt.Fprintf(w, "renormalized %d raw messages (sequences %d to %d) with mapping version %d: %d events, %d already in the events stream, %s %d\n",
 		res.Raw, res.FirstSeq, res.LastSeq, mapping.Version, res.Mapped, res.Present, verb, res.Published)
 	if res.Rejected > 0 {
-		fmt.Fprintf(w, "%d raw messages rejected by the mapping (the worker dead-lettered them too); first: %s\n", res.Rejected, res.FirstRejection)
+		fmt.Fprintf(w, "%d raw messages rejected by the mapping (the worker dead-lettered them too); first: %s\n", res.Rejected, termText(res.FirstRejection))
 	}
 }

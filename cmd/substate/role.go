@@ -71,7 +71,7 @@ func (w *Worker) openSteps() []func(context.Context) error {
 		// projector replicas, enable its pollers on one of them.
 		steps = append(steps, w.retrying(w.openProjector), w.openReconciler)
 	}
-	return append(steps, w.openHTTP)
+	return append(steps, w.openHTTP, w.openMetricsHTTP)
 }
 
 // actors returns what Run runs: the role's consumers and the lag watch.
@@ -84,7 +84,10 @@ func (w *Worker) actors() []func(context.Context) error {
 		out = append(out, w.forwarder.Run)
 	}
 	if w.projector != nil {
-		out = append(out, w.projector.Run, w.runReconcile)
+		out = append(out, w.projector.Run, w.runReconcile, w.checkEvidence)
+	}
+	if w.Flags.APIKeysFile != "" {
+		out = append(out, w.watchKeys)
 	}
 	return append(out, w.watchLag)
 }

@@ -18,6 +18,7 @@ import (
 // ServerFlags say which running worker to ask.
 type ServerFlags struct {
 	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
+	APIKey string `name:"api-key" help:"Read-API key, sent as Authorization: Bearer (needed once the worker has keys)."`
 	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
 }
 
@@ -36,7 +37,7 @@ type TenantsGetCmd struct {
 // Run prints the tenant.
 func (c *TenantsGetCmd) Run(ctx context.Context, m *Main) error {
 	var v substate.TenantView
-	if err := getJSON(ctx, c.Server, "/v1/tenants/"+url.PathEscape(c.ID), &v); err != nil {
+	if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants/"+url.PathEscape(c.ID), &v); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -75,7 +76,7 @@ func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
 	var all []substate.TenantView
 	for {
 		var page substate.TenantPage
-		if err := getJSON(ctx, c.Server, "/v1/tenants?"+q.Encode(), &page); err != nil {
+		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants?"+q.Encode(), &page); err != nil {
 			return err
 		}
 		all = append(all, page.Tenants...)
@@ -93,8 +94,8 @@ func printTenants(w io.Writer, views []substate.TenantView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENANT\tSUB-STATE\tVERB\tSTEP\tRETRIES\tPROVIDER\tEXECUTION\tUPDATED\tERROR")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", v.TenantID, dash(string(v.WorkflowSubState)),
-			dash(string(v.WorkflowVerb)), dash(clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, dash(string(v.Provider)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termText(v.TenantID), dash(termText(string(v.WorkflowSubState))),
+			dash(termText(string(v.WorkflowVerb))), dash(clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, dash(termText(string(v.Provider))),
 			dash(shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), dash(clip(v.WorkflowErrorMessage, 60)))
 	}
 	return tw.Flush()
@@ -112,9 +113,9 @@ func dash(s string) string {
 func shorten(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if r := []rune(s); len(r) > n {
-		return "…" + string(r[len(r)-n+1:])
+		s = "…" + string(r[len(r)-n+1:])
 	}
-	return s
+	return termText(s)
 }
 
 func age(t time.Time) string {
@@ -124,30 +125,18 @@ func age(t time.Time) string {
 	return time.Since(t).Round(time.Second).String() + " ago"
 }
 
-// getJSON GETs path from a worker and decodes the JSON answer, turning an
-// error body into an error with its message.
-func getJSON(ctx context.Context, base, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("ask the worker at %s (is \"substate run\" running?): %w", base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&e)
-		return substate.Errorf(e.Error.Code, "%s (HTTP %d)", e.Error.Message, resp.StatusCode)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
+// getJSON GETs path from a worker, with key as its bearer token unless
+// it is empty, and decodes the JSON answer, turning an error body into an
+// error with its message.
+func getJSON(ctx context.Context, base, key, path string, v any) error {
+	return callWorker(ctx, http.MethodGet, base, path, key, nil, v)
 }
 
+// writeJSON prints v as indented JSON, with what termText escapes
+// escaped (JSON escapes control characters itself, not bidirectional
+// controls).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(safeWriter{w})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

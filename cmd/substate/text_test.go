@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"unicode/utf8"
+)
 
 func TestCutText(t *testing.T) {
 	msg := "downstream unavailable (attempt 3)\nError: downstream unavailable (attempt 3)\n    at Object.<anonymous> (service.js:66:50)"
@@ -14,4 +17,47 @@ func TestCutText(t *testing.T) {
 	if got := clip("café déjà vu", 6); got != "café …" {
 		t.Errorf("clip cuts runes, not bytes: %q", got)
 	}
+}
+
+func TestTermText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"acme", "acme"},
+		{"café déjà vu", "café déjà vu"},
+		{`C:\path`, `C:\path`},
+		{"evil\x1b[2J", `evil\x1b[2J`},
+		{"\x1b]0;pwned\x07title", `\x1b]0;pwned\x07title`},
+		{"ok\rFAKE", `ok\rFAKE`},
+		{"a\nb\tc", `a\nb\tc`},
+		{"del\x7f c1\u009b", `del\x7f c1\x9b`},
+		{"abc\u202edcba", `abc\u202edcba`},
+		{"line\u2028sep", `line\u2028sep`},
+		{"bad\xffutf8", `bad\xffutf8`},
+	} {
+		if got := termText(tc.in); got != tc.want {
+			t.Errorf("termText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got, want := termLines("first\x1b[31m\nsecond\tcol\r"), "first\\x1b[31m\nsecond\tcol\\r"; got != want {
+		t.Errorf("termLines = %q, want %q: line breaks and tabs stay", got, want)
+	}
+}
+
+func FuzzTermText(f *testing.F) {
+	for _, s := range []string{"acme", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "\r\n\t", "\u202e\u2066", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := termText(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("termText(%q) = %q is not UTF-8", s, got)
+		}
+		for _, r := range got {
+			if r < 0x20 || r >= 0x7f && r < 0xa0 || unsafeRune(r) {
+				t.Fatalf("termText(%q) = %q keeps %U", s, got, r)
+			}
+		}
+		if !needsEscape(s) && got != s {
+			t.Fatalf("termText changed safe text %q to %q", s, got)
+		}
+	})
 }

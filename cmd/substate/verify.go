@@ -22,6 +22,7 @@ import (
 // VerifyCmd is "substate verify".
 type VerifyCmd struct {
 	Server     string   `default:"http://127.0.0.1:8080" help:"Base URL of the running worker whose view to verify."`
+	APIKey     string   `name:"api-key" help:"Read-API key of the worker, sent as Authorization: Bearer (one for every tenant: no tenant prefix)."`
 	BatchSize  int      `default:"512" help:"Events per transaction of the replay."`
 	Evidence   bool     `default:"true" negatable:"" help:"Also check each canonical event against its raw evidence in SUBSTATE_RAW: an event that no raw message maps to (forged, or its evidence gone) fails the check."`
 	TenantRule []string `sep:"none" help:"The worker's tenant resolution rules (its --tenant-rule), to map the raw evidence as it does." placeholder:"RULE"`
@@ -92,7 +93,7 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 		}
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, f.Reason)
+		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, termText(f.Reason))
 	}
 	fmt.Fprintf(w, "evidence of %s up to sequence %d in %s: %s\n", substate.StreamEvents, res.LastSeq, substate.StreamRaw, strings.Join(counts, ", "))
 }
@@ -103,14 +104,14 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 func (c *VerifyCmd) readLive(ctx context.Context) (liveView, error) {
 	var lv liveView
 	for attempt := 1; ; attempt++ {
-		if err := getJSON(ctx, c.Server, "/v1/view/checkpoint", &lv.from); err != nil {
+		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/view/checkpoint", &lv.from); err != nil {
 			return lv, err
 		}
 		tenants, err := c.liveTenants(ctx)
 		if err != nil {
 			return lv, err
 		}
-		if err := getJSON(ctx, c.Server, "/v1/view/checkpoint", &lv.to); err != nil {
+		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/view/checkpoint", &lv.to); err != nil {
 			return lv, err
 		}
 		lv.tenants = tenants
@@ -127,7 +128,7 @@ func (c *VerifyCmd) liveTenants(ctx context.Context) ([]substate.TenantView, err
 	q := url.Values{"limit": {"1000"}}
 	for {
 		var page substate.TenantPage
-		if err := getJSON(ctx, c.Server, "/v1/tenants?"+q.Encode(), &page); err != nil {
+		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants?"+q.Encode(), &page); err != nil {
 			return nil, err
 		}
 		out = append(out, page.Tenants...)
@@ -196,11 +197,11 @@ func printVerify(w io.Writer, lv liveView, p replay.Progress, diffs []replay.Ten
 	for _, d := range diffs {
 		switch d.Only {
 		case "live":
-			fmt.Fprintf(w, "tenant %s: in the live view only\n", d.TenantID)
+			fmt.Fprintf(w, "tenant %s: in the live view only\n", termText(d.TenantID))
 		case "replay":
-			fmt.Fprintf(w, "tenant %s: in the replay only\n", d.TenantID)
+			fmt.Fprintf(w, "tenant %s: in the replay only\n", termText(d.TenantID))
 		default:
-			fmt.Fprintf(w, "tenant %s differs:\n", d.TenantID)
+			fmt.Fprintf(w, "tenant %s differs:\n", termText(d.TenantID))
 			for _, f := range d.Fields {
 				fmt.Fprintf(w, "  %-22s live %s, replay %s\n", f.Field, strconv.Quote(f.Live), strconv.Quote(f.Replay))
 			}

@@ -8,13 +8,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
@@ -23,6 +23,8 @@ import (
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/redact"
+	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
 )
 
@@ -38,6 +40,7 @@ type WorkerFlags struct {
 	BatchSize            int           `default:"512" help:"Messages per normalizer and projector batch."`
 	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
+	ReadAPIFlags         `embed:""`
 	ForwardFlags         `embed:""`
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
@@ -57,6 +60,15 @@ type Worker struct {
 	Metrics *consumers.Metrics
 	Mapper  *mapping.Mapper
 	Engine  *engine.Engine
+	// Keys are the read API's keys and Auth checks them on every read
+	// route; Redaction hides the providers' input and output from callers
+	// who are not admin.
+	Keys        *httpapi.Keys
+	Auth        *httpapi.Authorizer
+	Redaction   *redact.Policy
+	MetricsHTTP *httpapi.Server // on --metrics-addr; nil without it
+
+	evidence *replay.CheckMetrics // what the evidence check found
 
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
@@ -83,11 +95,15 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	if err := w.checkExposure(); err != nil {
 		return err
 	}
+	if err := w.openReadAPI(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(w.Flags.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	w.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w.Metrics = consumers.NewMetrics(w.registry)
+	w.evidence = replay.NewCheckMetrics(w.registry)
 	for _, step := range w.openSteps() {
 		if err := step(ctx); err != nil {
 			return err
@@ -96,16 +112,26 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// checkExposure refuses to serve ingest on a non-loopback address without
-// credentials: anyone on the network could write tenant statuses.
+// checkExposure refuses to serve HTTP on a non-loopback address without
+// ingest credentials (anyone on the network could write tenant statuses)
+// or without read-API keys (anyone could read every tenant and /metrics),
+// naming every flag missing at once.
 func (w *Worker) checkExposure() error {
-	if w.Flags.IngestAPIKey != "" || w.Flags.RestateWebhookSecret != "" || !w.Flags.ingests() {
+	f := w.Flags
+	if loopback(f.HTTPAddr) {
 		return nil
 	}
-	if !loopback(w.Flags.HTTPAddr) {
-		return substate.Errorf(substate.EINVALID, "refusing to serve ingest on non-loopback address %s without credentials: set --ingest-api-key and/or --restate-webhook-secret", w.Flags.HTTPAddr)
+	var missing []string
+	if f.ingests() && f.IngestAPIKey == "" && f.RestateWebhookSecret == "" {
+		missing = append(missing, "ingest credentials (set --ingest-api-key and/or --restate-webhook-secret)")
 	}
-	return nil
+	if f.servesReads() && f.APIKeysFile == "" && strings.TrimSpace(f.APIKeys) == "" {
+		missing = append(missing, "read-API keys (set --api-keys-file or --api-keys; see docs/security.md)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return substate.Errorf(substate.EINVALID, "refusing to serve HTTP on non-loopback address %s without %s", f.HTTPAddr, strings.Join(missing, " and "))
 }
 
 // busConfig says where the flags put NATS.
@@ -282,7 +308,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 	maps.Copy(extra, execs)
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
-		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
+		Metrics: w.metricsHandler(), Logger: w.Logger.With("component", "http"), Auth: w.Auth,
 		Extra: extra, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 	}
 	if err := w.HTTP.Open(); err != nil {

@@ -37,10 +37,10 @@ func (c *WorkflowValidateCmd) Run(m *Main) error {
 	for _, f := range c.Files {
 		if _, err := engine.ParseFile(f); err != nil {
 			bad++
-			fmt.Fprintln(m.Stdout, err)
+			fmt.Fprintln(m.Stdout, termLines(err.Error()))
 			continue
 		}
-		fmt.Fprintf(m.Stdout, "%s: ok\n", f)
+		fmt.Fprintf(m.Stdout, "%s: ok\n", termText(f))
 	}
 	if bad > 0 {
 		return exitError{code: 1}
@@ -87,7 +87,7 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	if len(unserved) > 0 {
-		fmt.Fprint(m.Stderr, unservedWarning(unserved, c.NATSURL))
+		fmt.Fprint(m.Stderr, termLines(unservedWarning(unserved, c.NATSURL)))
 	}
 	if c.JSON {
 		return writeJSON(m.Stdout, x)
@@ -96,7 +96,7 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 	if x.Existing {
 		verb = "already started" // running or closed: the name is taken with this input
 	}
-	fmt.Fprintf(m.Stdout, "%s %s (workflow %s, tenant %s)\n", verb, x.ID, x.Workflow, c.Tenant)
+	fmt.Fprintf(m.Stdout, "%s %s (workflow %s, tenant %s)\n", verb, termText(x.ID), termText(x.Workflow), termText(c.Tenant))
 	return nil
 }
 

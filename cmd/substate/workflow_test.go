@@ -137,7 +137,7 @@ func TestWorkflowStartWithoutServices(t *testing.T) {
 		}
 		return ""
 	})
-	code, out, _ = runCLI(t, "audit", "--tenant", s.TenantID, "--raw", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	code, out, _ = runCLI(t, "audit", "--tenant", s.TenantID, "--raw", "--unredacted", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if want := `"output":{"amount":250,`; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, `"trackingNumber":"trk-o-100"`) {
 		t.Errorf("audit --raw: exit %d, want the output (%s…) in\n%s", code, want, out)
 	}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
+	"github.com/substatehq/substate/replay"
+)
+
+// checkEvidence checks, every --evidence-check-interval, the canonical
+// events that arrived since the last check against their raw evidence,
+// as "substate verify" does, and counts them by outcome in
+// substate_evidence_events_total: an event published on SUBSTATE_EVENTS by
+// anyone but the normalizer is counted forged or missing, and logged. It
+// starts after the view's checkpoint, so events that came while the
+// worker was down are checked too, and a restart does not check the whole
+// stream again.
+func (w *Worker) checkEvidence(ctx context.Context) error {
+	every := w.Flags.EvidenceCheckInterval
+	if every <= 0 {
+		return nil
+	}
+	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
+	if err != nil {
+		return err
+	}
+	log := w.Logger.With("component", "evidence")
+	ch := &replay.Checker{
+		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
+		EventID: mapping.EventID, MappingVersion: mapping.Version, Metrics: w.evidence,
+	}
+	next, err := w.View.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	next++
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		_, last, _, err := ch.Reader.Bounds(ctx, substate.StreamEvents)
+		if err != nil || last < next {
+			continue // NATS away, or nothing new: the next tick tries again
+		}
+		res, err := ch.Run(ctx, replay.Range{FromSeq: next, ToSeq: last})
+		if err != nil {
+			log.Warn("evidence check failed; the next one retries", "err", err)
+			continue
+		}
+		for _, f := range res.Findings {
+			log.Error("canonical event without its evidence", "seq", f.Seq, "tenant", f.TenantID, "event", f.EventID, "outcome", f.Outcome, "reason", f.Reason)
+		}
+		next = last + 1
+	}
+}

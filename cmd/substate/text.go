@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// termText returns s safe to print on a terminal: every control
+// character (C0, DEL, C1), every bidirectional-text control and the
+// Unicode line and paragraph separators are written as escapes (ESC as
+// \x1b, CR as \r, U+202E as \u202e), and bytes that are not UTF-8 as \xNN.
+// Tenant ids, error messages and provider states come from providers and
+// from whoever may publish an event: printed raw, an ESC or OSC sequence
+// would move the cursor, rewrite earlier lines, retitle the window or
+// hide text, and a CR would overwrite the line it is on. Everything else,
+// backslashes included, is printed as it is.
+func termText(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x100 && unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// needsEscape reports whether termText changes s.
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r < 0x100 && unicode.IsControl(r) || unsafeRune(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+// unsafeRune reports whether r above Latin-1 changes how a terminal lays
+// out the text around it: bidirectional controls (which can reorder what
+// is shown, as in "Trojan Source") and the line and paragraph separators.
+func unsafeRune(r rune) bool {
+	return r >= 0x100 && (unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029')
+}
+
+// termLines is termText for text of several lines: line breaks and tabs
+// stay as they are, everything else termText escapes is escaped. Error
+// messages and JSON printed as received go through it.
+func termLines(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		for j := range parts {
+			parts[j] = termText(parts[j])
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// safeWriter writes everything through termLines.
+type safeWriter struct{ w io.Writer }
+
+func (s safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, termLines(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
