@@ -121,18 +121,28 @@ func restateRank(status string, cond Condition) int {
 }
 
 // restateRetries fills the retry count (the failed attempts followed by,
-// or waiting for, a retry) from the row's retry_count, which counts
-// attempts: backing off after attempt n, n attempts failed; running attempt
-// n, n-1 did. A paused row has no retry_count: its failures are counted
-// from the journal events the poller attached, when it did.
+// or waiting for, a retry, over the whole invocation) from the row's
+// retry_count, which counts the attempts of the current spell: backing off
+// after attempt n, n attempts failed; running attempt n, n-1 did. The
+// journal the poller attaches adds the attempts of the spells a pause
+// ended (retry_count starts again at 1 after a resume). A paused row has
+// no retry_count when its retry policy paused it: its spell's attempts
+// come from the journal and the policy; paused by hand, it keeps it.
 func restateRetries(out *substate.EventData, r *restateRow, attempt int) {
+	paused := r.Status == "paused"
+	before, spell := 0, 0
+	if r.hasJournal() {
+		before, spell = r.failedBefore(paused)
+	}
 	switch {
+	case paused && r.RetryCount != nil:
+		out.RetryCount, out.RetryCountKnown = before+attempt, true
+	case paused && r.hasJournal():
+		out.RetryCount, out.RetryCountKnown = before+r.pausedAttempts(spell), true
 	case r.RetryCount != nil && out.SubState == substate.StateBackingOff:
-		out.RetryCount, out.RetryCountKnown = attempt, true
+		out.RetryCount, out.RetryCountKnown = before+attempt, true
 	case r.RetryCount != nil && out.SubState == substate.StateRunning:
-		out.RetryCount, out.RetryCountKnown = max(attempt-1, 0), true
-	case r.Status == "paused" && r.hasJournal():
-		out.RetryCount, out.RetryCountKnown = r.failures(), true
+		out.RetryCount, out.RetryCountKnown = before+max(attempt-1, 0), true
 	}
 }
 
@@ -195,7 +205,7 @@ func restateError(out *substate.EventData, r *restateRow) {
 		if r.LastFailureCode != "" {
 			out.ErrorType = r.LastFailureCode
 		}
-	case r.hasJournal():
+	case r.Status == "paused" && r.hasJournal():
 		out.ErrorType, out.ErrorMessage = r.lastFailure()
 	}
 }

@@ -2,7 +2,8 @@
 // The Restate service substate's integration tests run against a real
 // restate-server. Usage: node service.js <service port> <control port>.
 // The control port (plain HTTP on loopback) lets a test steer handlers:
-// GET /gate?key=K&gate=open|fail sets the gate of object key K.
+// GET /gate?key=K&gate=open|fail sets the gate of object key K;
+// GET /attempts?id=I answers how many attempts invocation I has started.
 
 // Node 20 lacks Promise.withResolvers, which the SDK uses.
 if (typeof Promise.withResolvers !== "function") {
@@ -66,6 +67,15 @@ const provision = restate.object({
         if (gates.get(ctx.key) !== "open") throw new Error(`downstream unavailable (attempt ${n})`);
         return `ok after ${n}`;
       }),
+    // Like stuck, but every attempt fails with the same message (Restate
+    // then records one TransientError event for all of them).
+    same: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 200, maxInterval: 200, maxAttempts: 3, onMaxAttempts: "pause" } },
+      async (ctx) => {
+        attempt(ctx);
+        if (gates.get(ctx.key) !== "open") throw new Error("downstream unavailable");
+        return "ok";
+      }),
   },
 });
 
@@ -110,6 +120,10 @@ const [port, controlPort] = process.argv.slice(2).map(Number);
 http2.createServer(restate.createEndpointHandler({ services: [provision, notify, reporter] })).listen(port, "127.0.0.1");
 http.createServer((req, res) => {
   const u = new URL(req.url, "http://127.0.0.1");
+  if (u.pathname === "/attempts") {
+    res.end(`${attempts.get(u.searchParams.get("id")) || 0}\n`);
+    return;
+  }
   gates.set(u.searchParams.get("key"), u.searchParams.get("gate"));
   res.end("ok\n");
 }).listen(controlPort, "127.0.0.1", () => console.log(`listening on ${port} and ${controlPort}`));
