@@ -223,9 +223,3 @@ func restateFailure(failure string) (code, message string) {
 	}
 	return code, firstLine(s)
 }
-
-// firstLine returns s up to its first line break, trimmed.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return strings.TrimSpace(strings.TrimSuffix(line, "\r"))
-}

@@ -86,3 +86,15 @@ func TestMapRestateJournalRetryCount(t *testing.T) {
 		}
 	})
 }
+
+// TestMapEngineErrorFirstLine keeps a task's stack trace out of the
+// engine's errorMessage: the raw event keeps it.
+func TestMapEngineErrorFirstLine(t *testing.T) {
+	m := newMapper(t)
+	ev := substate.EngineEvent{ID: "acme-1/2", TenantID: "acme", ExecutionID: "acme-1", Seq: 2, Status: substate.EngineError,
+		ErrorType: "TaskFailed", Error: "card declined\n    at charge (billing.go:12)"}
+	got := mustMap(t, m, substate.RawEngine, mustJSON(t, ev))[0]
+	if got.ErrorMessage != "card declined" || got.ErrorType != "TaskFailed" {
+		t.Errorf("error %q type %q, want the first line", got.ErrorMessage, got.ErrorType)
+	}
+}
