@@ -109,8 +109,9 @@ func TestRestateRealServerPoller(t *testing.T) {
 		}
 	})
 	t.Run("DelayedSend", func(t *testing.T) {
-		id := rs.Send(t, "Provision", "t-later", "ok", nil, time.Hour)
+		id := rs.Send(t, "Provision", "t-later", "ok", nil, 2*time.Second)
 		r.follow(t, id, "t-later", func(s rowState) bool { return s.Status == "scheduled" })
+		r.follow(t, id, "t-later", settled)
 	})
 	t.Run("KeylessServiceIsDeadLettered", func(t *testing.T) {
 		id := rs.Send(t, "Notify", "", "send", nil, 0)

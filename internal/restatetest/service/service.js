@@ -95,7 +95,8 @@ const notify = restate.service({
 });
 
 // Reporter posts an invocation's sys_invocation row to a webhook, signed as
-// Standard Webhooks asks: how a Restate deployment reports to substate.
+// Standard Webhooks asks: how a Restate deployment reports to substate. A
+// paused row goes with its journal's failure events.
 const reporter = restate.service({
   name: "Reporter",
   handlers: {
@@ -112,6 +113,17 @@ async function report({ invocationId, url, secret, adminUrl }) {
   });
   const { rows } = await answer.json();
   if (!rows || rows.length !== 1) throw new restate.TerminalError(`no row for ${invocationId}`);
+  if (rows[0].status === "paused") {
+    // A paused row says nothing of its failures: attach them as substate's poller does.
+    const journal = await fetch(`${adminUrl}/query`, {
+      method: "POST",
+      headers: { "accept": "application/json", "content-type": "application/json" },
+      body: JSON.stringify({ query: `SELECT id, appended_at, event_type, event_json FROM sys_journal_events WHERE id = '${invocationId.replace(/'/g, "''")}' AND event_type IN ('TransientError', 'Paused') ORDER BY appended_at` }),
+    });
+    const events = (await journal.json()).rows || [];
+    rows[0].sys_journal_events = events;
+    rows[0].sys_journal_events_count = events.length;
+  }
   const body = JSON.stringify(rows[0]);
   const id = `msg_${crypto.randomUUID()}`;
   const timestamp = Math.floor(Date.now() / 1000).toString();
