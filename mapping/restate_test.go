@@ -169,7 +169,8 @@ func TestMapRestateRecordedRows(t *testing.T) {
 // TestRetryCountOneStory maps one story, a task that fails once and is
 // retried, as each provider reports it: backing off after the failure and
 // running the retry both count 1, as the engine's own events do (see
-// engine/retry_test.go).
+// engine/retry_test.go; engine/onestory_test.go tells a longer story with
+// the engine running it for real).
 func TestRetryCountOneStory(t *testing.T) {
 	m := mappingWithRules(t, "input:$.tenantId", "restate:key", "engine:tenant")
 	describe := []byte(`{"executionArn":"arn:aws:states:us-east-1:1:execution:sm:x","status":"RUNNING","startDate":1718791230.123,"input":"{\"tenantId\":\"acme\"}"}`)
