@@ -58,3 +58,40 @@ func TestAttachFailures(t *testing.T) {
 		t.Error("hasPaused")
 	}
 }
+
+// TestRestateRawID checks the raw event id of a row: the same row polled
+// twice keeps it (JetStream drops the second), and a change of anything
+// the view shows under one modified_at, as a real server reports retries,
+// changes it.
+func TestRestateRawID(t *testing.T) {
+	base := map[string]any{"id": "inv_1", "status": "backing-off", "modified_at": "2026-11-23T20:35:10.667Z",
+		"retry_count": 1, "next_retry_at": "2026-11-23T20:35:13.044Z", "last_failure": "[500 Internal] boom (attempt 1)"}
+	id := func(change map[string]any) string {
+		row := map[string]any{}
+		for k, v := range base {
+			row[k] = v
+		}
+		for k, v := range change {
+			row[k] = v
+		}
+		b, _ := json.Marshal(row)
+		return restateRaw("inv_1", "2026-11-23T20:35:10.667Z", b).ID
+	}
+	first := id(nil)
+	if again := id(nil); again != first {
+		t.Fatalf("the same row got ids %s and %s", first, again)
+	}
+	seen := map[string]string{first: "base"}
+	for name, change := range map[string]map[string]any{
+		"status":       {"status": "running"},
+		"retry_count":  {"retry_count": 2},
+		"next_retry":   {"next_retry_at": "2026-11-23T20:35:14.100Z"},
+		"last_failure": {"last_failure": "[500 Internal] boom (attempt 2)"},
+	} {
+		got := id(change)
+		if other, dup := seen[got]; dup {
+			t.Errorf("a change of %s kept the id of %s: %s", name, other, got)
+		}
+		seen[got] = name
+	}
+}
