@@ -50,7 +50,7 @@ func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []stri
 		if !found[id] {
 			s.res.Failed++
 			p.Metrics.countPolls(substate.ProviderRestate, substate.ENOTFOUND, 1)
-			p.reportMissing(id, "restate has no sys_invocation row for this invocation (a completed service invocation is not kept, others only for their retention); its outcome is unknown")
+			p.reportMissing(id, "restate has no sys_invocation row for this invocation (a completed invocation is kept only for its completion_retention, 24 h by default); its outcome is unknown")
 		}
 	}
 	return nil

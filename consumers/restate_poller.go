@@ -55,10 +55,10 @@ const (
 // id never holds up the other tenants. An unreachable admin API, or one
 // that refuses every query, is logged, counted, and retried with a delay
 // that doubles after each failed sweep up to MaxBackoff; it never stops the
-// poller. An invocation Restate no longer returns (plain service
-// invocations leave sys_invocation when they complete; others after their
-// retention) is logged once: its outcome is not known, so nothing is
-// published for it.
+// poller. An invocation Restate no longer returns (a completed invocation
+// leaves sys_invocation after its completion_retention, 24 h by default on
+// 1.7, at once when the retention is 0) is logged once: its outcome is not
+// known, so nothing is published for it.
 //
 // Set the fields before Run; NewRestatePoller sets the defaults.
 type RestatePoller struct {
