@@ -47,10 +47,13 @@ func TestRunRestateRealServer(t *testing.T) {
 	t.Run("BackingOffWithinOneSweep", func(t *testing.T) {
 		rs.Gate(t, "acme", "fail")
 		id := rs.Send(t, "Provision", "acme", "slow", nil, 0)
-		// slow waits 10 s after its third failure: the row holds still.
+		// slow waits 80 s after its third failure: the row holds still.
 		row := rs.WaitRow(t, id, "backing off after 3 attempts", func(r map[string]any) bool {
 			return r["status"] == "backing-off" && r["retry_count"] == 3.0
 		})
+		// Discovery put the invocation in the view; from then on every
+		// sweep reads it by id (its modified_at no longer moves).
+		waitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowExecutionID == id })
 		sweeps := restateSweeps(t, url)
 		failure, _ := row["last_failure"].(string)
 		if !strings.HasPrefix(failure, "[500 Internal] downstream unavailable (attempt 3)\n") || !strings.Contains(failure, "    at ") {
@@ -67,7 +70,9 @@ func TestRunRestateRealServer(t *testing.T) {
 		if !rawHasRow(t, w, id, `"status":"backing-off"`, `"retry_count":3`) {
 			t.Fatalf("two sweeps after invocation %s backed off, SUBSTATE_RAW has no row saying so", id)
 		}
-		v := waitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+		v := waitView(t, url, "acme", func(v substate.TenantView) bool {
+			return v.WorkflowSubState == substate.StateBackingOff && v.WorkflowRetryCount >= 3
+		})
 		if v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable (attempt 3)" || v.WorkflowExecutionID != id {
 			t.Fatalf("view %+v; want backing-off, 3 retries, the message without its stack trace", v)
 		}
@@ -77,7 +82,7 @@ func TestRunRestateRealServer(t *testing.T) {
 			t.Fatalf("tenants get: %d %s %s", code, out, errOut)
 		}
 		rs.Gate(t, "acme", "open")
-		rs.Resume(t, id) // retry now instead of in 10 s
+		rs.Resume(t, id) // retry now instead of in 80 s
 		v = waitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
 		if v.WorkflowRetryCount != 0 || v.WorkflowErrorMessage != "" {
 			t.Fatalf("succeeded: view %+v", v)

@@ -67,10 +67,11 @@ const provision = restate.object({
         if (gates.get(ctx.key) !== "open") throw new Error(`downstream unavailable (attempt ${n})`);
         return `ok after ${n}`;
       }),
-    // Fails while its gate says "fail", waiting 0.1 s, 1 s, 10 s, 100 s…
-    // between attempts: backing-off holds still long enough to be checked.
+    // Fails while its gate says "fail", waiting 0.05 s, 2 s, 80 s, 1 h…
+    // between attempts: backing off after the third, it holds still long
+    // enough to be checked.
     slow: restate.handlers.object.exclusive(
-      { retryPolicy: { initialInterval: 100, exponentiationFactor: 10, maxInterval: 3600000, maxAttempts: 1000, onMaxAttempts: "pause" } },
+      { retryPolicy: { initialInterval: 50, exponentiationFactor: 40, maxInterval: 3600000, maxAttempts: 1000, onMaxAttempts: "pause" } },
       async (ctx) => {
         const n = attempt(ctx);
         if (gates.get(ctx.key) === "fail") throw new Error(`downstream unavailable (attempt ${n})`);
