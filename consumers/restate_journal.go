@@ -36,15 +36,15 @@ type policyEntry struct {
 }
 
 // withFailures returns a row with what its columns do not tell of its
-// failures: for a paused row, and a backing-off or running row of an
-// invocation the poller saw paused before (Restate's retry_count starts
+// failures: for a paused row, and a backing-off, running or ready row of
+// an invocation the poller saw paused before (Restate's retry_count starts
 // again at 1 after a resume), the TransientError and Paused events of its
 // journal and the retry policy of its handler. Other rows, and rows whose
 // journal cannot be read, are returned as they are (the journal is tried
 // again next sweep).
 func (p *RestatePoller) withFailures(ctx context.Context, id, modifiedAt, status string, row json.RawMessage) json.RawMessage {
 	e, known := p.journals[id]
-	resumed := known && e.paused && (status == "backing-off" || status == "running")
+	resumed := known && e.paused && (status == "backing-off" || status == "running" || status == "ready")
 	if status != "paused" && !resumed {
 		return row
 	}

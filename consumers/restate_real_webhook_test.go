@@ -49,18 +49,19 @@ func TestRestateRealServerWebhook(t *testing.T) {
 	follow := func(t *testing.T, id, tenant string, done func(rowState) bool) {
 		t.Helper()
 		retries := 0
-		if v, err := r.view.Tenant(context.Background(), tenant); err == nil && v.WorkflowExecutionID == id {
-			retries = v.WorkflowRetryCount
+		prev, _ := r.view.Tenant(context.Background(), tenant)
+		if prev.WorkflowExecutionID == id {
+			retries = prev.WorkflowRetryCount
 		}
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			s := report(t, id)
 			v := r.tenant(t, tenant)
-			want := expectOf(s, retries, 0)
+			want := expectOf(s, retries, 0).readyBetweenAttempts(s, prev, id)
 			if s.Status == "paused" {
 				want = r.pausedExpect(t, id, retries)
 			}
 			want.check(t, tenant+" row "+s.String(), v)
-			retries = v.WorkflowRetryCount
+			retries, prev = v.WorkflowRetryCount, v
 			if done(s) {
 				return
 			}

@@ -96,6 +96,9 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 		attempt = max(*r.RetryCount, 0)
 	}
 	out.Revision = substate.RestateRevision(occurred, attempt, restateRank(r.Status, cond))
+	if r.Status != "paused" && !r.ModifiedAt.IsZero() {
+		r.until(r.ModifiedAt.Time)
+	}
 	restateRetries(&out, r, attempt)
 	restateError(&out, r)
 	src := tenantSource{execution: r.ID, name: r.TargetServiceKey, serviceKey: r.TargetServiceKey}
@@ -143,6 +146,11 @@ func restateRetries(out *substate.EventData, r *restateRow, attempt int) {
 		out.RetryCount, out.RetryCountKnown = before+attempt, true
 	case r.RetryCount != nil && out.SubState == substate.StateRunning:
 		out.RetryCount, out.RetryCountKnown = before+max(attempt-1, 0), true
+	case (before > 0 || r.Status == "ready") && (out.SubState == substate.StateRunning || out.SubState == substate.StateBackingOff):
+		// No attempt in flight (a ready row, between two attempts, has no
+		// retry_count): no failure since the spells before, if any. Known,
+		// so that the view does not count the coming attempt as a retry.
+		out.RetryCount, out.RetryCountKnown = before, true
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // restateJournal is what the poller attaches to a row whose sys_invocation
@@ -46,6 +47,24 @@ type restateErrorEvent struct {
 }
 
 func (j *restateJournal) hasJournal() bool { return len(j.JournalEvents) > 0 }
+
+// until drops the events appended after t. The journal is read after the
+// row, so it may already hold the next pause of an invocation whose row
+// still shows it running; a row's own events are never later than its
+// modified_at (Restate stamps a pause's row and its Paused event alike).
+func (j *restateJournal) until(t time.Time) {
+	kept := j.JournalEvents[:0:0]
+	for _, e := range j.JournalEvents {
+		if !e.AppendedAt.After(t) {
+			kept = append(kept, e)
+		}
+	}
+	if dropped := len(j.JournalEvents) - len(kept); dropped > 0 && j.JournalEventCount != nil {
+		n := max(*j.JournalEventCount-dropped, 0)
+		j.JournalEventCount = &n
+	}
+	j.JournalEvents = kept
+}
 
 // sorted returns the journal events oldest first.
 func (j *restateJournal) sorted() []restateJournalEvent {

@@ -54,6 +54,7 @@ func TestMapRestateJournalRetryCount(t *testing.T) {
 		{"PausedByHand", "paused", 2, []string{"T:a1", "T:a2", "P:a2"}, pauses3, 2, "a2"},
 		{"ResumedBackingOff", "backing-off", 2, []string{"T:busy", "P:busy", "T:busy"}, pauses3, 5, ""},
 		{"ResumedRunning", "running", 1, []string{"T:busy", "P:busy"}, pauses3, 3, ""},
+		{"ResumedReady", "ready", nil, []string{"T:busy", "P:busy"}, pauses3, 3, ""},
 		{"NeverPausedBackingOff", "backing-off", 4, []string{"T:a1", "T:a2", "T:a3", "T:a4"}, pauses3, 4, ""},
 	}
 	for _, tt := range tests {
@@ -72,6 +73,16 @@ func TestMapRestateJournalRetryCount(t *testing.T) {
 			}
 		})
 	}
+	t.Run("LaterPauseIsNotTheRows", func(t *testing.T) {
+		// The journal was read after the row: it already holds the next
+		// pause, appended after the row's modified_at.
+		set := map[string]any{"retry_count": 2, "modified_at": "2024-06-19T10:00:01.500Z", "handler_retry_policy": pauses3,
+			"sys_journal_events": journal(t, "T:busy", "P:busy", "T:busy", "P:busy"), "sys_journal_events_count": 4}
+		ev := mustMap(t, m, substate.RawRestate, restateRow(t, "running", set))[0]
+		if want := 3 + 1; ev.RetryCount != want {
+			t.Errorf("retries %d, want %d: the spell paused before the row, and one failed attempt since", ev.RetryCount, want)
+		}
+	})
 	t.Run("CutJournalCountsTheCutEvents", func(t *testing.T) {
 		set := map[string]any{"sys_journal_events": journal(t, "T:a9", "P:a10"), "sys_journal_events_count": 10}
 		ev := mustMap(t, m, substate.RawRestate, restateRow(t, "paused", set))[0]

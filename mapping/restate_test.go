@@ -30,6 +30,7 @@ func TestMapRestate(t *testing.T) {
 			{"backing-off", 1, 1, true}, {"backing-off", 4, 4, true}, {"backing-off", nil, 0, false},
 			{"running", 1, 0, true}, {"running", 4, 3, true}, {"running", 0, 0, true}, {"running", nil, 0, false},
 			{"paused", nil, 0, false}, {"completed", nil, 0, false},
+			{"ready", nil, 0, true}, // between two attempts: no failure it could add
 		}
 		for _, tt := range tests {
 			ev := mapOne(t, restateRow(t, tt.status, map[string]any{"retry_count": tt.attempts}))

@@ -97,7 +97,8 @@ const notify = restate.service({
 
 // Reporter posts an invocation's sys_invocation row to a webhook, signed as
 // Standard Webhooks asks: how a Restate deployment reports to substate. A
-// paused row goes with its journal's failure events.
+// row goes with its journal's failure events, which tell a paused or
+// resumed invocation's attempts.
 const reporter = restate.service({
   name: "Reporter",
   handlers: {
@@ -114,16 +115,19 @@ async function report({ invocationId, url, secret, adminUrl }) {
   });
   const { rows } = await answer.json();
   if (!rows || rows.length !== 1) throw new restate.TerminalError(`no row for ${invocationId}`);
-  if (rows[0].status === "paused") {
-    // A paused row says nothing of its failures: attach them as substate's poller does.
+  if (rows[0].status !== "completed") {
+    // A paused row says nothing of its failures, and after a resume
+    // retry_count starts again at 1: attach them as substate's poller does.
     const journal = await fetch(`${adminUrl}/query`, {
       method: "POST",
       headers: { "accept": "application/json", "content-type": "application/json" },
       body: JSON.stringify({ query: `SELECT id, appended_at, event_type, event_json FROM sys_journal_events WHERE id = '${invocationId.replace(/'/g, "''")}' AND event_type IN ('TransientError', 'Paused') ORDER BY appended_at` }),
     });
     const events = (await journal.json()).rows || [];
-    rows[0].sys_journal_events = events;
-    rows[0].sys_journal_events_count = events.length;
+    if (events.length > 0) {
+      rows[0].sys_journal_events = events;
+      rows[0].sys_journal_events_count = events.length;
+    }
   }
   const body = JSON.stringify(rows[0]);
   const id = `msg_${crypto.randomUUID()}`;
