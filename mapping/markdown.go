@@ -115,7 +115,10 @@ and at least its ` + "`TransientError`" + ` journal events plus the one in its `
 (` + "`sys_journal_events`" + `; Restate records a ` + "`TransientError`" + ` only when it differs from
 the one before); without them the count is unknown. A row paused by hand keeps its
 ` + "`retry_count`" + `. With the journal attached, the attempts of every spell an earlier pause
-ended are added: after a resume ` + "`retry_count`" + ` starts again at 1. ` + "`errorMessage`" + ` is the first
+ended are added: after a resume ` + "`retry_count`" + ` starts again at 1. Journal events appended
+after the row's ` + "`modified_at`" + ` are left out (the journal is read after the row). A ` + "`ready`" + `
+row has no ` + "`retry_count`" + ` (no attempt in flight): it reports the count of those spells, 0
+without them, so the attempt that follows is not taken for one more retry. ` + "`errorMessage`" + ` is the first
 line of ` + "`completion_failure`" + `, else of ` + "`last_failure`" + `, else of the newest journal
 failure, without Restate's ` + "`[500 Internal]`" + ` prefix (the code is ` + "`errorType`" + `, or
 ` + "`last_failure_error_code`" + `); the stack trace stays in the raw row. A row with
