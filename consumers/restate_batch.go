@@ -50,14 +50,15 @@ func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []stri
 		if !found[id] {
 			s.res.Failed++
 			p.Metrics.countPolls(substate.ProviderRestate, substate.ENOTFOUND, 1)
-			p.reportMissing(id, "restate has no sys_invocation row for this invocation (a completed service invocation is not kept, others only for their retention); its outcome is unknown")
+			p.reportMissing(id, "restate has no sys_invocation row for this invocation (a completed invocation is kept only for its completion_retention, 24 h by default); its outcome is unknown")
 		}
 	}
 	return nil
 }
 
-// publishRow publishes one row, with the journal's failure events attached
-// when it is paused, and returns its invocation id. A row without an id is
+// publishRow publishes one row, with its journal's failure events and its
+// handler's retry policy attached when it needs them (see withFailures),
+// and returns its invocation id. A row without an id is
 // logged and skipped.
 func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
 	id, modifiedAt, status, err := restateRowID(row)
@@ -65,9 +66,7 @@ func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row jso
 		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
 		return "", nil
 	}
-	if status == "paused" {
-		row = p.withJournal(ctx, id, modifiedAt, row)
-	}
+	row = p.withFailures(ctx, id, modifiedAt, status, row)
 	if err := p.Publisher.PublishRaw(ctx, restateRaw(id, modifiedAt, row)); err != nil {
 		p.Metrics.countPolls(substate.ProviderRestate, OutcomePublishFailed, 1)
 		return "", fmt.Errorf("restate poller: publish the row of %s: %w", id, err)

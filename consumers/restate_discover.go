@@ -1,28 +1,17 @@
 package consumers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
 	"time"
 )
 
-// maxJournalEvents bounds the journal events attached to a paused row.
-const maxJournalEvents = 50
-
 // discoveryOverlap is how far before its cursor each discovery reads again:
 // a row may become visible after rows with a later (modified_at, id) were
 // read (another partition, the same millisecond). Rows read twice are
 // deduplicated by their raw event id.
 const discoveryOverlap = 2 * time.Second
-
-// journalEntry is the journal attached to a paused row, kept while the row
-// is unchanged so that polling it again costs no journal query.
-type journalEntry struct {
-	modifiedAt string
-	row        json.RawMessage
-}
 
 // discover publishes the Services' rows changed since the cursor, page by
 // page. The first sweep reads those changed in the last Lookback and every
@@ -93,44 +82,4 @@ func parseRestateTime(s string) (time.Time, error) {
 		}
 	}
 	return time.Parse(time.RFC3339Nano, s)
-}
-
-// withJournal returns a paused row with its invocation's failure events
-// from sys_journal_events attached (the newest maxJournalEvents, and their
-// count), which tell its failed attempts and last error. A journal that
-// cannot be read leaves the row as it is, to be tried again next sweep.
-func (p *RestatePoller) withJournal(ctx context.Context, id, modifiedAt string, row json.RawMessage) json.RawMessage {
-	if e, ok := p.journals[id]; ok && e.modifiedAt == modifiedAt {
-		return e.row
-	}
-	if err := p.pacer.wait(ctx, 1); err != nil {
-		return row
-	}
-	events, err := p.query(ctx, journalQuery(id))
-	if err != nil {
-		p.logger().Warn("cannot read the journal of a paused restate invocation; its failures show next sweep", "invocation", id, "err", err)
-		return row
-	}
-	out := attachJournal(row, events)
-	p.journals[id] = journalEntry{modifiedAt: modifiedAt, row: out}
-	return out
-}
-
-// attachJournal adds sys_journal_events (the newest maxJournalEvents
-// events) and sys_journal_events_count to a row object.
-func attachJournal(row json.RawMessage, events []json.RawMessage) json.RawMessage {
-	trimmed := bytes.TrimSpace(row)
-	if len(events) == 0 || len(trimmed) < 2 || trimmed[len(trimmed)-1] != '}' {
-		return row
-	}
-	kept, err := json.Marshal(events[max(len(events)-maxJournalEvents, 0):])
-	if err != nil {
-		return row
-	}
-	out := bytes.Clone(trimmed[:len(trimmed)-1])
-	out = append(out, `,"sys_journal_events":`...)
-	out = append(out, kept...)
-	out = append(out, `,"sys_journal_events_count":`...)
-	out = strconv.AppendInt(out, int64(len(events)), 10)
-	return append(out, '}')
 }

@@ -38,8 +38,10 @@ const (
 //     an invocation retries: a retry, its failure and its backing-off show
 //     only in the row itself;
 //   - reads the failure events in sys_journal_events of a paused
-//     invocation, whose row says nothing of its failures, and attaches them
-//     to the row;
+//     invocation, whose row says nothing of its failures, and the retry
+//     policy of its handler (GET /services/{service}), and attaches them
+//     to the row; and to the rows of an invocation resumed after a pause,
+//     whose retry_count starts again at 1;
 //
 // with POST <URL>/query (Accept: application/json, SQL on sys_invocation),
 // and publishes every row on SUBSTATE_RAW as a raw event of kind
@@ -53,10 +55,10 @@ const (
 // id never holds up the other tenants. An unreachable admin API, or one
 // that refuses every query, is logged, counted, and retried with a delay
 // that doubles after each failed sweep up to MaxBackoff; it never stops the
-// poller. An invocation Restate no longer returns (plain service
-// invocations leave sys_invocation when they complete; others after their
-// retention) is logged once: its outcome is not known, so nothing is
-// published for it.
+// poller. An invocation Restate no longer returns (a completed invocation
+// leaves sys_invocation after its completion_retention, 24 h by default on
+// 1.7, at once when the retention is 0) is logged once: its outcome is not
+// known, so nothing is published for it.
 //
 // Set the fields before Run; NewRestatePoller sets the defaults.
 type RestatePoller struct {
@@ -109,6 +111,7 @@ type RestatePoller struct {
 	failures int             // consecutive failed sweeps
 	cursor   *discoveryCursor
 	journals map[string]journalEntry // attached journal events, by invocation id
+	policies map[string]policyEntry  // retry policies, by service
 }
 
 // NewRestatePoller returns a poller of the admin API at url with the
@@ -264,6 +267,7 @@ func (p *RestatePoller) init() {
 		p.pacer = newPacer(p.QPS, defaultBurst(p.QPS, 1), p.Now, p.Sleep)
 		p.missing = map[string]bool{}
 		p.journals = map[string]journalEntry{}
+		p.policies = map[string]policyEntry{}
 	}
 }
 

@@ -53,15 +53,42 @@ func TestRestateRealServerPoller(t *testing.T) {
 		if v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable (attempt 3)" {
 			t.Fatalf("paused after 3 attempts: view %+v", v)
 		}
-		// Resumed, it fails 3 times more: Restate counts from 1 again, the view never goes down.
-		rs.Resume(t, id)
+		// Resumed, it fails 3 times more: Restate counts from 1 again, the view counts on.
+		r.resume(t, id)
 		r.follow(t, id, "t-stuck", func(s rowState) bool { return s.Status == "paused" })
 		if v := r.tenant(t, "t-stuck"); v.WorkflowRetryCount != 6 || v.WorkflowErrorMessage != "downstream unavailable (attempt 6)" {
 			t.Fatalf("paused again: view %+v", v)
 		}
 		rs.Gate(t, "t-stuck", "open")
-		rs.Resume(t, id)
+		r.resume(t, id)
 		r.follow(t, id, "t-stuck", settled)
+	})
+	t.Run("PausedWithTheSameErrorEachTime", func(t *testing.T) {
+		// Restate records one TransientError for attempts that fail alike:
+		// the count comes from the handler's retry policy (3 attempts).
+		id := rs.Send(t, "Provision", "t-same", "same", nil, 0)
+		r.follow(t, id, "t-same", func(s rowState) bool { return s.Status == "paused" })
+		if v := r.tenant(t, "t-same"); v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable" {
+			t.Fatalf("paused after 3 attempts: view %+v", v)
+		}
+		r.resume(t, id)
+		r.follow(t, id, "t-same", func(s rowState) bool { return s.Status == "paused" })
+		if v := r.tenant(t, "t-same"); v.WorkflowRetryCount != 6 {
+			t.Fatalf("paused again after 6 attempts: view %+v", v)
+		}
+		rs.Gate(t, "t-same", "open")
+		r.resume(t, id)
+		r.follow(t, id, "t-same", settled)
+	})
+	t.Run("FailsNTimesThenSucceeds", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "t-four", "flaky", map[string]int{"failures": 4}, 0)
+		seen := r.follow(t, id, "t-four", settled)
+		if !slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, "backing-off/") }) {
+			t.Fatalf("statuses %v: never saw backing-off", seen)
+		}
+		if v := r.tenant(t, "t-four"); v.WorkflowSubState != substate.StateSucceeded || rs.Attempts(t, id) != 5 {
+			t.Fatalf("after 4 failures and a success: view %+v, %d attempts", v, rs.Attempts(t, id))
+		}
 	})
 	t.Run("Killed", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-kill", "nap", nil, 0)
@@ -82,8 +109,9 @@ func TestRestateRealServerPoller(t *testing.T) {
 		}
 	})
 	t.Run("DelayedSend", func(t *testing.T) {
-		id := rs.Send(t, "Provision", "t-later", "ok", nil, time.Hour)
+		id := rs.Send(t, "Provision", "t-later", "ok", nil, 2*time.Second)
 		r.follow(t, id, "t-later", func(s rowState) bool { return s.Status == "scheduled" })
+		r.follow(t, id, "t-later", settled)
 	})
 	t.Run("KeylessServiceIsDeadLettered", func(t *testing.T) {
 		id := rs.Send(t, "Notify", "", "send", nil, 0)

@@ -1,6 +1,7 @@
 package consumers_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -48,11 +49,19 @@ func TestRestateRealServerWebhook(t *testing.T) {
 	follow := func(t *testing.T, id, tenant string, done func(rowState) bool) {
 		t.Helper()
 		retries := 0
+		prev, _ := r.view.Tenant(context.Background(), tenant)
+		if prev.WorkflowExecutionID == id {
+			retries = prev.WorkflowRetryCount
+		}
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			s := report(t, id)
 			v := r.tenant(t, tenant)
-			expectOf(s, retries).check(t, tenant+" row "+s.String(), v)
-			retries = v.WorkflowRetryCount
+			want := expectOf(s, retries, 0).readyBetweenAttempts(s, prev, id)
+			if s.Status == "paused" {
+				want = r.pausedExpect(t, id, retries)
+			}
+			want.check(t, tenant+" row "+s.String(), v)
+			retries, prev = v.WorkflowRetryCount, v
 			if done(s) {
 				return
 			}
@@ -77,5 +86,40 @@ func TestRestateRealServerWebhook(t *testing.T) {
 	t.Run("SleepSuspends", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "w-nap", "nap", nil, 0)
 		follow(t, id, "w-nap", func(s rowState) bool { return s.Status == "suspended" })
+	})
+	t.Run("Paused", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "w-stuck", "stuck", nil, 0)
+		follow(t, id, "w-stuck", func(s rowState) bool { return s.Status == "paused" })
+		rs.Gate(t, "w-stuck", "open")
+		rs.Resume(t, id)
+		follow(t, id, "w-stuck", func(s rowState) bool { return s.Status == "completed" })
+	})
+	for _, end := range []struct {
+		name string
+		act  func(testing.TB, string)
+	}{{"Killed", rs.Kill}, {"Cancelled", rs.Cancel}} {
+		t.Run(end.name, func(t *testing.T) {
+			tenant := "w-" + end.name
+			id := rs.Send(t, "Provision", tenant, "nap", nil, 0)
+			follow(t, id, tenant, func(s rowState) bool { return s.Status == "suspended" })
+			end.act(t, id)
+			follow(t, id, tenant, func(s rowState) bool { return s.Status == "completed" })
+			if v := r.tenant(t, tenant); v.WorkflowSubState != substate.StateFailed || v.WorkflowVerb != substate.VerbCancelled {
+				t.Fatalf("view %+v", v)
+			}
+		})
+	}
+	t.Run("DelayedSend", func(t *testing.T) {
+		id := rs.Send(t, "Provision", "w-later", "ok", nil, 2*time.Second)
+		follow(t, id, "w-later", func(s rowState) bool { return s.Status == "scheduled" })
+		follow(t, id, "w-later", func(s rowState) bool { return s.Status == "completed" })
+	})
+	t.Run("KeylessServiceIsDeadLettered", func(t *testing.T) {
+		id := rs.Send(t, "Notify", "", "send", nil, 0)
+		rs.WaitRow(t, id, "completed", func(row map[string]any) bool { return row["status"] == "completed" })
+		report(t, id)
+		if !dlqHas(t, r.pipeline, id, "tenant_unresolved") {
+			t.Fatalf("no dead letter naming the keyless invocation %s", id)
+		}
 	})
 }

@@ -26,7 +26,7 @@ func (m *Mapper) MapEngineEvent(ev substate.EngineEvent) (substate.EventData, er
 		ProviderState:      ev.Status,
 		RetryCount:         max(ev.RetryCount, 0),
 		RetryCountKnown:    true,
-		ErrorMessage:       ev.Error,
+		ErrorMessage:       firstLine(ev.Error),
 		ErrorType:          ev.ErrorType,
 		Step:               ev.State,
 		OccurredAt:         ev.Time,

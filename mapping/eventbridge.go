@@ -152,16 +152,17 @@ func arnField(arn string, i int) string {
 // errorMessage inside cause when cause is JSON, else "error: cause", or
 // whichever of the two is set.
 func sfnErrorMessage(errName, cause string) string {
-	if msg := causeMessage(cause); msg != "" {
+	if msg := firstLine(causeMessage(cause)); msg != "" {
 		return msg
 	}
+	cause = firstLine(cause)
 	switch {
 	case errName != "" && cause != "":
 		return errName + ": " + cause
 	case cause != "":
 		return cause
 	}
-	return errName
+	return firstLine(errName)
 }
 
 // causeMessage returns the human message inside a JSON cause

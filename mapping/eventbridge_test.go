@@ -31,6 +31,10 @@ func TestMapEventBridge(t *testing.T) {
 			{"Boom", `{"message":"from ecs"}`, "from ecs"},
 			{"Boom", `{"other":1}`, `Boom: {"other":1}`},
 			{"Boom", `{not json`, "Boom: {not json"},
+			// The first line is the message; a trace after it stays in the raw event.
+			{"Boom", "Traceback (most recent call last):\n  File \"app.py\", line 3", "Boom: Traceback (most recent call last):"},
+			{"Boom", `{"errorMessage":"disk full\n  at write (fs.js:1:1)","stackTrace":["at x"]}`, "disk full"},
+			{"Boom", "\n\n  quota exceeded\n  at y", "Boom: quota exceeded"},
 		}
 		for _, tt := range tests {
 			ev := mapOne(t, sfnEvent(t, "FAILED", map[string]any{"error": tt.errName, "cause": tt.cause}))

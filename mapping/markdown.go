@@ -89,7 +89,8 @@ const providerNotes = `
 is the execution ARN, the workflow the state machine's name. ` + "`errorType`" + ` is
 ` + "`error`" + `; ` + "`errorMessage`" + ` is the ` + "`errorMessage`" + ` (or ` + "`message`" + `) inside
 ` + "`cause`" + ` when ` + "`cause`" + ` is JSON, otherwise ` + "`error: cause`" + `, or whichever of the
-two is set. ` + "`occurredAt`" + ` is ` + "`stopDate`" + ` for terminal statuses, else
+two is set, cut to its first line that is not blank (a stack trace after it stays in the raw
+event). The engine's error text is cut the same way. ` + "`occurredAt`" + ` is ` + "`stopDate`" + ` for terminal statuses, else
 ` + "`redriveDate`" + ` or ` + "`startDate`" + `, falling back to the envelope ` + "`time`" + `.
 EventBridge events carry no retry count (` + "`retryCountKnown`" + ` is false). The revision
 is ` + "`StepFunctionsRevision(redriveCount, rank, 0)`" + ` with RUNNING ranked below the
@@ -107,9 +108,17 @@ continuing from it) is backing off; its error is that failure's (since the last
 **Restate** (` + "`restate.invocation`" + `): one event per ` + "`sys_invocation`" + ` row. The
 execution id is the invocation ` + "`id`" + `, the workflow ` + "`target_service_name`" + ` (or
 ` + "`target`" + `). ` + "`retry_count`" + ` is the attempt number (1 = the first try): a backing-off
-row after attempt n has n retries, a running row n − 1. A paused row has no
-` + "`retry_count`" + `: its retries are its ` + "`TransientError`" + ` and ` + "`Paused`" + ` journal events when the
-poller attached them (` + "`sys_journal_events`" + `), else unknown. ` + "`errorMessage`" + ` is the first
+row after attempt n has n retries, a running row n − 1. A row paused by its retry
+policy has no ` + "`retry_count`" + `: its spell's attempts are the handler's
+` + "`max_attempts`" + ` when the policy pauses (` + "`handler_retry_policy`" + `, attached by the poller),
+and at least its ` + "`TransientError`" + ` journal events plus the one in its ` + "`Paused`" + ` event
+(` + "`sys_journal_events`" + `; Restate records a ` + "`TransientError`" + ` only when it differs from
+the one before); without them the count is unknown. A row paused by hand keeps its
+` + "`retry_count`" + `. With the journal attached, the attempts of every spell an earlier pause
+ended are added: after a resume ` + "`retry_count`" + ` starts again at 1. Journal events appended
+after the row's ` + "`modified_at`" + ` are left out (the journal is read after the row). A ` + "`ready`" + `
+row has no ` + "`retry_count`" + ` (no attempt in flight): it reports the count of those spells, 0
+without them, so the attempt that follows is not taken for one more retry. ` + "`errorMessage`" + ` is the first
 line of ` + "`completion_failure`" + `, else of ` + "`last_failure`" + `, else of the newest journal
 failure, without Restate's ` + "`[500 Internal]`" + ` prefix (the code is ` + "`errorType`" + `, or
 ` + "`last_failure_error_code`" + `); the stack trace stays in the raw row. A row with

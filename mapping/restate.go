@@ -96,6 +96,9 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 		attempt = max(*r.RetryCount, 0)
 	}
 	out.Revision = substate.RestateRevision(occurred, attempt, restateRank(r.Status, cond))
+	if r.Status != "paused" && !r.ModifiedAt.IsZero() {
+		r.until(r.ModifiedAt.Time)
+	}
 	restateRetries(&out, r, attempt)
 	restateError(&out, r)
 	src := tenantSource{execution: r.ID, name: r.TargetServiceKey, serviceKey: r.TargetServiceKey}
@@ -121,18 +124,33 @@ func restateRank(status string, cond Condition) int {
 }
 
 // restateRetries fills the retry count (the failed attempts followed by,
-// or waiting for, a retry) from the row's retry_count, which counts
-// attempts: backing off after attempt n, n attempts failed; running attempt
-// n, n-1 did. A paused row has no retry_count: its failures are counted
-// from the journal events the poller attached, when it did.
+// or waiting for, a retry, over the whole invocation) from the row's
+// retry_count, which counts the attempts of the current spell: backing off
+// after attempt n, n attempts failed; running attempt n, n-1 did. The
+// journal the poller attaches adds the attempts of the spells a pause
+// ended (retry_count starts again at 1 after a resume). A paused row has
+// no retry_count when its retry policy paused it: its spell's attempts
+// come from the journal and the policy; paused by hand, it keeps it.
 func restateRetries(out *substate.EventData, r *restateRow, attempt int) {
+	paused := r.Status == "paused"
+	before, spell := 0, 0
+	if r.hasJournal() {
+		before, spell = r.failedBefore(paused)
+	}
 	switch {
+	case paused && r.RetryCount != nil:
+		out.RetryCount, out.RetryCountKnown = before+attempt, true
+	case paused && r.hasJournal():
+		out.RetryCount, out.RetryCountKnown = before+r.pausedAttempts(spell), true
 	case r.RetryCount != nil && out.SubState == substate.StateBackingOff:
-		out.RetryCount, out.RetryCountKnown = attempt, true
+		out.RetryCount, out.RetryCountKnown = before+attempt, true
 	case r.RetryCount != nil && out.SubState == substate.StateRunning:
-		out.RetryCount, out.RetryCountKnown = max(attempt-1, 0), true
-	case r.Status == "paused" && r.hasJournal():
-		out.RetryCount, out.RetryCountKnown = r.failures(), true
+		out.RetryCount, out.RetryCountKnown = before+max(attempt-1, 0), true
+	case (before > 0 || r.Status == "ready") && (out.SubState == substate.StateRunning || out.SubState == substate.StateBackingOff):
+		// No attempt in flight (a ready row, between two attempts, has no
+		// retry_count): no failure since the spells before, if any. Known,
+		// so that the view does not count the coming attempt as a retry.
+		out.RetryCount, out.RetryCountKnown = before, true
 	}
 }
 
@@ -195,7 +213,7 @@ func restateError(out *substate.EventData, r *restateRow) {
 		if r.LastFailureCode != "" {
 			out.ErrorType = r.LastFailureCode
 		}
-	case r.hasJournal():
+	case r.Status == "paused" && r.hasJournal():
 		out.ErrorType, out.ErrorMessage = r.lastFailure()
 	}
 }
@@ -212,10 +230,4 @@ func restateFailure(failure string) (code, message string) {
 		}
 	}
 	return code, firstLine(s)
-}
-
-// firstLine returns s up to its first line break, trimmed.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return strings.TrimSpace(strings.TrimSuffix(line, "\r"))
 }

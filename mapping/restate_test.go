@@ -30,6 +30,7 @@ func TestMapRestate(t *testing.T) {
 			{"backing-off", 1, 1, true}, {"backing-off", 4, 4, true}, {"backing-off", nil, 0, false},
 			{"running", 1, 0, true}, {"running", 4, 3, true}, {"running", 0, 0, true}, {"running", nil, 0, false},
 			{"paused", nil, 0, false}, {"completed", nil, 0, false},
+			{"ready", nil, 0, true}, // between two attempts: no failure it could add
 		}
 		for _, tt := range tests {
 			ev := mapOne(t, restateRow(t, tt.status, map[string]any{"retry_count": tt.attempts}))
@@ -169,7 +170,8 @@ func TestMapRestateRecordedRows(t *testing.T) {
 // TestRetryCountOneStory maps one story, a task that fails once and is
 // retried, as each provider reports it: backing off after the failure and
 // running the retry both count 1, as the engine's own events do (see
-// engine/retry_test.go).
+// engine/retry_test.go; engine/onestory_test.go tells a longer story with
+// the engine running it for real).
 func TestRetryCountOneStory(t *testing.T) {
 	m := mappingWithRules(t, "input:$.tenantId", "restate:key", "engine:tenant")
 	describe := []byte(`{"executionArn":"arn:aws:states:us-east-1:1:execution:sm:x","status":"RUNNING","startDate":1718791230.123,"input":"{\"tenantId\":\"acme\"}"}`)

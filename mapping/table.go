@@ -77,7 +77,7 @@ var table = []Row{
 	row(restate, "active", CondRetryScheduled, substate.StateBackingOff, "a retry is scheduled"),
 	row(restate, "backing-off", CondNone, substate.StateBackingOff, "retry_count retries; errorMessage: first line of last_failure"),
 	row(restate, "suspended", CondNone, substate.StateWaiting, "awaiting a promise, timer or call"),
-	row(restate, "paused", CondNone, substate.StateError, "retries exhausted, awaiting a manual resume; retries and errorMessage from the journal events the poller attaches"),
+	row(restate, "paused", CondNone, substate.StateError, "retries exhausted (or paused by hand), awaiting a resume; retries and errorMessage from the journal events and retry policy the poller attaches"),
 	row(restate, "completed", CondCompletedSuccess, substate.StateSucceeded, ""),
 	row(restate, "completed", CondCompletedFailure, substate.StateFailed, "errorMessage: completion_failure without its [code]"),
 	cancelled(row(restate, "completed", CondCompletedKilled, substate.StateFailed, "killed or cancelled by an operator")),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/awstest"
@@ -32,5 +33,26 @@ func TestCountCalls(t *testing.T) {
 	}
 	if counted["GetExecutionHistory"] != 2 {
 		t.Errorf("history calls counted = %d, want 2 (a throttled attempt and its retry)", counted["GetExecutionHistory"])
+	}
+}
+
+// TestBudget checks that the budget option spends at most its calls a
+// second after a burst of one second's worth: 25 calls at 10 a second take
+// at least 1.5 s (a lower bound: a slow machine only takes longer).
+func TestBudget(t *testing.T) {
+	srv := awstest.New(t)
+	p := stepfunctions.New(srv.Config(), stepfunctions.Budget(10))
+	arn := seedStatus(t, srv, "sfn-status-running.json")
+	start := time.Now()
+	for range 25 {
+		if _, err := p.Poll(context.Background(), arn, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if elapsed := time.Since(start); elapsed < 1400*time.Millisecond {
+		t.Errorf("25 calls took %v: over a budget of 10 a second", elapsed)
+	}
+	if got := srv.Calls("DescribeExecution"); got != 25 {
+		t.Errorf("server received %d calls, want 25", got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -94,6 +96,21 @@ func (s *Server) Gate(tb testing.TB, key, gate string) {
 	if _, err := s.call(http.MethodGet, s.ControlURL+"/gate?key="+url.QueryEscape(key)+"&gate="+url.QueryEscape(gate), nil); err != nil {
 		tb.Fatalf("gate %s=%s: %v", key, gate, err)
 	}
+}
+
+// Attempts returns how many attempts of invocation id the test service
+// has started: the truth a retry count is checked against.
+func (s *Server) Attempts(tb testing.TB, id string) int {
+	tb.Helper()
+	b, err := s.call(http.MethodGet, s.ControlURL+"/attempts?id="+url.QueryEscape(id), nil)
+	if err != nil {
+		tb.Fatalf("attempts of %s: %v", id, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		tb.Fatalf("attempts of %s: answer %q", id, b)
+	}
+	return n
 }
 
 // WaitRow polls an invocation's row until ok accepts it, and returns it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,9 @@ var record = flag.Bool("record", false, "record the Restate fixture rows of inte
 // status from a real server into internal/fixtures/providers, as the admin
 // API's /query answers them ({"rows":[…]}). The service's folder in stack
 // traces is replaced by /srv/provision. The paused row carries its
-// journal's failure events as the poller attaches them.
+// journal's failure events and its handler's retry policy as the poller
+// attaches them (rows recorded before the poller attached the policy lack
+// it; the count is the same for them: their failures differ).
 func TestRecordFixtures(t *testing.T) {
 	if !*record {
 		t.Skip("run with -record to record the Restate fixture rows")
@@ -51,7 +54,7 @@ func TestRecordFixtures(t *testing.T) {
 	keep("paused", stuck, status("paused"))
 	events := s.Query(t, "SELECT id, appended_at, event_type, event_json FROM sys_journal_events WHERE id = '"+stuck+
 		"' AND event_type IN ('TransientError', 'Paused') ORDER BY appended_at")
-	rows["paused"] = withJournal(t, rows["paused"], events)
+	rows["paused"] = withJournal(t, rows["paused"], events, handlerPolicy(t, s, "Provision", "stuck"))
 	keep("keyless-completed", s.Send(t, "Notify", "", "send", nil, 0), status("completed"))
 
 	dir := filepath.Join(restatetest.Dir(), "..", "..", "fixtures", "providers")
@@ -75,8 +78,41 @@ func TestRecordFixtures(t *testing.T) {
 	}
 }
 
-// withJournal adds the journal events to a row as the poller does.
-func withJournal(t *testing.T, row json.RawMessage, events []json.RawMessage) json.RawMessage {
+// handlerPolicy returns the handler's retry policy as the poller attaches
+// it: max_attempts and on_max_attempts from GET /services/{service} (the
+// test service sets both on the handlers it records paused).
+func handlerPolicy(t *testing.T, s *restatetest.Server, service, handler string) json.RawMessage {
+	t.Helper()
+	resp, err := http.Get(s.AdminURL + "/services/" + service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var svc struct {
+		Handlers []struct {
+			Name   string `json:"name"`
+			Policy struct {
+				MaxAttempts   *int    `json:"max_attempts"`
+				OnMaxAttempts *string `json:"on_max_attempts"`
+			} `json:"retry_policy"`
+		} `json:"handlers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&svc); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range svc.Handlers {
+		if h.Name == handler && h.Policy.MaxAttempts != nil && h.Policy.OnMaxAttempts != nil {
+			b, _ := json.Marshal(h.Policy)
+			return b
+		}
+	}
+	t.Fatalf("service %s has no retry policy for %s", service, handler)
+	return nil
+}
+
+// withJournal adds the journal events and the handler's retry policy to a
+// row as the poller does.
+func withJournal(t *testing.T, row json.RawMessage, events []json.RawMessage, policy json.RawMessage) json.RawMessage {
 	t.Helper()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(row, &m); err != nil {
@@ -84,6 +120,7 @@ func withJournal(t *testing.T, row json.RawMessage, events []json.RawMessage) js
 	}
 	m["sys_journal_events"], _ = json.Marshal(events)
 	m["sys_journal_events_count"], _ = json.Marshal(len(events))
+	m["handler_retry_policy"] = policy
 	out, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)

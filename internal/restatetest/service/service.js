@@ -2,7 +2,8 @@
 // The Restate service substate's integration tests run against a real
 // restate-server. Usage: node service.js <service port> <control port>.
 // The control port (plain HTTP on loopback) lets a test steer handlers:
-// GET /gate?key=K&gate=open|fail sets the gate of object key K.
+// GET /gate?key=K&gate=open|fail sets the gate of object key K;
+// GET /attempts?id=I answers how many attempts invocation I has started.
 
 // Node 20 lacks Promise.withResolvers, which the SDK uses.
 if (typeof Promise.withResolvers !== "function") {
@@ -66,6 +67,25 @@ const provision = restate.object({
         if (gates.get(ctx.key) !== "open") throw new Error(`downstream unavailable (attempt ${n})`);
         return `ok after ${n}`;
       }),
+    // Fails while its gate says "fail", waiting 0.05 s, 2 s, 80 s, 1 h…
+    // between attempts: backing off after the third, it holds still long
+    // enough to be checked.
+    slow: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 50, exponentiationFactor: 40, maxInterval: 3600000, maxAttempts: 1000, onMaxAttempts: "pause" } },
+      async (ctx) => {
+        const n = attempt(ctx);
+        if (gates.get(ctx.key) === "fail") throw new Error(`downstream unavailable (attempt ${n})`);
+        return `ok after ${n}`;
+      }),
+    // Like stuck, but every attempt fails with the same message (Restate
+    // then records one TransientError event for all of them).
+    same: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 200, maxInterval: 200, maxAttempts: 3, onMaxAttempts: "pause" } },
+      async (ctx) => {
+        attempt(ctx);
+        if (gates.get(ctx.key) !== "open") throw new Error("downstream unavailable");
+        return "ok";
+      }),
   },
 });
 
@@ -76,7 +96,9 @@ const notify = restate.service({
 });
 
 // Reporter posts an invocation's sys_invocation row to a webhook, signed as
-// Standard Webhooks asks: how a Restate deployment reports to substate.
+// Standard Webhooks asks: how a Restate deployment reports to substate. A
+// row goes with its journal's failure events, which tell a paused or
+// resumed invocation's attempts.
 const reporter = restate.service({
   name: "Reporter",
   handlers: {
@@ -93,6 +115,20 @@ async function report({ invocationId, url, secret, adminUrl }) {
   });
   const { rows } = await answer.json();
   if (!rows || rows.length !== 1) throw new restate.TerminalError(`no row for ${invocationId}`);
+  if (rows[0].status !== "completed") {
+    // A paused row says nothing of its failures, and after a resume
+    // retry_count starts again at 1: attach them as substate's poller does.
+    const journal = await fetch(`${adminUrl}/query`, {
+      method: "POST",
+      headers: { "accept": "application/json", "content-type": "application/json" },
+      body: JSON.stringify({ query: `SELECT id, appended_at, event_type, event_json FROM sys_journal_events WHERE id = '${invocationId.replace(/'/g, "''")}' AND event_type IN ('TransientError', 'Paused') ORDER BY appended_at` }),
+    });
+    const events = (await journal.json()).rows || [];
+    if (events.length > 0) {
+      rows[0].sys_journal_events = events;
+      rows[0].sys_journal_events_count = events.length;
+    }
+  }
   const body = JSON.stringify(rows[0]);
   const id = `msg_${crypto.randomUUID()}`;
   const timestamp = Math.floor(Date.now() / 1000).toString();
@@ -110,6 +146,10 @@ const [port, controlPort] = process.argv.slice(2).map(Number);
 http2.createServer(restate.createEndpointHandler({ services: [provision, notify, reporter] })).listen(port, "127.0.0.1");
 http.createServer((req, res) => {
   const u = new URL(req.url, "http://127.0.0.1");
+  if (u.pathname === "/attempts") {
+    res.end(`${attempts.get(u.searchParams.get("id")) || 0}\n`);
+    return;
+  }
   gates.set(u.searchParams.get("key"), u.searchParams.get("gate"));
   res.end("ok\n");
 }).listen(controlPort, "127.0.0.1", () => console.log(`listening on ${port} and ${controlPort}`));
