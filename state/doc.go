@@ -17,13 +17,12 @@
 //     as the earliest. Otherwise it is stale. A newer revision of the same
 //     execution applies even after a terminal event: a Step Functions
 //     redrive goes failed → running → succeeded under one id.
-//   - Retry count. A count the provider reported is taken as it is, lower
-//     or not: each provider counts in its own scope (Step Functions the
-//     current redrive epoch, Restate since the leader started the
-//     invocation, the engine the whole execution) and the view shows that
-//     count rather than inventing one. An event without a count keeps the
-//     view's count, so a Restate row that lacks the column never lowers it,
-//     and an error or backing-off → running transition adds one.
+//   - Retry count. A count the provider reported is taken, but never
+//     below the count the view has for the execution (Restate counts again
+//     after a resume). An event without a count keeps the view's count, so
+//     a row that lacks the column never lowers it; a failure followed by a
+//     retry adds one, once: entering backing-off adds it, and so does
+//     running straight after an error.
 //   - Error message. Running and succeeded show none (a Restate row keeps
 //     its last failure while the next attempt runs: that is history).
 //     Waiting shows the event's own message, if any. Error, backing-off and

@@ -144,14 +144,17 @@ func advance(base Record, ev *substate.EventData) Record {
 
 // retryCount takes the provider's count when it reported one, but never
 // lowers the count of the execution (Restate restarts its count after a
-// resume, a later row may lack it); otherwise an error or backing-off →
-// running transition counts one retry. prev is empty for a new execution.
+// resume, a later row may lack it). Otherwise a failure followed by a retry
+// counts once: entering backing-off counts it, and so does running straight
+// after an error; the retry's running after backing-off was already counted.
+// prev is empty for a new execution.
 func retryCount(prev *substate.TenantView, ev *substate.EventData) int {
 	if ev.RetryCountKnown {
 		return max(ev.RetryCount, prev.WorkflowRetryCount, 0)
 	}
-	if ev.SubState == substate.StateRunning &&
-		(prev.WorkflowSubState == substate.StateError || prev.WorkflowSubState == substate.StateBackingOff) {
+	switch {
+	case ev.SubState == substate.StateBackingOff && prev.WorkflowSubState != substate.StateBackingOff,
+		ev.SubState == substate.StateRunning && prev.WorkflowSubState == substate.StateError:
 		return prev.WorkflowRetryCount + 1
 	}
 	return prev.WorkflowRetryCount
