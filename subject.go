@@ -40,9 +40,6 @@ func RawSubject(kind RawKind) string { return SubjectRawPrefix + string(kind) }
 // EventsSubject returns the canonical events subject of a tenant.
 func EventsSubject(tenant string) string { return SubjectEventsPrefix + EncodeToken(tenant) }
 
-// ChangesSubject returns the change-feed subject of a tenant.
-func ChangesSubject(tenant string) string { return SubjectChangesPrefix + EncodeToken(tenant) }
-
 // DLQSubject returns the dead-letter subject of a pipeline stage.
 func DLQSubject(stage string) string { return SubjectDLQPrefix + EncodeToken(stage) }
 

@@ -60,8 +60,9 @@ type Worker struct {
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
-	forwarder  *consumers.Forwarder // nil without --eventbridge-bus
-	caughtUp   atomic.Bool          // the view has caught up once; see checkDurable
+	forwarder  *consumers.Forwarder   // nil without --eventbridge-bus
+	changes    *publishers.ChangeFeed // nil with --no-change-feed or without a view
+	caughtUp   atomic.Bool            // the view has caught up once; see checkDurable
 	reconcile  reconcile
 	closers    []func() error
 }
@@ -163,6 +164,7 @@ func (f WorkerFlags) topology() bus.Topology {
 		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
 		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
 		DLQ:        bus.Retention{MaxAge: f.DLQMaxAge},
+		Changes:    bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
 		Duplicates: f.DedupeWindow,
 		Replicas:   f.NATSReplicas,
 	}
@@ -172,6 +174,7 @@ func (w *Worker) openView(context.Context) error {
 	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, viewFile(w.Flags.Instance)))
 	w.View.Logger = w.Logger.With("component", "projector") // logs each committed change
 	w.View.MoveCorrupt = true                               // a corrupt file is moved aside and refilled, see docs/view.md
+	w.View.ChangeOutbox = w.Flags.ChangeFeed                // see openChangeFeed
 	if err := w.View.Open(); err != nil {
 		return fmt.Errorf("open view: %w", err)
 	}
@@ -230,7 +233,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		return err
 	}
 	w.projector = &consumers.Projector{
-		Consumer: c, Stream: stream, Store: w.View, Changes: w.changeFeed(),
+		Consumer: c, Stream: stream, Store: w.View,
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
 	}
@@ -311,7 +314,9 @@ func (w *Worker) ready() error {
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	return runGroup(ctx, w.actors()...)
+	err := runGroup(ctx, w.actors()...)
+	w.drainChangeFeed()
+	return err
 }
 
 // watchLag updates the consumer lag gauges every few seconds.
