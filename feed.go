@@ -3,7 +3,6 @@ package substate
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/go-json-experiment/json"
 )
@@ -93,39 +92,37 @@ func ChangeType(c *Change) string {
 // ChangeSource is the CloudEvents source of the change feed.
 const ChangeSource = "/substate/view"
 
-// ChangeSchemaURI is the dataschema of a change: the JSON Schema of
-// Change, which the worker serves at this path (docs/schemas/ in the
-// repository).
-const ChangeSchemaURI = "/v1/schemas/change.json"
-
 // ChangeEvent is a change on the feed: a CloudEvents 1.0 structured-mode
 // envelope around the Change.
 type ChangeEvent struct {
-	SpecVersion     string `json:"specversion"`
-	ID              string `json:"id"`
-	Source          string `json:"source"`
-	Type            string `json:"type"`
-	Subject         string `json:"subject"`
-	Time            string `json:"time"`
-	DataContentType string `json:"datacontenttype"`
-	DataSchema      string `json:"dataschema"`
-	TraceParent     string `json:"traceparent,omitempty"`
-	Data            Change `json:"data"`
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Subject         string    `json:"subject"`
+	Time            Timestamp `json:"time"`
+	DataContentType string    `json:"datacontenttype"`
+	DataSchema      string    `json:"dataschema,omitempty"`
+	TraceParent     string    `json:"traceparent,omitempty"`
+	Data            Change    `json:"data"`
 }
 
 // NewChangeEvent wraps a change in its CloudEvent: id = the change's
-// sequence, subject = tenant, time = when the view changed.
-func NewChangeEvent(c Change) ChangeEvent {
+// sequence, subject = tenant, time = when the view changed, dataschema =
+// the change schema at schemaBase (see SchemaURL), traceparent = the one
+// the event that made the change carried.
+func NewChangeEvent(c Change, schemaBase string) ChangeEvent {
 	return ChangeEvent{
 		SpecVersion: CloudEventsSpecVersion, ID: ChangeMsgID(&c), Source: ChangeSource,
-		Type: ChangeType(&c), Subject: c.TenantID, Time: FormatEventTime(c.New.UpdatedAt),
-		DataContentType: EventContentType, DataSchema: ChangeSchemaURI, Data: c,
+		Type: ChangeType(&c), Subject: c.TenantID, Time: Timestamp{c.New.UpdatedAt},
+		DataContentType: EventContentType, DataSchema: SchemaURL(schemaBase, ChangeSchema),
+		TraceParent: c.TraceParent, Data: c,
 	}
 }
 
 // MarshalChangeEvent encodes a change as structured CloudEvents JSON.
-func MarshalChangeEvent(c Change) ([]byte, error) {
-	e := NewChangeEvent(c)
+func MarshalChangeEvent(c Change, schemaBase string) ([]byte, error) {
+	e := NewChangeEvent(c, schemaBase)
 	return json.Marshal(&e)
 }
 
@@ -140,10 +137,3 @@ func UnmarshalChangeEvent(b []byte) (ChangeEvent, error) {
 	}
 	return e, nil
 }
-
-// EventTimeLayout is the layout of every CloudEvents time substate writes:
-// RFC 3339 in UTC with exactly three fractional digits.
-const EventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// FormatEventTime formats t with EventTimeLayout, in UTC.
-func FormatEventTime(t time.Time) string { return t.UTC().Format(EventTimeLayout) }

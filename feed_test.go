@@ -66,7 +66,7 @@ func TestChangeEventRoundTrip(t *testing.T) {
 	c := substate.Change{Seq: 42, TenantID: "acme corp",
 		Old: substate.TenantView{TenantID: "acme corp"},
 		New: substate.TenantView{TenantID: "acme corp", WorkflowSubState: substate.StateFailed, UpdatedAt: at}}
-	b, err := substate.MarshalChangeEvent(c)
+	b, err := substate.MarshalChangeEvent(c, "http://127.0.0.1:8080")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +74,69 @@ func TestChangeEventRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := e.Time, "2026-11-01T09:00:00.000Z"; got != want {
-		t.Errorf("time = %q, want %q (UTC, three fractional digits)", got, want)
+	if !strings.Contains(string(b), `"time":"2026-11-01T09:00:00.000Z"`) {
+		t.Errorf("time not in UTC with three fractional digits: %s", b)
+	}
+	if got, want := e.DataSchema, "http://127.0.0.1:8080/v1/schemas/change.json"; got != want {
+		t.Errorf("dataschema = %q, want %q", got, want)
 	}
 	if e.ID != "42" || e.Subject != "acme corp" || e.Type != substate.ChangeTypeSubState || e.Data.Seq != 42 {
 		t.Errorf("event %+v", e)
 	}
 	if _, err := substate.UnmarshalChangeEvent([]byte(`{"specversion":"0.3"}`)); substate.ErrorCode(err) != substate.EINVALID {
 		t.Errorf("UnmarshalChangeEvent(other) = %v, want EINVALID", err)
+	}
+}
+
+func TestValidTraceParent(t *testing.T) {
+	for tp, want := range map[string]bool{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":       true,
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra": true, // a later version may append
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra": false,
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01":       false,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01":       false,
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01":       false,
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":       false,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7":          false,
+		"": false,
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" + strings.Repeat("-0", 300): false,
+	} {
+		if got := substate.ValidTraceParent(tp); got != want {
+			t.Errorf("ValidTraceParent(%q) = %v, want %v", tp, got, want)
+		}
+	}
+}
+
+func TestEventTimeFixedPrecision(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 1, 10, 0, 0, 123456789, time.FixedZone("x", -3600)),
+		{},
+	} {
+		d := substate.EventData{TenantID: "t", Provider: substate.ProviderEngine, ExecutionID: "e", SubState: substate.StateRunning, OccurredAt: at}
+		b, err := substate.MarshalEvent(substate.NewEvent("id", d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `"time":"` + at.UTC().Format("2006-01-02T15:04:05.000") + `Z"`
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%v: %s lacks %s", at, b, want)
+		}
+		e, err := substate.UnmarshalEvent(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.Time.Equal(at.Truncate(time.Millisecond)) || e.Type != substate.EventTypeFor(substate.StateRunning) {
+			t.Errorf("%v: decoded time %v, type %s", at, e.Time, e.Type)
+		}
+	}
+	// Events written before the precision was fixed, with the single type.
+	old := `{"specversion":"1.0","type":"` + substate.EventType + `","time":"2026-11-01T10:00:00.5Z","data":{"tenantId":"t","executionId":"x","subState":"running","provider":"engine"}}`
+	if _, err := substate.UnmarshalEvent([]byte(old)); err != nil {
+		t.Errorf("legacy event: %v", err)
+	}
+	mismatch := `{"specversion":"1.0","type":"` + substate.EventTypeFor(substate.StateFailed) + `","data":{"tenantId":"t","executionId":"x","subState":"running","provider":"engine"}}`
+	if _, err := substate.UnmarshalEvent([]byte(mismatch)); substate.ErrorCode(err) != substate.EINVALID {
+		t.Errorf("type of another sub-state: %v, want EINVALID", err)
 	}
 }

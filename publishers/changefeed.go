@@ -46,7 +46,10 @@ type ChangeFeed struct {
 	// Published, when set, is called with the number of changes each round
 	// stored (a metric).
 	Published func(n int)
-	Logger    *slog.Logger
+	// SchemaBase is the worker's base URL: changes carry the change schema
+	// there as their dataschema (substate.SchemaURL).
+	SchemaBase string
+	Logger     *slog.Logger
 
 	// fault, in tests, is called at each step of a round; an error
 	// abandons the round there, as a crash would.
@@ -135,7 +138,7 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]ui
 		if err := f.fail(stepPublishing, i); err != nil {
 			return nil, err
 		}
-		m, err := ChangeMsg(&round[i])
+		m, err := ChangeMsg(&round[i], f.SchemaBase)
 		if err != nil {
 			sendErr = err
 			break
@@ -168,9 +171,10 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]ui
 }
 
 // ChangeMsg is the change-feed message of a change: a structured
-// CloudEvent on its ChangeSubject, with its sequence as Nats-Msg-Id.
-func ChangeMsg(c *substate.Change) (*nats.Msg, error) {
-	body, err := substate.MarshalChangeEvent(*c)
+// CloudEvent on its ChangeSubject, with its sequence as Nats-Msg-Id and
+// the traceparent of the event that made it.
+func ChangeMsg(c *substate.Change, schemaBase string) (*nats.Msg, error) {
+	body, err := substate.MarshalChangeEvent(*c, schemaBase)
 	if err != nil {
 		return nil, substate.WrapError(substate.EINTERNAL, err, "encode change")
 	}
@@ -178,6 +182,9 @@ func ChangeMsg(c *substate.Change) (*nats.Msg, error) {
 	m.Data = body
 	m.Header.Set(substate.HeaderContentType, substate.CloudEventsMediaType)
 	m.Header.Set(substate.HeaderMsgID, substate.ChangeMsgID(c))
+	if c.TraceParent != "" {
+		m.Header.Set(substate.HeaderTraceParent, c.TraceParent)
+	}
 	return m, nil
 }
 

@@ -15,6 +15,8 @@ import (
 // without an outbox.
 type Changes struct {
 	Conn *nats.Conn
+	// SchemaBase is the worker's base URL (see ChangeFeed.SchemaBase).
+	SchemaBase string
 }
 
 var _ substate.ChangePublisher = (*Changes)(nil)
@@ -23,7 +25,7 @@ var _ substate.ChangePublisher = (*Changes)(nil)
 // background.
 func (p *Changes) PublishChanges(_ context.Context, changes []substate.Change) error {
 	for i := range changes {
-		m, err := ChangeMsg(&changes[i])
+		m, err := ChangeMsg(&changes[i], p.SchemaBase)
 		if err != nil {
 			return err
 		}

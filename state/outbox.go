@@ -20,12 +20,19 @@ var bucketOutbox = []byte("change-outbox")
 // Compile-time check that DB is a change outbox.
 var _ substate.ChangeOutbox = (*DB)(nil)
 
+// outboxEntry is the value of a change in the outbox: the change and the
+// traceparent of the event that made it.
+type outboxEntry struct {
+	Change      substate.Change `json:"change"`
+	TraceParent string          `json:"traceparent,omitempty"`
+}
+
 // writeOutbox stores the batch's changes in the outbox.
 func (w *work) writeOutbox(tx *bolt.Tx) error {
 	b := tx.Bucket(bucketOutbox)
 	for i := range w.res.Changes {
 		c := &w.res.Changes[i]
-		v, err := json.Marshal(c)
+		v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent})
 		if err != nil {
 			return fmt.Errorf("encode change %d: %w", c.Seq, err)
 		}
@@ -63,11 +70,12 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 	err := d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
-			var ch substate.Change
-			if err := json.Unmarshal(v, &ch); err != nil {
+			var e outboxEntry
+			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode outbox change %x: %w", k, err)
 			}
-			out = append(out, ch)
+			e.Change.TraceParent = e.TraceParent
+			out = append(out, e.Change)
 		}
 		return nil
 	})

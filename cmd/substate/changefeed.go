@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -44,4 +51,52 @@ func (w *Worker) drainChangeFeed() {
 			return
 		}
 	}
+}
+
+// ContractFlags say where the worker's contracts are found from outside.
+type ContractFlags struct {
+	PublicURL string `name:"public-url" help:"Base URL under which others reach this worker's HTTP API (http://host:port), written into the dataschema of every CloudEvent substate publishes; default http://<http-addr>, with a wildcard host as 127.0.0.1." placeholder:"URL"`
+}
+
+// openSchemaBase tells the publishers of canonical events and changes
+// where the worker serves the schemas of their data, once its HTTP server
+// listens (a port 0 is known only then).
+func (w *Worker) openSchemaBase(context.Context) error {
+	if u, err := url.Parse(w.Flags.PublicURL); w.Flags.PublicURL != "" && (err != nil || !u.IsAbs() || u.Host == "") {
+		return substate.Errorf(substate.EINVALID, "--public-url %q is not an absolute URL such as https://substate.example.com", w.Flags.PublicURL)
+	}
+	base := w.schemaBase()
+	if w.normalizer != nil {
+		if p, ok := w.normalizer.Events.(*publishers.JetStream); ok {
+			p.SchemaBase = base
+		}
+	}
+	if w.changes != nil {
+		w.changes.SchemaBase = base
+	}
+	return nil
+}
+
+// schemaBase returns the base URL of the schemas the worker serves.
+func (w *Worker) schemaBase() string {
+	if w.Flags.PublicURL != "" {
+		return w.Flags.PublicURL
+	}
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(w.HTTP.URL(), "http://"))
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// extraRoutes are the routes the worker serves besides the query API and
+// the ingress: histories, the view checkpoint and the contracts (public,
+// like the documentation they are).
+func (w *Worker) extraRoutes() map[string]http.Handler {
+	routes := w.replayRoutes()
+	maps.Copy(routes, contract.Routes())
+	return routes
 }

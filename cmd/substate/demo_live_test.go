@@ -19,7 +19,7 @@ import (
 func TestDemoLive(t *testing.T) {
 	change := func(tenant string, old, new substate.SubState) *nats.Msg {
 		data, _ := substate.MarshalChangeEvent(substate.Change{TenantID: tenant,
-			Old: substate.TenantView{WorkflowSubState: old}, New: substate.TenantView{WorkflowSubState: new}})
+			Old: substate.TenantView{WorkflowSubState: old}, New: substate.TenantView{WorkflowSubState: new}}, "")
 		return &nats.Msg{Data: data}
 	}
 	t.Run("Terminal", func(t *testing.T) {

@@ -70,7 +70,7 @@ func (w *Worker) openSteps() []func(context.Context) error {
 		// projector replicas, enable its pollers on one of them.
 		steps = append(steps, w.retrying(w.openProjector), w.openChangeFeed, w.openReconciler)
 	}
-	return append(steps, w.openHTTP)
+	return append(steps, w.openHTTP, w.openSchemaBase)
 }
 
 // actors returns what Run runs: the role's consumers and the lag watch.

@@ -38,6 +38,7 @@ type WorkerFlags struct {
 	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
 	ForwardFlags         `embed:""`
+	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
@@ -279,7 +280,7 @@ func (w *Worker) openHTTP(context.Context) error {
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
-		Extra: w.replayRoutes(), Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
+		Extra: w.extraRoutes(), Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 	}
 	if err := w.HTTP.Open(); err != nil {
 		return fmt.Errorf("http listen: %w", err)
