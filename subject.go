@@ -11,6 +11,7 @@ const (
 	StreamRaw    = "SUBSTATE_RAW"
 	StreamEvents = "SUBSTATE_EVENTS"
 	StreamDLQ    = "SUBSTATE_DLQ"
+	StreamAudit  = "SUBSTATE_AUDIT"
 )
 
 // Subject prefixes.
@@ -20,6 +21,7 @@ const (
 	SubjectChangesPrefix = "substate.changes."
 	SubjectDLQPrefix     = "substate.dlq."
 	SubjectTasksPrefix   = "substate.tasks."
+	SubjectAuditPrefix   = "substate.audit."
 )
 
 // Header names used on substate's messages.
@@ -36,6 +38,12 @@ const (
 
 // RawSubject returns the subject raw events of kind are published on.
 func RawSubject(kind RawKind) string { return SubjectRawPrefix + string(kind) }
+
+// AuditSubject returns the subject an audit event of action on tenant is
+// published on: substate.audit.<action>.<tenant token>.
+func AuditSubject(action ExecutionAction, tenant string) string {
+	return SubjectAuditPrefix + EncodeToken(string(action)) + "." + EncodeToken(tenant)
+}
 
 // EventsSubject returns the canonical events subject of a tenant.
 func EventsSubject(tenant string) string { return SubjectEventsPrefix + EncodeToken(tenant) }

@@ -223,6 +223,9 @@ func addresses(doc asyncAPI) []*regexp.Regexp {
 func publishedSubjects(tb testing.TB) []string {
 	tb.Helper()
 	out := []string{substate.TaskSubject("billing", "charge"), substate.TaskSubject("a.b", "c d"), engine.ControlSubject}
+	for _, a := range []substate.ExecutionAction{substate.ActionStop, substate.ActionRetry, substate.ActionRestart} {
+		out = append(out, substate.AuditSubject(a, "acme.eu *>"))
+	}
 	for _, k := range []substate.RawKind{substate.RawEventBridge, substate.RawStepFunctionsPoll, substate.RawRestate, substate.RawEngine} {
 		out = append(out, substate.RawSubject(k))
 	}

@@ -51,6 +51,7 @@ type Engine struct {
 	runners map[string]*runner
 	defs    map[string]*Definition // parsed definitions by key
 	svc     micro.Service
+	opMu    sync.Mutex // one operator action (stop, retry) at a time
 }
 
 // NewEngine returns an engine that keeps its state in path, with the

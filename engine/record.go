@@ -44,6 +44,12 @@ type record struct {
 	Pending []substate.EngineEvent `json:"pending,omitempty"`
 	Last    substate.EngineEvent   `json:"last"`
 
+	// Caught and CaughtData are the Task state whose error a catcher took
+	// last, and that state's input: a retry of an execution that then
+	// ended in a Fail state starts again there.
+	Caught     string          `json:"caught,omitempty"`
+	CaughtData json.RawMessage `json:"caughtData,omitempty"`
+
 	Status  string          `json:"status"`            // running, succeeded or failed
 	Stopped bool            `json:"stopped,omitempty"` // ended by Stop
 	Output  json.RawMessage `json:"output,omitempty"`

@@ -42,7 +42,7 @@ func (e *Engine) serveControl() (micro.Service, error) {
 	svc, err := micro.AddService(e.Conn, micro.Config{
 		Name:        ControlService,
 		Version:     "1.0.0",
-		Description: "starts executions of substate's built-in workflow engine",
+		Description: "starts, describes, stops, retries and restarts executions of substate's built-in workflow engine",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add control service: %w", err)
@@ -51,6 +51,10 @@ func (e *Engine) serveControl() (micro.Service, error) {
 	if err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("add control endpoint: %w", err)
+	}
+	if err := e.addOperationEndpoints(svc); err != nil {
+		_ = svc.Stop()
+		return nil, err
 	}
 	return svc, nil
 }

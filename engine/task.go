@@ -164,6 +164,7 @@ func (e *Engine) failed(rec *record, st *state, te *TaskError) *record {
 		return rec
 	}
 	if c := catchFor(st, te.Type); c != nil {
+		rec.Caught, rec.CaughtData = rec.State, rec.Data
 		return moveTo(rec, c.next.name, withError(rec.Data, te))
 	}
 	return e.finish(rec, substate.EngineFailed, te)

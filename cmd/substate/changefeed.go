@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"maps"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -90,13 +87,4 @@ func (w *Worker) schemaBase() string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// extraRoutes are the routes the worker serves besides the query API and
-// the ingress: histories, the view checkpoint and the contracts (public,
-// like the documentation they are).
-func (w *Worker) extraRoutes() map[string]http.Handler {
-	routes := w.replayRoutes()
-	maps.Copy(routes, contract.Routes())
-	return routes
 }

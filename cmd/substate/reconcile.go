@@ -33,6 +33,7 @@ type ReconcileFlags struct {
 type reconcile struct {
 	reconciler *consumers.Reconciler
 	restate    *consumers.RestatePoller
+	sfn        *stepfunctions.Provider // also acts on executions
 }
 
 // openReconciler builds the reconciler for the providers that can be
@@ -52,6 +53,7 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 	}
 	if sfn != nil {
 		pollers[substate.ProviderStepFunctions] = sfn
+		w.reconcile.sfn = sfn
 	}
 	// The built-in engine joins here, as pollers[substate.ProviderEngine],
 	// once it implements substate.StatusPoller. Restate has its own poller.
@@ -127,6 +129,7 @@ func (w *Worker) stepFunctions(ctx context.Context, m *consumers.ReconcileMetric
 		m.CountCall(substate.ProviderStepFunctions, op)
 	}), stepfunctions.Budget(f.SFNAPIBudget))
 	w.Logger.Info("polling step functions", "region", cfg.Region, "every", f.SFNHistoryInterval, "api_budget", f.SFNAPIBudget)
+	w.checkSFNPermissions(ctx, p)
 	return p, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/mapping"
@@ -256,7 +258,7 @@ func (w *Worker) openEngine(context.Context) error {
 	return nil
 }
 
-func (w *Worker) openHTTP(context.Context) error {
+func (w *Worker) openHTTP(ctx context.Context) error {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &consumers.Ingress{
 		Publisher: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
@@ -277,10 +279,17 @@ func (w *Worker) openHTTP(context.Context) error {
 			w.Logger.Warn("POST /v1/ingest/restate refuses every request: set --restate-webhook-secret to open it")
 		}
 	}
+	extra := w.replayRoutes()
+	execs, err := w.executionRoutes(ctx)
+	if err != nil {
+		return err
+	}
+	maps.Copy(extra, execs)
+	maps.Copy(extra, contract.Routes()) // public, like the documentation they are
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
-		Extra: w.extraRoutes(), Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
+		Extra: extra, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 	}
 	if err := w.HTTP.Open(); err != nil {
 		return fmt.Errorf("http listen: %w", err)

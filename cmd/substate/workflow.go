@@ -50,7 +50,7 @@ func (c *WorkflowValidateCmd) Run(m *Main) error {
 
 // WorkflowStartCmd is "substate workflow start FILE --tenant T".
 type WorkflowStartCmd struct {
-	File        string `arg:"" help:"Definition file: substate YAML/JSON for the engine, Amazon States Language JSON for Step Functions (named after the file: orders.asl.json creates or reuses the state machine orders)."`
+	File        string `arg:"" help:"Definition file: substate YAML/JSON for the engine, Amazon States Language JSON for Step Functions (named after the file: orders.asl.json creates the state machine orders, or updates it to a changed definition and publishes a version); or, with --provider stepfunctions, the ARN of an existing state machine to start as it is."`
 	Tenant      string `required:"" help:"Tenant the execution provisions."`
 	Input       string `default:"{}" help:"Execution input, a JSON object."`
 	Name        string `help:"Execution name, the idempotency key: starting the same name and input again is a no-op (default: generated)."`
@@ -67,14 +67,19 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 	if !json.Valid([]byte(c.Input)) || !strings.HasPrefix(strings.TrimSpace(c.Input), "{") {
 		return substate.Errorf(substate.EINVALID, "--input must be a JSON object")
 	}
-	def, err := os.ReadFile(c.File)
-	if err != nil {
-		return err
+	var def []byte
+	var err error
+	if byARN := strings.HasPrefix(c.File, "arn:"); byARN && c.Provider != "stepfunctions" {
+		return substate.Errorf(substate.EINVALID, "%s is an ARN: start an existing state machine with --provider stepfunctions", c.File)
+	} else if !byARN {
+		if def, err = os.ReadFile(c.File); err != nil {
+			return err
+		}
 	}
 	var x engine.Execution
 	var unserved []string
 	if c.Provider == "stepfunctions" {
-		x, err = c.startStepFunctions(ctx, def)
+		x, err = c.startStepFunctions(ctx, m, def)
 	} else {
 		x, unserved, err = c.startEngine(ctx, def)
 	}
@@ -157,16 +162,24 @@ func (c *WorkflowDemoServicesCmd) Run(ctx context.Context, m *Main) error {
 	return nil
 }
 
-func (c *WorkflowStartCmd) startStepFunctions(ctx context.Context, def []byte) (engine.Execution, error) {
+// startStepFunctions starts the execution on Step Functions: of the state
+// machine the definition creates or updates, or of the one c.File names
+// by ARN (def nil).
+func (c *WorkflowStartCmd) startStepFunctions(ctx context.Context, m *Main, def []byte) (engine.Execution, error) {
 	cfg, err := stepfunctions.LoadConfig(ctx, c.Region)
 	if err != nil {
 		return engine.Execution{}, err
 	}
 	p := stepfunctions.New(cfg)
 	p.RoleARN, p.AccountID = c.RoleARN, c.AccountID
-	ref, err := p.EnsureWorkflow(ctx, engine.Workflow{Name: stateMachineName(c.File), Definition: def})
-	if err != nil {
-		return engine.Execution{}, err
+	p.OnUpdate = func(machine, version string) {
+		fmt.Fprintf(m.Stderr, "the definition changed: updated state machine %s, published version %s\n", machine, version)
+	}
+	ref := c.File
+	if def != nil {
+		if ref, err = p.EnsureWorkflow(ctx, engine.Workflow{Name: stateMachineName(c.File), Definition: def}); err != nil {
+			return engine.Execution{}, err
+		}
 	}
 	return p.Start(ctx, engine.StartRequest{Workflow: ref, Name: c.Name, TenantID: c.Tenant, Input: json.RawMessage(c.Input)})
 }

@@ -189,6 +189,46 @@ func TestWorkflowStartOnStepFunctions(t *testing.T) {
 		t.Fatalf("create %d, start %d calls; want one of each", srv.Calls("CreateStateMachine"), srv.Calls("StartExecution"))
 	}
 
+	t.Run("ChangedDefinitionUpdated", func(t *testing.T) {
+		changed := `{"StartAt":"Charge","States":{"Charge":{"Type":"Wait","Seconds":120,"End":true}}}`
+		if err := os.WriteFile(file, []byte(changed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := start(`{"orderId":"o-3"}`, "--name", "ord-3")
+		if code != 0 || !strings.Contains(errOut, "the definition changed: updated state machine "+machine) || !strings.Contains(errOut, machine+":1") {
+			t.Fatalf("start with a changed definition: exit %d\n%s%s", code, out, errOut)
+		}
+		if v := srv.Versions(machine); len(v) != 1 || v[0] != changed {
+			t.Fatalf("versions %v, want the changed definition published", v)
+		}
+		code, _, errOut = start(`{"orderId":"o-4"}`, "--name", "ord-4")
+		if code != 0 || strings.Contains(errOut, "definition changed") || srv.Calls("UpdateStateMachine") != 1 {
+			t.Fatalf("unchanged start: exit %d, %d updates\n%s", code, srv.Calls("UpdateStateMachine"), errOut)
+		}
+	})
+	t.Run("GeneratedName", func(t *testing.T) {
+		code, out, errOut := runCLI(t, "workflow", "start", file, "--provider", "stepfunctions", "--tenant", "acme", "--json")
+		var x engine.Execution
+		if code != 0 || json.Unmarshal([]byte(out), &x) != nil || !strings.HasPrefix(x.Name, "substate-") {
+			t.Fatalf("start without --name: exit %d\n%s%s", code, out, errOut)
+		}
+	})
+	t.Run("ByARN", func(t *testing.T) {
+		other := srv.AddStateMachine("existing", asl, "arn:aws:iam::123456789012:role/other")
+		srv.ResetCalls()
+		code, out, errOut := runCLI(t, "workflow", "start", other, "--provider", "stepfunctions", "--tenant", "acme", "--name", "by-arn", "--json")
+		var x engine.Execution
+		if code != 0 || json.Unmarshal([]byte(out), &x) != nil || x.ID != awstest.ExecutionARN(other, "by-arn") {
+			t.Fatalf("start by ARN: exit %d\n%s%s", code, out, errOut)
+		}
+		if srv.Calls("CreateStateMachine")+srv.Calls("UpdateStateMachine") != 0 {
+			t.Fatal("starting by ARN changed the state machine")
+		}
+		code, _, errOut = runCLI(t, "workflow", "start", other, "--tenant", "acme")
+		if code != 1 || !strings.Contains(errOut, "--provider stepfunctions") {
+			t.Fatalf("ARN on the engine: exit %d %s", code, errOut)
+		}
+	})
 	t.Run("ErrInvalidDefinition", func(t *testing.T) {
 		bad := filepath.Join(dir, "broken.asl.json")
 		if err := os.WriteFile(bad, []byte(`{"StartAt":"Missing","States":{"A":{"Type":"Succeed"}}}`), 0o644); err != nil {

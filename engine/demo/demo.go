@@ -1,7 +1,7 @@
 // Package demo holds the workflow language's complete example, the order
 // processing workflow, and task services that make it do something: some
-// succeed, one fails once and then succeeds (a retry), and some fail for
-// good (one caught by a catch block). substate's demo command and the
+// succeed, one fails once and then succeeds (a retry), some fail for good
+// (one caught by a catch block), and one fails until an operator retries it. substate's demo command and the
 // engine's end-to-end test run them.
 package demo
 
@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -32,7 +33,8 @@ type Scenario struct {
 	Story    string          // what happens, for people watching
 }
 
-// Scenarios are four orders that take the workflow's four paths.
+// Scenarios are the demo's orders: one for each of the workflow's four paths,
+// and one that fails until an operator retries it.
 var Scenarios = []Scenario{
 	{"order-happy", "acme", json.RawMessage(`{"orderId":"o-100","amount":250,"quantity":2}`), substate.EngineSucceeded,
 		"reserving inventory fails once (InventoryBusy), is retried after a backoff, then the order ships"},
@@ -42,7 +44,14 @@ var Scenarios = []Scenario{
 		"the card is declined (PaymentError) on every retry; catch reverses the payment and the order fails"},
 	{"order-invalid", "umbrella", json.RawMessage(`{"amount":10,"quantity":1}`), substate.EngineFailed,
 		"the order has no id (ValidationError): retried, then caught, and the order fails"},
+	{"order-courier-down", "hooli", json.RawMessage(`{"orderId":"` + CourierDownOrder + `","amount":120,"quantity":1}`), substate.EngineFailed,
+		"the courier is down when the order ships (CourierUnavailable, no retry): the order fails until an operator retries it"},
 }
+
+// CourierDownOrder is the order whose first shipment fails: the courier is
+// down the first time it is asked, and up for every later visit, so an
+// operator's retry (substate executions retry) ships it.
+const CourierDownOrder = "o-500"
 
 // Stock is how many items the demo inventory holds for any order.
 const Stock = 10
@@ -72,9 +81,7 @@ var handlers = map[string]map[string]handler{
 		"charge":  charge,
 		"reverse": func(o order, _ string) (any, string, string) { return map[string]any{"reversed": true}, "", "" },
 	},
-	"fulfillmentService": {"ship": func(o order, _ string) (any, string, string) {
-		return map[string]any{"trackingNumber": "trk-" + o.OrderID}, "", ""
-	}},
+	"fulfillmentService":  {"ship": ship},
 	"notificationService": {"backorder": func(o order, _ string) (any, string, string) { return map[string]any{"customerNotified": true}, "", "" }},
 }
 
@@ -94,6 +101,24 @@ func reserve(o order, key string) (any, string, string) {
 		return nil, "InventoryBusy", "inventory is locked by another order; try again"
 	}
 	return map[string]any{"reservationId": "res-" + o.OrderID}, "", ""
+}
+
+// courierAsked remembers, per execution, the first visit of
+// CourierDownOrder's shipment: the courier is down for that visit only.
+var courierAsked sync.Map
+
+// ship ships an order; CourierDownOrder's first visit finds the courier down.
+// A visit is the idempotency key ("execution/step/state/attempt") without
+// its attempt, so a redrive, which enters the state again, is a new visit.
+func ship(o order, key string) (any, string, string) {
+	if o.OrderID == CourierDownOrder {
+		visit := key[:max(strings.LastIndexByte(key, '/'), 0)]
+		exec := visit[:max(strings.IndexByte(visit, '/'), 0)]
+		if first, _ := courierAsked.LoadOrStore(exec, visit); first == visit {
+			return nil, "CourierUnavailable", "the courier's API answered 503: no pickup could be booked"
+		}
+	}
+	return map[string]any{"trackingNumber": "trk-" + o.OrderID}, "", ""
 }
 
 func charge(o order, _ string) (any, string, string) {

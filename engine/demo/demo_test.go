@@ -57,6 +57,9 @@ func TestOrderProcessing(t *testing.T) {
 		"order-invalid": "validate_order:running validate_order:error validate_order:backing-off validate_order:running " +
 			"validate_order:error validate_order:backing-off validate_order:running validate_order:error " +
 			"validate_order:backing-off validate_order:running validate_order:error order_failed:failed",
+		"order-courier-down": "validate_order:running check_inventory:running reserve_inventory:running reserve_inventory:error " +
+			"reserve_inventory:backing-off reserve_inventory:running process_payment:running fulfill_order:running " +
+			"fulfill_order:error fulfill_order:failed",
 	}
 	for _, sc := range demo.Scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
@@ -72,6 +75,16 @@ func TestOrderProcessing(t *testing.T) {
 	declined := errorsOf(js.Events(t), "order-declined")
 	if !strings.Contains(declined, "PaymentError: card declined") {
 		t.Errorf("declined order errors %q lack the real error", declined)
+	}
+
+	// The courier is up again for the operator's retry: the order ships.
+	before := len(js.Events(t))
+	if err := e.RetryExecution(ctx, "order-courier-down"); err != nil {
+		t.Fatal(err)
+	}
+	rec.WaitFor(t, "order-courier-down", natstest.Status(substate.EngineSucceeded))
+	if got, want := trail(js.Events(t)[before:], "order-courier-down"), "fulfill_order:running order_success:succeeded"; !strings.HasSuffix(got, want) {
+		t.Errorf("events after the retry\n%s\nwant them to end with\n%s", got, want)
 	}
 }
 

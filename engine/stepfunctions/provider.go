@@ -67,6 +67,9 @@ type Provider struct {
 	TenantField string
 	// Now returns the current time, recorded as the poll time.
 	Now func() time.Time
+	// OnUpdate, when set, is told about each state machine EnsureWorkflow
+	// updated to a changed definition, with the version it published.
+	OnUpdate func(machineARN, versionARN string)
 
 	client *sfn.Client
 
@@ -115,9 +118,10 @@ func (p *Provider) Client() *sfn.Client { return p.client }
 
 // EnsureWorkflow creates a STANDARD state machine named w.Name with the ASL
 // definition w.Definition unless one with that name exists, and returns its
-// ARN. An existing state machine is left as it is, even when its
-// definition differs. The definition is checked (JSON, StartAt naming one
-// of States) before any call.
+// ARN. An existing state machine whose definition differs (as JSON) is
+// updated to it and a new version is published (UpdateStateMachine); one
+// with the same definition is left as it is. The definition is checked
+// (JSON, StartAt naming one of States) before any call.
 func (p *Provider) EnsureWorkflow(ctx context.Context, w engine.Workflow) (string, error) {
 	if err := checkName("state machine", w.Name); err != nil {
 		return "", err
@@ -125,9 +129,12 @@ func (p *Provider) EnsureWorkflow(ctx context.Context, w engine.Workflow) (strin
 	if err := CheckDefinition(w.Definition); err != nil {
 		return "", err
 	}
-	arn, found, err := p.findStateMachine(ctx, w.Name)
-	if err != nil || found {
-		return arn, err
+	arn, current, found, err := p.lookupStateMachine(ctx, w.Name)
+	if err != nil {
+		return "", err
+	}
+	if found {
+		return arn, p.applyDefinition(ctx, arn, current, w.Definition)
 	}
 	if p.RoleARN == "" {
 		return "", substate.Errorf(substate.EINVALID, "stepfunctions: create state machine %q: no execution role arn configured", w.Name)
@@ -172,22 +179,30 @@ func (p *Provider) stateMachineRef(ctx context.Context, ref string) (arn string,
 // findStateMachine returns the ARN of the state machine named name: with a
 // known account by DescribeStateMachine on the built ARN, else by listing.
 func (p *Provider) findStateMachine(ctx context.Context, name string) (string, bool, error) {
+	arn, _, found, err := p.lookupStateMachine(ctx, name)
+	return arn, found, err
+}
+
+// lookupStateMachine is findStateMachine that also returns the definition
+// when DescribeStateMachine told it ("" after a listing).
+func (p *Provider) lookupStateMachine(ctx context.Context, name string) (arn, definition string, found bool, err error) {
 	account := p.accountID()
 	if account == "" {
-		return p.listStateMachine(ctx, name)
+		arn, found, err = p.listStateMachine(ctx, name)
+		return arn, "", found, err
 	}
-	arn := StateMachineARN(p.Region, account, name)
+	arn = StateMachineARN(p.Region, account, name)
 	out, err := p.client.DescribeStateMachine(ctx, &sfn.DescribeStateMachineInput{StateMachineArn: aws.String(arn)})
 	if err != nil {
 		if ErrorCode(err) == substate.ENOTFOUND {
-			return "", false, nil
+			return "", "", false, nil
 		}
-		return "", false, wrap("describe state machine", err)
+		return "", "", false, wrap("describe state machine", err)
 	}
 	if out.Status == types.StateMachineStatusDeleting {
-		return "", false, substate.Errorf(substate.ECONFLICT, "stepfunctions: state machine %q is being deleted", name)
+		return "", "", false, substate.Errorf(substate.ECONFLICT, "stepfunctions: state machine %q is being deleted", name)
 	}
-	return arn, true, nil
+	return arn, aws.ToString(out.Definition), true, nil
 }
 
 // listStateMachine pages through ListStateMachines looking for name.

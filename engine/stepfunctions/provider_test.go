@@ -36,17 +36,44 @@ func TestEnsureWorkflow(t *testing.T) {
 			t.Fatalf("DescribeStateMachine calls = %d, want %d", got, want)
 		}
 	})
-	t.Run("ExistingLeftAsItIs", func(t *testing.T) {
+	t.Run("ChangedDefinitionUpdated", func(t *testing.T) {
 		srv, p := newProvider(t)
 		old := `{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}`
-		srv.AddStateMachine("orders", old, roleARN)
+		machine := srv.AddStateMachine("orders", old, roleARN)
+		var versions []string
+		p.OnUpdate = func(_, version string) { versions = append(versions, version) }
 		ensure(t, p)
-		out, err := sfn.NewFromConfig(srv.Config()).DescribeStateMachine(ctx, &sfn.DescribeStateMachineInput{StateMachineArn: aws.String(awstest.StateMachineARN("orders"))})
+		out, err := sfn.NewFromConfig(srv.Config()).DescribeStateMachine(ctx, &sfn.DescribeStateMachineInput{StateMachineArn: aws.String(machine)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := aws.ToString(out.Definition); got != old || srv.Calls("CreateStateMachine") != 0 {
-			t.Fatalf("definition = %s after %d creates, want it unchanged", got, srv.Calls("CreateStateMachine"))
+		if got := aws.ToString(out.Definition); got != definition || srv.Calls("CreateStateMachine") != 0 {
+			t.Fatalf("definition = %s after %d creates, want the new one", got, srv.Calls("CreateStateMachine"))
+		}
+		if got := srv.Versions(machine); len(got) != 1 || got[0] != definition || len(versions) != 1 || versions[0] != machine+":1" {
+			t.Fatalf("versions %v, reported %v: want the new definition published once", got, versions)
+		}
+		ensure(t, p) // unchanged now: no update
+		if n := srv.Calls("UpdateStateMachine"); n != 1 {
+			t.Fatalf("%d UpdateStateMachine calls, want 1", n)
+		}
+	})
+	t.Run("SameDefinitionAsJSON", func(t *testing.T) {
+		srv, p := newProvider(t)
+		srv.AddStateMachine("orders", `{ "StartAt": "Charge", "States": { "Charge": { "Type": "Pass", "End": true } } }`, roleARN)
+		ensure(t, p)
+		if n := srv.Calls("UpdateStateMachine"); n != 0 {
+			t.Fatalf("%d UpdateStateMachine calls for the same definition, want 0", n)
+		}
+	})
+	t.Run("ErrUpdateDenied", func(t *testing.T) {
+		srv, p := newProvider(t)
+		srv.AddStateMachine("orders", `{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}`, roleARN)
+		srv.Deny("UpdateStateMachine", 1)
+		_, err := p.EnsureWorkflow(ctx, engine.Workflow{Name: "orders", Definition: []byte(definition)})
+		wantCode(t, err, substate.EFORBIDDEN)
+		if !strings.Contains(err.Error(), "states:UpdateStateMachine") {
+			t.Fatalf("err %q does not name the action", err)
 		}
 	})
 	t.Run("NoAccountID", func(t *testing.T) {

@@ -21,7 +21,7 @@ const (
 )
 
 // Start starts an execution of the state machine req.Workflow (an ARN or a
-// name) under the name req.Name. The name is the idempotency key: when an
+// name) under the name req.Name (GeneratedName when empty). The name is the idempotency key: when an
 // execution with that name exists, running or closed, and its input equals
 // the request's (as JSON values), it is returned with Existing set; another
 // input is an ECONFLICT error. Start describes the execution first, so a
@@ -32,6 +32,9 @@ const (
 // set and the input lacks that member, Start adds it with req.TenantID; an
 // input naming another tenant is EINVALID.
 func (p *Provider) Start(ctx context.Context, req engine.StartRequest) (engine.Execution, error) {
+	if req.Name == "" {
+		req.Name = GeneratedName(p.Now())
+	}
 	if err := checkName("execution", req.Name); err != nil {
 		return engine.Execution{}, err
 	}

@@ -17,6 +17,8 @@ type stateMachine struct {
 	RoleARN    string
 	Type       string
 	Created    time.Time
+	Revision   int      // updates so far
+	Versions   []string // published versions' definitions, oldest first
 }
 
 func init() {

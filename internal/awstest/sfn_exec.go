@@ -119,6 +119,8 @@ type describeOutput struct {
 	RedriveCount    int             `json:"redriveCount"`
 	RedriveDate     epoch           `json:"redriveDate,omitzero"`
 	RedriveStatus   string          `json:"redriveStatus"`
+	// RedriveStatusReason says why an execution cannot be redriven.
+	RedriveStatusReason string `json:"redriveStatusReason,omitempty"`
 }
 
 func (s *Server) describeExecution(body []byte) (any, error) {
@@ -130,12 +132,9 @@ func (s *Server) describeExecution(body []byte) (any, error) {
 		ExecutionARN: e.ARN, StateMachineARN: e.StateMachineARN, Name: e.Name, Status: e.Status,
 		StartDate: epoch{e.StartDate}, StopDate: epoch{e.StopDate}, Input: e.Input,
 		InputDetails: map[string]bool{"included": true}, Output: e.Output, Error: e.Error, Cause: e.Cause,
-		RedriveCount: e.RedriveCount, RedriveDate: epoch{e.RedriveDate}, RedriveStatus: "NOT_REDRIVABLE",
+		RedriveCount: e.RedriveCount, RedriveDate: epoch{e.RedriveDate},
 	}
-	switch e.Status {
-	case "FAILED", "TIMED_OUT", "ABORTED":
-		out.RedriveStatus = "REDRIVABLE"
-	}
+	out.RedriveStatus, out.RedriveStatusReason = redriveStatus(&e, s.Now())
 	return out, nil
 }
 

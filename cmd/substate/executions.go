@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/substatehq/substate"
+)
+
+// ExecutionsCmd is "substate executions": act on a tenant's current
+// execution through a running worker, whichever provider runs it.
+type ExecutionsCmd struct {
+	Describe ExecutionsDescribeCmd `cmd:"" help:"Describe a tenant's current execution: provider, id, step, input and output, times, attempts."`
+	Stop     ExecutionsStopCmd     `cmd:"" help:"Stop a tenant's running execution with a cause (Step Functions StopExecution, Restate cancel or --kill, engine stop)."`
+	Retry    ExecutionsRetryCmd    `cmd:"" help:"Retry a tenant's failed execution from where it failed (Step Functions redrive, Restate resume of a paused invocation, engine redrive)."`
+	Restart  ExecutionsRestartCmd  `cmd:"" help:"Start a new execution of a tenant's ended execution, with the same input."`
+}
+
+// ExecutionFlags say which worker to ask and with which key.
+type ExecutionFlags struct {
+	ServerFlags `embed:""`
+	APIKey      string `name:"api-key" help:"API key (admin scope to act, read:raw to describe); not needed on a loopback worker without keys."`
+}
+
+// ExecutionsDescribeCmd is "substate executions describe TENANT".
+type ExecutionsDescribeCmd struct {
+	Tenant         string `arg:"" help:"Tenant id."`
+	ExecutionFlags `embed:""`
+}
+
+// Run prints the execution.
+func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
+	var info substate.ExecutionInfo
+	if err := callWorker(ctx, http.MethodGet, c.Server, "/v1/tenants/"+url.PathEscape(c.Tenant)+"/execution", c.APIKey, nil, &info); err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(m.Stdout, info)
+	}
+	return printExecution(m.Stdout, info)
+}
+
+// ExecutionActFlags are the flags of every action.
+type ExecutionActFlags struct {
+	Tenant         string `arg:"" help:"Tenant id."`
+	Reason         string `help:"Why: recorded in the audit event; a stop's cause."`
+	DryRun         bool   `name:"dry-run" help:"Check that the provider would accept the action, without taking it."`
+	ExecutionFlags `embed:""`
+}
+
+// ExecutionsStopCmd is "substate executions stop TENANT".
+type ExecutionsStopCmd struct {
+	ExecutionActFlags `embed:""`
+	Kill              bool `help:"Kill a Restate invocation at once, without running its compensations."`
+}
+
+// Run stops the execution.
+func (c *ExecutionsStopCmd) Run(ctx context.Context, m *Main) error {
+	return c.act(ctx, m, substate.ActionStop, c.Kill)
+}
+
+// ExecutionsRetryCmd is "substate executions retry TENANT".
+type ExecutionsRetryCmd struct {
+	ExecutionActFlags `embed:""`
+}
+
+// Run retries the execution.
+func (c *ExecutionsRetryCmd) Run(ctx context.Context, m *Main) error {
+	return c.act(ctx, m, substate.ActionRetry, false)
+}
+
+// ExecutionsRestartCmd is "substate executions restart TENANT".
+type ExecutionsRestartCmd struct {
+	ExecutionActFlags `embed:""`
+}
+
+// Run restarts the execution.
+func (c *ExecutionsRestartCmd) Run(ctx context.Context, m *Main) error {
+	return c.act(ctx, m, substate.ActionRestart, false)
+}
+
+// act posts the action and prints what was done.
+func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.ExecutionAction, kill bool) error {
+	body := map[string]any{"reason": c.Reason, "kill": kill, "dryRun": c.DryRun}
+	var res substate.ExecutionResult
+	path := "/v1/tenants/" + url.PathEscape(c.Tenant) + "/execution/" + string(action)
+	if err := callWorker(ctx, http.MethodPost, c.Server, path, c.APIKey, body, &res); err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(m.Stdout, res)
+	}
+	verb := map[substate.ExecutionAction]string{substate.ActionStop: "stopped", substate.ActionRetry: "retried", substate.ActionRestart: "restarted"}[action]
+	switch {
+	case res.DryRun:
+		fmt.Fprintf(m.Stdout, "dry run: %s of %s execution %s (tenant %s) would be accepted\n", action, res.Provider, res.ExecutionID, res.TenantID)
+	case res.NewExecutionID != "":
+		fmt.Fprintf(m.Stdout, "%s %s execution %s as %s (tenant %s, audit %s)\n", verb, res.Provider, res.ExecutionID, res.NewExecutionID, res.TenantID, res.AuditID)
+	default:
+		fmt.Fprintf(m.Stdout, "%s %s execution %s (tenant %s, audit %s)\n", verb, res.Provider, res.ExecutionID, res.TenantID, res.AuditID)
+	}
+	return nil
+}
+
+// printExecution prints a described execution, one field a line.
+func printExecution(w io.Writer, x substate.ExecutionInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, dash(v)) }
+	row("tenant", x.TenantID)
+	row("provider", string(x.Provider))
+	row("execution", x.ExecutionID)
+	row("workflow", x.Workflow)
+	row("state", x.ProviderState)
+	row("step", x.Step)
+	row("attempts", fmt.Sprint(x.Attempts))
+	if x.Redrives > 0 {
+		row("redrives", fmt.Sprint(x.Redrives))
+	}
+	row("started", stamp(x.StartedAt))
+	row("stopped", stamp(x.StoppedAt))
+	row("error", clip(strings.TrimSpace(x.Error+" "+x.Cause), 200))
+	row("input", clip(string(x.Input), 200))
+	row("output", clip(string(x.Output), 200))
+	retry := "yes"
+	if !x.Retryable {
+		retry = "no: " + x.RetryRefusal
+	}
+	row("retryable", retry)
+	return tw.Flush()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// callWorker sends a request to a worker's API, with the key when there is
+// one, and decodes the JSON answer; an error answer becomes an error with
+// its code and message.
+func callWorker(ctx context.Context, method, base, path, key string, body, v any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the worker at %s (is \"substate run\" running?): %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e)
+		return substate.Errorf(e.Error.Code, "%s (HTTP %d)", e.Error.Message, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/operate"
+	"github.com/substatehq/substate/publishers"
+)
+
+// executionRoutes are the routes that describe and act on tenants'
+// executions, over the providers this worker can reach: the engine (in this
+// process, or through its control endpoints), Step Functions when an AWS region is configured,
+// Restate when its admin URL is set. They need the view; a worker without
+// one serves none.
+func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, error) {
+	if w.View == nil {
+		return nil, nil
+	}
+	if err := w.Flags.topology().EnsureAuditStream(ctx, w.Bus.JetStream); err != nil {
+		return nil, err
+	}
+	pub := publishers.NewJetStream(w.Bus.JetStream)
+	svc := &operate.Service{
+		Views: w.View, Operators: map[substate.Provider]substate.ExecutionOperator{},
+		Pollers: map[substate.Provider]substate.StatusPoller{}, Raw: pub, Audit: pub,
+		Logger: w.Logger.With("component", "executions"),
+	}
+	if w.Engine != nil {
+		svc.Operators[substate.ProviderEngine] = w.Engine
+	} else { // --role project: the engine runs in another process
+		svc.Operators[substate.ProviderEngine] = &engine.RemoteOperator{Conn: w.Bus.Conn}
+	}
+	if p := w.reconcile.sfn; p != nil {
+		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = p, p
+	}
+	if p := w.reconcile.restate; p != nil {
+		op := &consumers.RestateOperator{Admin: p}
+		svc.Operators[substate.ProviderRestate], svc.Pollers[substate.ProviderRestate] = op, op
+	}
+	return httpapi.Executions(svc, w.executionAuth(), nil, w.Logger.With("component", "http")), nil
+}
+
+// executionAuth guards the execution routes: without API keys, a loopback
+// address lets every request in (recorded as "loopback") and any other
+// address refuses every request, since anyone on the network could stop
+// executions.
+func (w *Worker) executionAuth() *httpapi.Authorizer {
+	keys := &httpapi.Keys{}
+	a, err := httpapi.NewAuthorizer(w.Flags.HTTPAddr, keys)
+	if err != nil {
+		w.Logger.Warn("the execution routes refuse every request: " + substate.ErrorMessage(err))
+		return &httpapi.Authorizer{Keys: keys}
+	}
+	return a
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine"
+)
+
+// executionsWorkflow calls a task (no retries) that fails while the test
+// keeps its gate closed; the "slow" tenants wait an hour first.
+const executionsWorkflow = `
+name: gated
+version: "1"
+startAt: route
+states:
+  route:
+    type: Choice
+    choices:
+      - condition: {variable: $.slow, booleanEquals: true}
+        next: nap
+    default: call
+  nap: {type: Wait, seconds: 3600, next: call}
+  call: {type: Task, resource: gate.pass, next: done}
+  done: {type: Success}
+`
+
+// tenantIs waits until "tenants get" shows what ok accepts.
+func tenantIs(t *testing.T, url, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
+	t.Helper()
+	var v substate.TenantView
+	eventually(t, func() string {
+		code, out, _ := runCLI(t, "tenants", "get", tenant, "--server", url, "--json")
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !ok(v) {
+			return fmt.Sprintf("tenant %s: %s", tenant, out)
+		}
+		return ""
+	})
+	return v
+}
+
+// TestExecutionsCLI is the operator's story on a running worker: a failed
+// tenant is described and retried, goes running then succeeded; a running
+// one is stopped with a cause and shows failed/cancelled with it; each
+// action is on SUBSTATE_AUDIT, recorded as taken by "loopback".
+func TestExecutionsCLI(t *testing.T) {
+	ctx := context.Background()
+	w := startWorker(t, t.TempDir())
+	url := w.HTTP.URL()
+	var open atomic.Bool
+	svc, err := micro.AddService(w.Bus.Conn, micro.Config{Name: "gate", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop() })
+	err = svc.AddEndpoint("pass", micro.HandlerFunc(func(req micro.Request) {
+		if !open.Load() {
+			_ = req.Error("Closed", "the gate is closed", nil)
+			return
+		}
+		_ = req.Respond([]byte(`{"passed":true}`))
+	}), micro.WithEndpointSubject(substate.TaskSubject("gate", "pass")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Engine.EnsureWorkflow(ctx, engine.Workflow{Definition: []byte(executionsWorkflow)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct{ name, tenant, input string }{{"fast-1", "t-fast", `{"slow":false}`}, {"slow-1", "t-slow", `{"slow":true}`}} {
+		if _, err := w.Engine.Start(ctx, engine.StartRequest{Workflow: ref, Name: x.name, TenantID: x.tenant, Input: json.RawMessage(x.input)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("DescribeAndRetryFailed", func(t *testing.T) {
+		tenantIs(t, url, "t-fast", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
+		code, out, errOut := runCLI(t, "tenants", "list", "--sub-state", "failed", "--server", url)
+		if code != 0 || !strings.Contains(out, "t-fast") {
+			t.Fatalf("list failed: %d %s%s", code, out, errOut)
+		}
+		code, out, errOut = runCLI(t, "executions", "describe", "t-fast", "--server", url)
+		for _, want := range []string{"engine", "fast-1", "call", "the gate is closed", "retryable  yes"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Fatalf("describe lacks %q: %d\n%s%s", want, code, out, errOut)
+			}
+		}
+		code, out, _ = runCLI(t, "executions", "retry", "t-fast", "--dry-run", "--server", url)
+		if code != 0 || !strings.Contains(out, "dry run") {
+			t.Fatalf("dry run: %d %s", code, out)
+		}
+		if v := tenantIs(t, url, "t-fast", func(substate.TenantView) bool { return true }); v.WorkflowSubState != substate.StateFailed {
+			t.Fatalf("a dry run changed the view: %+v", v)
+		}
+		open.Store(true)
+		code, out, errOut = runCLI(t, "executions", "retry", "t-fast", "--reason", "gate opened", "--server", url)
+		if code != 0 || !strings.Contains(out, "retried engine execution fast-1") {
+			t.Fatalf("retry: %d %s%s", code, out, errOut)
+		}
+		tenantIs(t, url, "t-fast", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+		ev := auditOf(t, w, substate.ActionRetry, "t-fast")
+		if ev.Who != "loopback" || ev.Reason != "gate opened" || ev.Outcome != substate.AuditDone || ev.ExecutionID != "fast-1" {
+			t.Errorf("audit event %+v", ev)
+		}
+		code, _, errOut = runCLI(t, "executions", "retry", "t-fast", "--server", url)
+		if code == 0 || !strings.Contains(errOut, "no execution to act on") {
+			t.Errorf("retry of a succeeded tenant: %d %s", code, errOut)
+		}
+	})
+	t.Run("StopRunning", func(t *testing.T) {
+		tenantIs(t, url, "t-slow", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })
+		code, out, errOut := runCLI(t, "executions", "stop", "t-slow", "--reason", "customer left", "--server", url)
+		if code != 0 || !strings.Contains(out, "stopped engine execution slow-1") {
+			t.Fatalf("stop: %d %s%s", code, out, errOut)
+		}
+		v := tenantIs(t, url, "t-slow", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
+		if v.WorkflowVerb != substate.VerbCancelled || !strings.Contains(v.WorkflowErrorMessage, "customer left") {
+			t.Fatalf("stopped view %+v", v)
+		}
+		if ev := auditOf(t, w, substate.ActionStop, "t-slow"); ev.Reason != "customer left" || ev.Who != "loopback" {
+			t.Errorf("audit event %+v", ev)
+		}
+		code, _, errOut = runCLI(t, "executions", "stop", "t-slow", "--server", url)
+		if code == 0 || !strings.Contains(errOut, "already ended") {
+			t.Errorf("second stop: %d %s", code, errOut)
+		}
+	})
+	t.Run("Unknown", func(t *testing.T) {
+		code, _, errOut := runCLI(t, "executions", "describe", "nobody", "--server", url)
+		if code == 0 || !strings.Contains(errOut, "not found") {
+			t.Errorf("unknown tenant: %d %s", code, errOut)
+		}
+	})
+}
+
+// auditOf returns the newest audit event of an action on a tenant.
+func auditOf(t *testing.T, w *testWorker, action substate.ExecutionAction, tenant string) substate.AuditEvent {
+	t.Helper()
+	ctx := context.Background()
+	s, err := w.Bus.JetStream.Stream(ctx, substate.StreamAudit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, substate.AuditSubject(action, tenant))
+	if err != nil {
+		t.Fatalf("audit of %s %s: %v", action, tenant, err)
+	}
+	var ev substate.AuditEvent
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}

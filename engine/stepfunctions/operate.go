@@ -1,0 +1,171 @@
+package stepfunctions
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/substatehq/substate"
+)
+
+// RedriveWindow is how long after an execution stopped Step Functions lets
+// it be redriven.
+const RedriveWindow = 14 * 24 * time.Hour
+
+// describeHistoryEvents is how many of the newest history events
+// DescribeExecution reads to find the current state and its attempts.
+const describeHistoryEvents = 100
+
+var _ substate.ExecutionOperator = (*Provider)(nil)
+
+// DescribeExecution describes the execution id (its ARN): DescribeExecution
+// for its status, input, output and redrive status, and the newest history
+// events (without data) for the last state entered and the attempts of its
+// task since.
+func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.ExecutionInfo, error) {
+	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)})
+	if err != nil {
+		return substate.ExecutionInfo{}, wrapAction("describe execution", "DescribeExecution", err)
+	}
+	info := substate.ExecutionInfo{
+		Provider: substate.ProviderStepFunctions, ExecutionID: id, Workflow: aws.ToString(out.StateMachineArn),
+		ProviderState: string(out.Status), Input: jsonText(out.Input), Output: jsonText(out.Output),
+		Error: aws.ToString(out.Error), Cause: aws.ToString(out.Cause),
+		StartedAt: aws.ToTime(out.StartDate), StoppedAt: aws.ToTime(out.StopDate),
+		Redrives: int(aws.ToInt32(out.RedriveCount)),
+		Ended:    out.Status != types.ExecutionStatusRunning && out.Status != types.ExecutionStatusPendingRedrive,
+	}
+	info.Retryable, info.RetryRefusal = p.redrivable(out)
+	hist, err := p.client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{
+		ExecutionArn: aws.String(id), ReverseOrder: true, MaxResults: describeHistoryEvents,
+		IncludeExecutionData: aws.Bool(false),
+	})
+	if err != nil {
+		return substate.ExecutionInfo{}, wrapAction("get execution history", "GetExecutionHistory", err)
+	}
+	info.Step, info.Attempts = currentStep(hist.Events)
+	return info, nil
+}
+
+// redrivable applies Step Functions' redrive rules: the service's own
+// redrive status, and no more than RedriveWindow after the stop.
+func (p *Provider) redrivable(out *sfn.DescribeExecutionOutput) (bool, string) {
+	switch {
+	case out.RedriveStatus == types.ExecutionRedriveStatusNotRedrivable:
+		return false, "not redrivable: " + cmp.Or(aws.ToString(out.RedriveStatusReason), "Step Functions says so")
+	case out.Status != types.ExecutionStatusFailed && out.Status != types.ExecutionStatusTimedOut && out.Status != types.ExecutionStatusAborted:
+		return false, "not redrivable: execution is " + string(out.Status)
+	case out.StopDate != nil && p.Now().Sub(*out.StopDate) > RedriveWindow:
+		return false, "not redrivable: execution stopped more than 14 days ago"
+	}
+	return true, ""
+}
+
+// currentStep returns the name of the newest StateEntered event among
+// events (newest first) and how many tasks were scheduled since.
+func currentStep(events []types.HistoryEvent) (string, int) {
+	attempts := 0
+	for _, ev := range events {
+		if d := ev.StateEnteredEventDetails; d != nil && strings.HasSuffix(string(ev.Type), "StateEntered") {
+			return aws.ToString(d.Name), attempts
+		}
+		if strings.HasSuffix(string(ev.Type), "Scheduled") {
+			attempts++
+		}
+	}
+	return "", attempts
+}
+
+// jsonText returns a JSON text as it is, and any other string as a JSON
+// string; nil for none.
+func jsonText(s *string) json.RawMessage {
+	if s == nil || *s == "" {
+		return nil
+	}
+	if json.Valid([]byte(*s)) {
+		return json.RawMessage(*s)
+	}
+	b, _ := json.Marshal(*s)
+	return b
+}
+
+// StopExecution stops a running execution with StopExecution, the error
+// "Stopped" and the cause. Step Functions has no kill: Kill is refused.
+func (p *Provider) StopExecution(ctx context.Context, id string, opts substate.StopOptions) error {
+	if opts.Kill {
+		return substate.Errorf(substate.EINVALID, "stepfunctions: an execution can be stopped but not killed (--kill is for Restate)")
+	}
+	_, err := p.client.StopExecution(ctx, &sfn.StopExecutionInput{
+		ExecutionArn: aws.String(id), Error: aws.String("Stopped"), Cause: aws.String(truncate(opts.Cause, maxStopCause)),
+	})
+	return wrapAction("stop execution", "StopExecution", err)
+}
+
+// RetryExecution redrives a failed, timed-out or aborted execution with
+// RedriveExecution: it resumes from the state that failed, under the same
+// ARN, with redriveCount + 1.
+func (p *Provider) RetryExecution(ctx context.Context, id string) error {
+	_, err := p.client.RedriveExecution(ctx, &sfn.RedriveExecutionInput{ExecutionArn: aws.String(id)})
+	return wrapAction("redrive execution", "RedriveExecution", err)
+}
+
+// RestartExecution starts a new execution of the same state machine with
+// the same input, named after the old one with a random suffix.
+func (p *Provider) RestartExecution(ctx context.Context, id string) (string, error) {
+	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)})
+	if err != nil {
+		return "", wrapAction("describe execution", "DescribeExecution", err)
+	}
+	name := RestartName(aws.ToString(out.Name))
+	started, err := p.client.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: out.StateMachineArn, Name: aws.String(name), Input: out.Input,
+	})
+	if err != nil {
+		return "", wrapAction("start execution", "StartExecution", err)
+	}
+	return aws.ToString(started.ExecutionArn), nil
+}
+
+// RestartName returns the name of a restart of the execution named old:
+// old cut to leave room, "-r", and 8 random hexadecimal digits, within the
+// 80 characters Step Functions allows.
+func RestartName(old string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	if r := []rune(old); len(r) > 70 {
+		old = string(r[:70])
+	}
+	return old + "-r" + hex.EncodeToString(b[:])
+}
+
+// GeneratedName returns an execution name for a start that gave none:
+// "substate-", the time to the second and 8 random hexadecimal digits.
+func GeneratedName(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "substate-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// wrapAction is wrap, with an AccessDeniedException turned into an
+// EFORBIDDEN error that names the IAM action the credentials lack.
+func wrapAction(op, action string, err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException" {
+		return substate.WrapError(substate.EFORBIDDEN, err,
+			"stepfunctions: %s: access denied: the AWS credentials lack the IAM permission states:%s", op, action)
+	}
+	if errors.As(err, &api) && api.ErrorCode() == "ExecutionNotRedrivable" {
+		return substate.WrapError(substate.ECONFLICT, err, "stepfunctions: %s: not redrivable: %s", op, api.ErrorMessage())
+	}
+	return wrap(op, err)
+}

@@ -1,0 +1,161 @@
+package substate
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// ExecutionAction is what an operator does to a tenant's current execution.
+type ExecutionAction string
+
+// The actions on an execution. Describe only reads; the others change the
+// execution and are recorded on the audit stream.
+const (
+	ActionDescribe ExecutionAction = "describe"
+	ActionStop     ExecutionAction = "stop"
+	ActionRetry    ExecutionAction = "retry"
+	ActionRestart  ExecutionAction = "restart"
+)
+
+// ParseExecutionAction returns the action that changes an execution named
+// s: stop, retry or restart.
+func ParseExecutionAction(s string) (ExecutionAction, error) {
+	switch a := ExecutionAction(s); a {
+	case ActionStop, ActionRetry, ActionRestart:
+		return a, nil
+	}
+	return "", Errorf(EINVALID, "unknown execution action %q (want stop, retry or restart)", s)
+}
+
+// ExecutionInfo describes one execution as its provider reports it: what an
+// operator needs before acting on it.
+type ExecutionInfo struct {
+	TenantID    string   `json:"tenantId"`
+	Provider    Provider `json:"provider"`
+	ExecutionID string   `json:"executionId"`
+	Workflow    string   `json:"workflow,omitempty"`
+	// ProviderState is the provider's own status (RUNNING, ABORTED,
+	// paused, failed…).
+	ProviderState string `json:"providerState"`
+	// Step is the current step: the engine's state, the last state Step
+	// Functions entered, Restate's target handler.
+	Step string `json:"step,omitempty"`
+	// Input and Output are the execution's, as JSON; a reader without the
+	// admin scope sees them redacted.
+	Input  json.RawMessage `json:"input,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Cause  string          `json:"cause,omitempty"`
+	// StartedAt and StoppedAt bound the execution; StoppedAt is zero while
+	// it runs.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	StoppedAt time.Time `json:"stoppedAt,omitzero"`
+	// Attempts is how many times the current step ran (engine, Step
+	// Functions: since the step was entered; Restate: the invocation's
+	// attempts).
+	Attempts int `json:"attempts"`
+	// Redrives is how many times the execution was redriven or resumed,
+	// where the provider counts it.
+	Redrives int `json:"redrives,omitempty"`
+	// Ended reports whether the execution is over (stopping it is refused).
+	Ended bool `json:"ended"`
+	// Retryable reports whether retry may act on it; RetryRefusal says why
+	// not when it may not.
+	Retryable    bool   `json:"retryable"`
+	RetryRefusal string `json:"retryRefusal,omitempty"`
+}
+
+// StopOptions say how to stop an execution.
+type StopOptions struct {
+	// Cause is why; it becomes the execution's error where the provider
+	// keeps one.
+	Cause string
+	// Kill ends a Restate invocation at once, without running its
+	// compensations (Restate's kill rather than cancel).
+	Kill bool
+}
+
+// ExecutionOperator acts on the executions of one provider. Unknown ids
+// are ENOTFOUND; what the provider refuses is ECONFLICT (not redrivable,
+// already ended) or EFORBIDDEN (a missing permission, named).
+type ExecutionOperator interface {
+	// DescribeExecution returns the execution's current description.
+	DescribeExecution(ctx context.Context, id string) (ExecutionInfo, error)
+	// StopExecution ends a running execution.
+	StopExecution(ctx context.Context, id string, opts StopOptions) error
+	// RetryExecution takes a failed (Restate: paused) execution up again
+	// from where it failed, under the same id.
+	RetryExecution(ctx context.Context, id string) error
+	// RestartExecution starts a new execution of the same workflow with
+	// the same input and returns its id.
+	RestartExecution(ctx context.Context, id string) (string, error)
+}
+
+// ExecutionRequest asks for one action on a tenant's current execution.
+type ExecutionRequest struct {
+	TenantID string          `json:"tenantId"`
+	Action   ExecutionAction `json:"action"`
+	// Reason is why the operator acts; the cause of a stop.
+	Reason string `json:"reason,omitempty"`
+	// Kill makes a stop of a Restate invocation a kill.
+	Kill bool `json:"kill,omitempty"`
+	// DryRun checks that the action would be accepted without taking it.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Who asked: an API key's name, or "loopback".
+	Who string `json:"who"`
+}
+
+// ExecutionResult is what an action did (or, in a dry run, would do).
+type ExecutionResult struct {
+	Action         ExecutionAction `json:"action"`
+	DryRun         bool            `json:"dryRun"`
+	TenantID       string          `json:"tenantId"`
+	Provider       Provider        `json:"provider"`
+	ExecutionID    string          `json:"executionId"`
+	NewExecutionID string          `json:"newExecutionId,omitempty"` // restart
+	Who            string          `json:"who"`
+	Reason         string          `json:"reason,omitempty"`
+	At             time.Time       `json:"at"`
+	// Execution is the execution as it was described before the action.
+	Execution ExecutionInfo `json:"execution"`
+	// AuditID is the id of the audit event that records the action.
+	AuditID string `json:"auditId,omitempty"`
+}
+
+// Outcomes of an audited action.
+const (
+	AuditDone    = "done"
+	AuditRefused = "refused"
+)
+
+// AuditEvent records one action taken on an execution: who, why, on what
+// and how it ended. Input and output are never in it.
+type AuditEvent struct {
+	ID             string          `json:"id"`
+	Time           time.Time       `json:"time"`
+	Action         ExecutionAction `json:"action"`
+	Who            string          `json:"who"`
+	Reason         string          `json:"reason,omitempty"`
+	Kill           bool            `json:"kill,omitempty"`
+	TenantID       string          `json:"tenantId"`
+	Provider       Provider        `json:"provider"`
+	ExecutionID    string          `json:"executionId"`
+	NewExecutionID string          `json:"newExecutionId,omitempty"`
+	Outcome        string          `json:"outcome"`
+	ErrorCode      string          `json:"errorCode,omitempty"`
+	Error          string          `json:"error,omitempty"`
+}
+
+// AuditPublisher records audit events durably (SUBSTATE_AUDIT) and returns
+// once the record is stored.
+type AuditPublisher interface {
+	PublishAudit(ctx context.Context, ev AuditEvent) error
+}
+
+// ExecutionService describes and acts on tenants' current executions,
+// whichever provider runs them.
+type ExecutionService interface {
+	Describe(ctx context.Context, tenantID string) (ExecutionInfo, error)
+	Act(ctx context.Context, req ExecutionRequest) (ExecutionResult, error)
+}

@@ -1,0 +1,107 @@
+package awstest
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// RedriveWindow is how long after it stopped Step Functions lets an
+// execution be redriven.
+const RedriveWindow = 14 * 24 * time.Hour
+
+func init() {
+	register(sfnPrefix+"RedriveExecution", (*Server).redriveExecution)
+	register(sfnPrefix+"UpdateStateMachine", (*Server).updateStateMachine)
+}
+
+// Versions returns the versions published of the state machine with the
+// given ARN, oldest first: each one's definition.
+func (s *Server) Versions(machineARN string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.machines[machineARN]; ok {
+		return append([]string(nil), m.Versions...)
+	}
+	return nil
+}
+
+// Deny answers the next n calls of op with the AccessDeniedException Step
+// Functions sends when the caller's IAM policy lacks states:<op>.
+func (s *Server) Deny(op string, n int) {
+	s.Fail(op, n, http.StatusBadRequest, "AccessDeniedException", fmt.Sprintf(
+		"User: arn:aws:sts::%s:assumed-role/substate/worker is not authorized to perform: states:%s because no identity-based policy allows the states:%s action",
+		AccountID, op, op))
+}
+
+// redriveStatus is a DescribeExecution's redriveStatus and its reason.
+func redriveStatus(e *Execution, now time.Time) (status, reason string) {
+	switch e.Status {
+	case "FAILED", "TIMED_OUT", "ABORTED":
+	case "SUCCEEDED":
+		return "NOT_REDRIVABLE", "Execution is SUCCEEDED and cannot be redriven"
+	default:
+		return "NOT_REDRIVABLE", "Execution is " + e.Status + " and cannot be redriven"
+	}
+	if now.Sub(e.StopDate) > RedriveWindow {
+		return "NOT_REDRIVABLE", "Execution stopped more than 14 days ago and cannot be redriven"
+	}
+	return "REDRIVABLE", ""
+}
+
+func (s *Server) redriveExecution(body []byte) (any, error) {
+	e, err := s.lookupExecution(body)
+	if err != nil {
+		return nil, err
+	}
+	if st, reason := redriveStatus(&e, s.Now()); st != "REDRIVABLE" {
+		return nil, errorf("ExecutionNotRedrivable", "Execution not redrivable: '%s': %s", e.ARN, reason)
+	}
+	if err := s.Redrive(e.ARN); err != nil {
+		return nil, err
+	}
+	e, _ = s.Execution(e.ARN)
+	return map[string]any{"redriveDate": epoch{e.RedriveDate}}, nil
+}
+
+func (s *Server) updateStateMachine(body []byte) (any, error) {
+	var in struct {
+		ARN                string `json:"stateMachineArn"`
+		Definition         string `json:"definition"`
+		RoleARN            string `json:"roleArn"`
+		Publish            bool   `json:"publish"`
+		VersionDescription string `json:"versionDescription"`
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := checkARN(in.ARN, "stateMachine", 7); err != nil {
+		return nil, err
+	}
+	if in.Definition != "" {
+		if err := checkDefinition(in.Definition); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.machines[in.ARN]
+	if !ok {
+		return nil, errorf("StateMachineDoesNotExist", "State Machine Does Not Exist: '%s'", in.ARN)
+	}
+	if in.Definition != "" {
+		m.Definition = in.Definition
+	}
+	if in.RoleARN != "" {
+		m.RoleARN = in.RoleARN
+	}
+	m.Revision++
+	now := s.Now()
+	out := map[string]any{"updateDate": epoch{now}, "revisionId": strconv.Itoa(m.Revision)}
+	if in.Publish {
+		m.Versions = append(m.Versions, m.Definition)
+		out["stateMachineVersionArn"] = m.ARN + ":" + strconv.Itoa(len(m.Versions))
+	}
+	return out, nil
+}
