@@ -1,7 +1,7 @@
 # Everyday tasks. CI runs .ci/run, which covers test, lint and generate.
 GO ?= go
 
-.PHONY: all build test race lint fmt generate bench fuzz ci
+.PHONY: all build test race lint fmt generate bench fuzz soak ci
 
 all: lint test
 
@@ -26,6 +26,12 @@ generate:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Kill the change feed between commit and publish many more times than the
+# tests do: in process, and as a real worker process killed with SIGKILL.
+soak:
+	SUBSTATE_SOAK_CYCLES=20000 $(GO) test -run '^TestChangeFeedCrash$$' -count=1 -timeout 2h ./publishers/
+	SUBSTATE_SOAK_KILLS=200 $(GO) test -run '^TestCrashChangeFeed$$' -count=1 -timeout 2h ./cmd/substate/
 
 fuzz:
 	FUZZTIME=30s bash .ci/run

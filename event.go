@@ -1,6 +1,7 @@
 package substate
 
 import (
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -9,8 +10,10 @@ import (
 // CloudEvents attributes of every canonical event.
 const (
 	CloudEventsSpecVersion = "1.0"
-	EventType              = "io.substate.execution.substate.v1"
-	EventContentType       = "application/json"
+	// EventType is the single type canonical events had before each
+	// sub-state got its own (EventTypeFor); it still decodes.
+	EventType        = "io.substate.execution.substate.v1"
+	EventContentType = "application/json"
 	// CloudEventsMediaType is the Content-Type header of a structured CloudEvent.
 	CloudEventsMediaType = "application/cloudevents+json"
 )
@@ -88,9 +91,15 @@ type Event struct {
 	Source          string    `json:"source"`
 	Type            string    `json:"type"`
 	Subject         string    `json:"subject"`
-	Time            time.Time `json:"time"`
+	Time            Timestamp `json:"time"`
 	DataContentType string    `json:"datacontenttype"`
-	Data            EventData `json:"data"`
+	// DataSchema is the URL of the JSON Schema of the data (SchemaURL),
+	// when the publisher knows where the worker serves it.
+	DataSchema string `json:"dataschema,omitempty"`
+	// TraceParent is the W3C traceparent of the request that brought the
+	// event in (the CloudEvents distributed-tracing extension).
+	TraceParent string    `json:"traceparent,omitempty"`
+	Data        EventData `json:"data"`
 
 	// Raw names the raw message the event was mapped from. It travels in
 	// the HeaderRawSeq and HeaderRawID message headers, not in the JSON.
@@ -98,15 +107,16 @@ type Event struct {
 }
 
 // NewEvent wraps data in a CloudEvent with the given id. The source names the
-// provider, the subject is the tenant id and the time is when it occurred.
+// provider, the type the sub-state, the subject is the tenant id and the
+// time is when it occurred.
 func NewEvent(id string, data EventData) Event {
 	return Event{
 		SpecVersion:     CloudEventsSpecVersion,
 		ID:              id,
 		Source:          "/substate/" + string(data.Provider),
-		Type:            EventType,
+		Type:            EventTypeFor(data.SubState),
 		Subject:         data.TenantID,
-		Time:            data.OccurredAt,
+		Time:            Timestamp{data.OccurredAt},
 		DataContentType: EventContentType,
 		Data:            data,
 	}
@@ -128,11 +138,14 @@ func UnmarshalEvent(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &e); err != nil {
 		return Event{}, WrapError(EINVALID, err, "decode cloudevent")
 	}
-	if e.SpecVersion != CloudEventsSpecVersion || e.Type != EventType {
+	if e.SpecVersion != CloudEventsSpecVersion || !strings.HasPrefix(e.Type, EventTypePrefix) {
 		return Event{}, Errorf(EINVALID, "not a substate event (specversion %q, type %q)", e.SpecVersion, e.Type)
 	}
 	if err := e.Data.Validate(); err != nil {
 		return Event{}, err
+	}
+	if !eventTypeOK(e.Type, e.Data.SubState) {
+		return Event{}, Errorf(EINVALID, "event type %q does not match its sub-state %q", e.Type, e.Data.SubState)
 	}
 	return e, nil
 }

@@ -1,9 +1,139 @@
 package substate
 
-import "context"
+import (
+	"context"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+)
+
+// StreamChanges is the durable change feed: one message for every real
+// change of a tenant view, on ChangeSubject, deduplicated by the change's
+// sequence.
+const StreamChanges = "SUBSTATE_CHANGES"
+
+// ChangesStreamSubject is the subject filter of StreamChanges:
+// substate.changes.<subState>.<provider>.<tenant>.
+const ChangesStreamSubject = SubjectChangesPrefix + "*.*.*"
 
 // ChangePublisher publishes real changes of tenant views on the change feed
-// (substate.changes.<tenant>) after the transaction that made them committed.
+// after the transaction that made them committed.
 type ChangePublisher interface {
 	PublishChanges(ctx context.Context, changes []Change) error
+}
+
+// ChangeOutbox holds the changes a view committed that the change feed has
+// not acknowledged yet. The view writes a change into it in the transaction
+// that makes the change, so a crash between the commit and the publish
+// loses none: the outbox is drained again after the restart.
+type ChangeOutbox interface {
+	// PendingChanges returns up to limit changes in sequence order, the
+	// oldest first.
+	PendingChanges(ctx context.Context, limit int) ([]Change, error)
+	// RemoveChanges removes the changes with these sequences, once the feed
+	// acknowledged them.
+	RemoveChanges(ctx context.Context, seqs []uint64) error
+	// ChangesWaiting returns a channel that receives after a commit that
+	// wrote changes into the outbox.
+	ChangesWaiting() <-chan struct{}
+}
+
+// ChangeSubject returns the subject a change is published on:
+// substate.changes.<subState>.<provider>.<tenant>, each token encoded with
+// EncodeToken, so that a subscriber can select "every failed"
+// (substate.changes.failed.>), "everything of tenant T"
+// (substate.changes.*.*.<EncodeToken(T)>) or "backing-off of provider P"
+// (substate.changes.backing-off.P.*) with a subject filter alone. The
+// sub-state and provider are the view's after the change.
+func ChangeSubject(c *Change) string {
+	return SubjectChangesPrefix + EncodeToken(string(c.New.WorkflowSubState)) + "." +
+		EncodeToken(string(c.New.Provider)) + "." + EncodeToken(c.TenantID)
+}
+
+// ChangeMsgID is the Nats-Msg-Id of a change on the feed: its sequence in
+// SUBSTATE_EVENTS, the same in every projector replica and after a restart.
+func ChangeMsgID(c *Change) string { return strconv.FormatUint(c.Seq, 10) }
+
+// Change kinds: the CloudEvents type of a change on the feed says what
+// kind of occurrence it is, the most significant first when several
+// fields changed at once.
+const (
+	ChangeTypeSubState  = "io.substate.tenant.substate.changed.v1"
+	ChangeTypeExecution = "io.substate.tenant.execution.changed.v1"
+	ChangeTypeRetry     = "io.substate.tenant.retry.changed.v1"
+	ChangeTypeError     = "io.substate.tenant.error.changed.v1"
+	ChangeTypeStep      = "io.substate.tenant.step.changed.v1"
+)
+
+// ChangeTypes are every CloudEvents type of the change feed.
+var ChangeTypes = []string{ChangeTypeSubState, ChangeTypeExecution, ChangeTypeRetry, ChangeTypeError, ChangeTypeStep}
+
+// ChangeType returns the CloudEvents type of a change: a new sub-state
+// (or verb), else a new execution, else a new retry count, else a new
+// error message, else a new step; a change of the execution the view
+// keeps internally only is an execution change.
+func ChangeType(c *Change) string {
+	o, n := &c.Old, &c.New
+	switch {
+	case o.WorkflowSubState != n.WorkflowSubState || o.WorkflowVerb != n.WorkflowVerb:
+		return ChangeTypeSubState
+	case o.WorkflowExecutionID != n.WorkflowExecutionID:
+		return ChangeTypeExecution
+	case o.WorkflowRetryCount != n.WorkflowRetryCount:
+		return ChangeTypeRetry
+	case o.WorkflowErrorMessage != n.WorkflowErrorMessage:
+		return ChangeTypeError
+	case o.WorkflowStep != n.WorkflowStep:
+		return ChangeTypeStep
+	}
+	return ChangeTypeExecution
+}
+
+// ChangeSource is the CloudEvents source of the change feed.
+const ChangeSource = "/substate/view"
+
+// ChangeEvent is a change on the feed: a CloudEvents 1.0 structured-mode
+// envelope around the Change.
+type ChangeEvent struct {
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Subject         string    `json:"subject"`
+	Time            Timestamp `json:"time"`
+	DataContentType string    `json:"datacontenttype"`
+	DataSchema      string    `json:"dataschema,omitempty"`
+	TraceParent     string    `json:"traceparent,omitempty"`
+	Data            Change    `json:"data"`
+}
+
+// NewChangeEvent wraps a change in its CloudEvent: id = the change's
+// sequence, subject = tenant, time = when the view changed, dataschema =
+// the change schema at schemaBase (see SchemaURL), traceparent = the one
+// the event that made the change carried.
+func NewChangeEvent(c Change, schemaBase string) ChangeEvent {
+	return ChangeEvent{
+		SpecVersion: CloudEventsSpecVersion, ID: ChangeMsgID(&c), Source: ChangeSource,
+		Type: ChangeType(&c), Subject: c.TenantID, Time: Timestamp{c.New.UpdatedAt},
+		DataContentType: EventContentType, DataSchema: SchemaURL(schemaBase, ChangeSchema),
+		TraceParent: c.TraceParent, Data: c,
+	}
+}
+
+// MarshalChangeEvent encodes a change as structured CloudEvents JSON.
+func MarshalChangeEvent(c Change, schemaBase string) ([]byte, error) {
+	e := NewChangeEvent(c, schemaBase)
+	return json.Marshal(&e)
+}
+
+// UnmarshalChangeEvent decodes a change-feed message.
+func UnmarshalChangeEvent(b []byte) (ChangeEvent, error) {
+	var e ChangeEvent
+	if err := json.Unmarshal(b, &e); err != nil {
+		return ChangeEvent{}, WrapError(EINVALID, err, "decode change event")
+	}
+	if e.SpecVersion != CloudEventsSpecVersion || e.Source != ChangeSource {
+		return ChangeEvent{}, Errorf(EINVALID, "not a substate change (specversion %q, source %q)", e.SpecVersion, e.Source)
+	}
+	return e, nil
 }

@@ -48,9 +48,6 @@ func AuditSubject(action ExecutionAction, tenant string) string {
 // EventsSubject returns the canonical events subject of a tenant.
 func EventsSubject(tenant string) string { return SubjectEventsPrefix + EncodeToken(tenant) }
 
-// ChangesSubject returns the change-feed subject of a tenant.
-func ChangesSubject(tenant string) string { return SubjectChangesPrefix + EncodeToken(tenant) }
-
 // DLQSubject returns the dead-letter subject of a pipeline stage.
 func DLQSubject(stage string) string { return SubjectDLQPrefix + EncodeToken(stage) }
 

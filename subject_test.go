@@ -73,8 +73,9 @@ func TestEncodeTokenDigest(t *testing.T) {
 
 func TestSubjectsBounded(t *testing.T) {
 	long := strings.Repeat("é", 5000)
+	change := &substate.Change{TenantID: long, New: substate.TenantView{Provider: substate.Provider(long)}}
 	for _, subject := range []string{
-		substate.EventsSubject(long), substate.ChangesSubject(long), substate.DLQSubject(long),
+		substate.EventsSubject(long), substate.ChangeSubject(change), substate.DLQSubject(long),
 		substate.TaskSubject(long, long),
 	} {
 		if len(subject) > 2*substate.MaxTokenBytes+len(substate.SubjectTasksPrefix)+1 {

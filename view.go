@@ -27,6 +27,8 @@ type TenantView struct {
 type Sequenced struct {
 	Seq   uint64
 	Event EventData
+	// TraceParent is the event's W3C traceparent, if it carried one.
+	TraceParent string
 }
 
 // Change is one real change of a tenant's view, published on the change feed
@@ -36,6 +38,9 @@ type Change struct {
 	TenantID string     `json:"tenantId"`
 	Old      TenantView `json:"old"`
 	New      TenantView `json:"new"`
+	// TraceParent is the W3C traceparent of the event that made the change,
+	// carried to the change's CloudEvent; it is not part of the data.
+	TraceParent string `json:"-"`
 }
 
 // ApplyResult reports what one applied batch did.

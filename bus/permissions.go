@@ -9,9 +9,9 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// StreamChanges is the durable change feed's stream, once there is one:
-// subscribers may read it like SUBSTATE_EVENTS.
-const StreamChanges = "SUBSTATE_CHANGES"
+// StreamChanges is the durable change feed's stream: subscribers may read
+// it like SUBSTATE_EVENTS.
+const StreamChanges = substate.StreamChanges
 
 // SubscriberStreams are the streams a Subscriber may read with JetStream.
 var SubscriberStreams = []string{substate.StreamEvents, StreamChanges}

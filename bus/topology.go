@@ -38,27 +38,30 @@ type Retention struct {
 // Topology is the configuration of substate's streams.
 type Topology struct {
 	Raw, Events, DLQ Retention
+	// Changes is the retention of the change feed, SUBSTATE_CHANGES.
+	Changes Retention
 	// Duplicates is the window in which a repeated Nats-Msg-Id is dropped by
 	// the server; a redelivery after it is still harmless to the view.
 	Duplicates time.Duration
 	Replicas   int
 }
 
-// DefaultTopology keeps raw evidence and canonical events for 30 days, dead
-// letters for 90, and drops duplicates within 24 hours (EventBridge retries
-// a delivery for up to a day).
+// DefaultTopology keeps raw evidence, canonical events and the change feed
+// for 30 days, dead letters for 90, and drops duplicates within 24 hours
+// (EventBridge retries a delivery for up to a day).
 func DefaultTopology() Topology {
 	const day = 24 * time.Hour
 	return Topology{
 		Raw:        Retention{MaxAge: 30 * day},
 		Events:     Retention{MaxAge: 30 * day},
 		DLQ:        Retention{MaxAge: 90 * day},
+		Changes:    Retention{MaxAge: 30 * day},
 		Duplicates: day,
 		Replicas:   1,
 	}
 }
 
-// StreamConfigs returns the configuration of the three streams.
+// StreamConfigs returns the configuration of the four streams.
 func (t Topology) StreamConfigs() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		t.stream(substate.StreamRaw, substate.SubjectRawPrefix+">", t.Raw,
@@ -67,6 +70,8 @@ func (t Topology) StreamConfigs() []jetstream.StreamConfig {
 			"canonical sub-state events (CloudEvents 1.0 JSON), one subject per tenant"),
 		t.stream(substate.StreamDLQ, substate.SubjectDLQPrefix+">", t.DLQ,
 			"input substate could not process: original bytes and headers, reason and stage"),
+		t.stream(substate.StreamChanges, substate.ChangesStreamSubject, t.Changes,
+			"real changes of tenant views (CloudEvents 1.0 JSON), on substate.changes.<subState>.<provider>.<tenant>, Nats-Msg-Id = the change's sequence"),
 	}
 }
 
@@ -99,7 +104,7 @@ func nonZero(d time.Duration) time.Duration {
 	return d
 }
 
-// EnsureStreams creates the three streams, or updates those whose
+// EnsureStreams creates the streams, or updates those whose
 // configuration differs. A stream already as configured is left alone, so
 // a worker starts even while a cluster cannot place a change (a node down).
 func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {

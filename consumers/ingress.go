@@ -82,6 +82,7 @@ func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (int, error) {
 		return 0, err
 	}
 	events, err := decode(r, body)
+	withTraceParent(events, r.Header.Get(substate.HeaderTraceParent))
 	if substate.ErrorCode(err) == substate.EINVALID {
 		return 0, in.deadLetter(r, body, err)
 	} else if err != nil {

@@ -92,6 +92,7 @@ func (n *Normalizer) normalize(msg jetstream.Msg) ([]substate.Event, error) {
 		}
 		events[i] = substate.NewEvent(n.EventID(raw, i), data[i])
 		events[i].Raw = ref // the audit trail back to the provider's payload
+		events[i].TraceParent = traceParentOf(&raw)
 	}
 	return events, nil
 }
@@ -111,7 +112,7 @@ func rawEvent(msg jetstream.Msg) (substate.RawEvent, error) {
 		}
 		id = "seq:" + strconv.FormatUint(meta.Sequence.Stream, 10)
 	}
-	return substate.RawEvent{Kind: substate.RawKind(kind), ID: id, Body: msg.Data()}, nil
+	return substate.RawEvent{Kind: substate.RawKind(kind), ID: id, Body: msg.Data(), Header: rawHeaders(msg)}, nil
 }
 
 func (n *Normalizer) deadLetter(ctx context.Context, msg jetstream.Msg, err error) {

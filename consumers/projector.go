@@ -120,7 +120,7 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substa
 			}
 			continue
 		}
-		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data})
+		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data, TraceParent: e.TraceParent})
 	}
 	slices.Sort(seqs)
 	return sortSequenced(out), slices.Compact(seqs), nil
@@ -214,7 +214,7 @@ func (p *Projector) readRange(ctx context.Context, from, to uint64) ([]substate.
 		if err != nil {
 			continue
 		}
-		out = append(out, substate.Sequenced{Seq: seq, Event: e.Data})
+		out = append(out, substate.Sequenced{Seq: seq, Event: e.Data, TraceParent: e.TraceParent})
 	}
 	if from < to {
 		p.logger().Warn("read a gap in the event stream directly", "from", from, "to", to-1, "events", len(out))

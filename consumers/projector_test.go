@@ -2,7 +2,6 @@ package consumers_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -82,10 +81,11 @@ func countChanges(tb testing.TB, nc *nats.Conn) *changeCounter {
 	tb.Helper()
 	cc := &changeCounter{}
 	sub, err := nc.Subscribe(substate.SubjectChangesPrefix+">", func(m *nats.Msg) {
-		var c substate.Change
-		if err := json.Unmarshal(m.Data, &c); err != nil {
+		e, err := substate.UnmarshalChangeEvent(m.Data)
+		if err != nil {
 			tb.Errorf("change feed message: %v", err)
 		}
+		c := e.Data
 		cc.mu.Lock()
 		cc.changes = append(cc.changes, c)
 		cc.mu.Unlock()

@@ -63,7 +63,8 @@ func FuzzRestate(f *testing.F) {
 }
 
 func FuzzEngine(f *testing.F) {
-	fuzzMap(f, substate.RawEngine, engineEvent(f, "error"), engineEvent(f, "teleporting"))
+	fuzzMap(f, substate.RawEngine, engineEvent(f, "error"), engineEvent(f, "teleporting"),
+		[]byte(`{"specversion":"1.0","subject":"acme","time":"2026-11-01T10:00:00Z","data":`+string(engineEvent(f, "running"))+`}`))
 }
 
 func FuzzParseHistory(f *testing.F) {

@@ -100,7 +100,7 @@ func (m *Mapper) mapKind(raw substate.RawEvent) ([]substate.EventData, error) {
 	case substate.RawRestate:
 		return m.MapRestate(raw.Body)
 	case substate.RawEngine:
-		ev, err := m.MapEngine(raw.Body)
+		ev, err := m.mapEngineRaw(raw)
 		if err != nil {
 			return nil, err
 		}

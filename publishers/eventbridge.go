@@ -164,7 +164,7 @@ func (p *EventBridge) entries(events []substate.Event) ([]entry, []EventBridgeFa
 			req.EventBusName = aws.String(p.EventBusName)
 		}
 		if !ev.Time.IsZero() {
-			req.Time = aws.Time(ev.Time)
+			req.Time = aws.Time(ev.Time.Time)
 		}
 		if strings.HasPrefix(ev.Data.ExecutionID, "arn:") {
 			req.Resources = []string{ev.Data.ExecutionID}

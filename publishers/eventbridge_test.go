@@ -59,7 +59,7 @@ func TestEventBridgePublish(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev.ID != in[i].ID || e.Source != "substate" || e.DetailType != "Workflow Sub-State Changed" || e.EventBusName != "workflow-events" ||
-			len(e.Resources) != 1 || e.Resources[0] != in[i].Data.ExecutionID || !e.Time.Equal(in[i].Time) {
+			len(e.Resources) != 1 || e.Resources[0] != in[i].Data.ExecutionID || !e.Time.Equal(in[i].Time.Time) {
 			t.Fatalf("entry %d = %+v, want event %s", i, e, in[i].ID)
 		}
 	}

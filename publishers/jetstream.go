@@ -22,6 +22,9 @@ type JetStream struct {
 	MaxInFlight int
 	// Now stamps the received-at header of raw events.
 	Now func() time.Time
+	// SchemaBase is the worker's base URL (SchemaURL): events without a
+	// dataschema get the event schema there. Empty leaves them without.
+	SchemaBase string
 }
 
 var (
@@ -107,6 +110,9 @@ func (p *JetStream) PublishEvents(ctx context.Context, events []substate.Event) 
 }
 
 func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, error) {
+	if e.DataSchema == "" {
+		e.DataSchema = substate.SchemaURL(p.SchemaBase, substate.EventSchema)
+	}
 	body, err := substate.MarshalEvent(*e)
 	if err != nil {
 		return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
@@ -120,6 +126,9 @@ func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, err
 	}
 	if e.Raw.ID != "" {
 		m.Header.Set(substate.HeaderRawID, e.Raw.ID)
+	}
+	if e.TraceParent != "" {
+		m.Header.Set(substate.HeaderTraceParent, e.TraceParent)
 	}
 	f, err := p.JS.PublishMsgAsync(m)
 	if err != nil {

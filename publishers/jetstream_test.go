@@ -2,7 +2,6 @@ package publishers_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -153,11 +152,12 @@ func TestPublishChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got substate.Change
-	if err := json.Unmarshal(m.Data, &got); err != nil {
+	e, err := substate.UnmarshalChangeEvent(m.Data)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Subject != substate.ChangesSubject("acme corp") || got.New.WorkflowErrorMessage != "boom" || got.Old.WorkflowSubState != substate.StateRunning {
+	got := e.Data
+	if m.Subject != substate.ChangeSubject(&ch) || got.New.WorkflowErrorMessage != "boom" || got.Old.WorkflowSubState != substate.StateRunning {
 		t.Fatalf("change on %s: %+v", m.Subject, got)
 	}
 }

@@ -190,6 +190,7 @@ func (c *Checker) compare(f Finding, e Event, raw substate.RawEvent) Finding {
 			continue
 		}
 		want := substate.NewEvent(e.Event.ID, data[i])
+		unmapped(&want, &e.Event)
 		if reason := differs(e, want); reason != "" {
 			return f.is(CheckForged, reason)
 		}
@@ -203,6 +204,17 @@ func (c *Checker) compare(f Finding, e Event, raw substate.RawEvent) Finding {
 		}
 	}
 	return f.is(CheckForged, fmt.Sprintf("its id is not one of the %d events its raw message maps to", len(data)))
+}
+
+// unmapped copies to want what the mapping of the raw message does not
+// decide: where the worker served the data's schema, the traceparent of
+// the request, and the single type events had before each sub-state got
+// its own.
+func unmapped(want, stored *substate.Event) {
+	want.DataSchema, want.TraceParent = stored.DataSchema, stored.TraceParent
+	if stored.Type == substate.EventType {
+		want.Type = substate.EventType
+	}
 }
 
 // differs says how a stored event differs from the event its raw message

@@ -81,7 +81,8 @@ func TestCheckCatchesForgedEvents(t *testing.T) {
 	altered := real.Event
 	altered.Data.SubState, altered.Data.ErrorMessage = substate.StateSucceeded, ""
 	altered.Data.Normalize()
-	forge(t, b, "f2", altered, real.RawRef()) // a real event's link and id, other content
+	altered.Type = substate.EventTypeFor(altered.Data.SubState) // a forger keeps the event decodable
+	forge(t, b, "f2", altered, real.RawRef())                   // a real event's link and id, other content
 
 	ghost := real.Event
 	ghost.ID, ghost.Data.TenantID, ghost.Subject = "forged-3", "ghost-tenant", "ghost-tenant"

@@ -110,7 +110,7 @@ func (d *DB) plan(batch []substate.Sequenced) (*work, error) {
 				return err
 			}
 			next, out := ApplyEvent(*rec, s.Event, w.now)
-			w.apply(s.Seq, rec, next, out)
+			w.apply(s, rec, next, out)
 		}
 		return nil
 	})
@@ -142,8 +142,8 @@ func (w *work) load(tenants *bolt.Bucket, pending map[string]Record, id string) 
 	return rec, nil
 }
 
-// apply records the outcome of the event at seq on rec.
-func (w *work) apply(seq uint64, rec *Record, next Record, out Outcome) {
+// apply records the outcome of the event s on rec.
+func (w *work) apply(s *substate.Sequenced, rec *Record, next Record, out Outcome) {
 	id := next.View.TenantID
 	switch out {
 	case Stale:
@@ -155,7 +155,7 @@ func (w *work) apply(seq uint64, rec *Record, next Record, out Outcome) {
 			w.dirty[id] = false
 		}
 	case Changed:
-		w.res.Changes = append(w.res.Changes, substate.Change{Seq: seq, TenantID: id, Old: rec.View, New: next.View})
+		w.res.Changes = append(w.res.Changes, substate.Change{Seq: s.Seq, TenantID: id, Old: rec.View, New: next.View, TraceParent: s.TraceParent})
 		w.dirty[id] = true
 	}
 	*rec = next

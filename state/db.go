@@ -57,10 +57,16 @@ type DB struct {
 	// open an empty view in its place, instead of returning the
 	// *CorruptError.
 	MoveCorrupt bool
+	// ChangeOutbox makes every commit that changes a view also write its
+	// changes into the change outbox (see PendingChanges), for the change
+	// feed to publish.
+	ChangeOutbox bool
 
 	db      *bolt.DB
 	mu      sync.Mutex                   // serializes Apply, Sync, Check and Close
 	corrupt atomic.Pointer[CorruptError] // set when the file was found corrupt; see Health
+
+	outboxReady chan struct{} // see ChangesWaiting
 
 	// pmu guards what readers see besides the file: pending, seq,
 	// checkpoint, stats. Apply takes it for writing only around a commit.
@@ -122,6 +128,9 @@ func (d *DB) Open() error {
 		return err
 	}
 	d.pmu.Lock()
+	if d.outboxReady == nil {
+		d.outboxReady = make(chan struct{}, 1)
+	}
 	d.db, d.pending, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), cp, cp, Stats{}
 	d.allocated = pageAlloc(db)
 	d.corrupt.Store(nil)
@@ -176,7 +185,7 @@ func (d *DB) reopenEmpty(ce *CorruptError) (*bolt.DB, uint64, error) {
 // initBuckets creates missing buckets, checks the schema and reads the
 // checkpoint into cp.
 func initBuckets(tx *bolt.Tx, cp *uint64) error {
-	for _, name := range [][]byte{bucketTenants, bucketSubState, bucketError, bucketRetry, bucketMeta} {
+	for _, name := range [][]byte{bucketTenants, bucketSubState, bucketError, bucketRetry, bucketMeta, bucketOutbox} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -316,6 +325,11 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 			if err := w.write(&b); err != nil {
 				return err
 			}
+			if d.ChangeOutbox {
+				if err := w.writeOutbox(tx); err != nil {
+					return err
+				}
+			}
 		}
 		return b.meta.Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))
 	})
@@ -329,6 +343,9 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	written := uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
 	d.stats.BytesWritten += written
 	d.allocated = alloc
+	if d.ChangeOutbox && w != nil && w.changes() {
+		d.signalOutbox()
+	}
 	return written, nil
 }
 

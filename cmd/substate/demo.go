@@ -210,10 +210,11 @@ func (d *demoRun) pending(ctx context.Context) []string {
 
 // printChange prints one change-feed message as a line.
 func (d *demoRun) printChange(m *nats.Msg) {
-	var c substate.Change
-	if json.Unmarshal(m.Data, &c) != nil {
+	e, err := substate.UnmarshalChangeEvent(m.Data)
+	if err != nil {
 		return
 	}
+	c := e.Data
 	line := fmt.Sprintf("%6.1fs  %-22s %-11s → %-11s retries=%d", time.Since(d.start).Seconds(), c.TenantID,
 		dash(string(c.Old.WorkflowSubState)), c.New.WorkflowSubState, c.New.WorkflowRetryCount)
 	if e := c.New.WorkflowErrorMessage; e != "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -19,8 +18,8 @@ import (
 // erased before the summary. Without a terminal there is none.
 func TestDemoLive(t *testing.T) {
 	change := func(tenant string, old, new substate.SubState) *nats.Msg {
-		data, _ := json.Marshal(substate.Change{TenantID: tenant,
-			Old: substate.TenantView{WorkflowSubState: old}, New: substate.TenantView{WorkflowSubState: new}})
+		data, _ := substate.MarshalChangeEvent(substate.Change{TenantID: tenant,
+			Old: substate.TenantView{WorkflowSubState: old}, New: substate.TenantView{WorkflowSubState: new}}, "")
 		return &nats.Msg{Data: data}
 	}
 	t.Run("Terminal", func(t *testing.T) {

@@ -62,7 +62,7 @@ func TestDeployReadme(t *testing.T) {
 }
 
 // streams are the stream names, which look like variables.
-var streams = map[string]bool{substate.StreamRaw: true, substate.StreamEvents: true, substate.StreamDLQ: true}
+var streams = map[string]bool{substate.StreamRaw: true, substate.StreamEvents: true, substate.StreamDLQ: true, substate.StreamChanges: true}
 
 // allEnvs returns the environment variables of every command's flags.
 func allEnvs(t *testing.T) map[string]bool {

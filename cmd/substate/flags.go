@@ -62,10 +62,12 @@ func natsCredentialsDir(dataDir string) string { return filepath.Join(dataDir, "
 
 // StreamFlags set the retention of substate's streams.
 type StreamFlags struct {
-	RawMaxAge      time.Duration `default:"720h" help:"How long SUBSTATE_RAW keeps provider payloads (0 = no limit)."`
-	RawMaxBytes    int64         `default:"0" help:"Size cap of SUBSTATE_RAW in bytes, oldest discarded first (0 = no limit)."`
-	EventsMaxAge   time.Duration `default:"720h" help:"How long SUBSTATE_EVENTS keeps canonical events (0 = no limit)."`
-	EventsMaxBytes int64         `default:"0" help:"Size cap of SUBSTATE_EVENTS in bytes (0 = no limit)."`
-	DLQMaxAge      time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
-	DedupeWindow   time.Duration `default:"24h" help:"Window in which a repeated source event id is dropped by JetStream."`
+	RawMaxAge       time.Duration `default:"720h" help:"How long SUBSTATE_RAW keeps provider payloads (0 = no limit)."`
+	RawMaxBytes     int64         `default:"0" help:"Size cap of SUBSTATE_RAW in bytes, oldest discarded first (0 = no limit)."`
+	EventsMaxAge    time.Duration `default:"720h" help:"How long SUBSTATE_EVENTS keeps canonical events (0 = no limit)."`
+	EventsMaxBytes  int64         `default:"0" help:"Size cap of SUBSTATE_EVENTS in bytes (0 = no limit)."`
+	DLQMaxAge       time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
+	ChangesMaxAge   time.Duration `default:"720h" help:"How long SUBSTATE_CHANGES (the change feed) keeps changes (0 = no limit)."`
+	ChangesMaxBytes int64         `default:"0" help:"Size cap of SUBSTATE_CHANGES in bytes, oldest discarded first (0 = no limit)."`
+	DedupeWindow    time.Duration `default:"24h" help:"Window in which JetStream drops a repeated source event id or change-feed sequence."`
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/substatehq/substate/internal/bustest"
 
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/contracttest"
 )
 
 // TestMain lets a test run this binary's main in a subprocess (to kill it
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	contracttest.Main(m) // every response from a worker must match contract/openapi.json
 }
 
 // syncBuffer is a bytes.Buffer safe to write from the command and read

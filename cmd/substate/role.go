@@ -10,7 +10,6 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
-	"github.com/substatehq/substate/publishers"
 )
 
 // Roles a worker process can take.
@@ -35,7 +34,7 @@ const (
 // scale ingestion and queries separately.
 type RoleFlags struct {
 	Role       string `enum:"all,ingest,project,engine" default:"all" help:"What this process runs: all; ingest (HTTP ingress, normalizer, EventBridge forwarder; stateless); project (projector, view, query API and pollers, one durable consumer per --instance); engine (the built-in workflow engine; run exactly one, on a persistent --data-dir)."`
-	ChangeFeed bool   `default:"true" negatable:"" help:"Publish real view changes on substate.changes.<tenant>. Every projector replica publishes the same change with the same seq: subscribers keep the highest seq per tenant, or all replicas but one run with --no-change-feed."`
+	ChangeFeed bool   `default:"true" negatable:"" help:"Publish real view changes to the stream SUBSTATE_CHANGES on substate.changes.<subState>.<provider>.<tenant>, through an outbox in the view (at least once, deduplicated by the change's sequence). Every projector replica publishes the same change with the same message id, which the stream stores once."`
 }
 
 // ingests reports whether the role runs the ingress and the normalizer.
@@ -69,9 +68,9 @@ func (w *Worker) openSteps() []func(context.Context) error {
 	if w.Flags.projects() {
 		// The reconciler reads the view for stale runs; with several
 		// projector replicas, enable its pollers on one of them.
-		steps = append(steps, w.retrying(w.openProjector), w.openReconciler)
+		steps = append(steps, w.retrying(w.openProjector), w.openChangeFeed, w.openReconciler)
 	}
-	return append(steps, w.openHTTP, w.openMetricsHTTP)
+	return append(steps, w.openHTTP, w.openMetricsHTTP, w.openSchemaBase)
 }
 
 // actors returns what Run runs: the role's consumers and the lag watch.
@@ -88,6 +87,9 @@ func (w *Worker) actors() []func(context.Context) error {
 	}
 	if w.Flags.APIKeysFile != "" {
 		out = append(out, w.watchKeys)
+	}
+	if w.changes != nil {
+		out = append(out, w.changes.Run)
 	}
 	return append(out, w.watchLag)
 }
@@ -137,14 +139,6 @@ func (w *Worker) views() substate.ViewStore {
 		return nil
 	}
 	return w.View
-}
-
-// changeFeed returns the change-feed publisher, or nil with --no-change-feed.
-func (w *Worker) changeFeed() substate.ChangePublisher {
-	if !w.Flags.ChangeFeed {
-		return nil
-	}
-	return &publishers.Changes{Conn: w.Bus.Conn}
 }
 
 // checkDurable reports whether a durable consumer the role reads is in

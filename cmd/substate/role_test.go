@@ -109,10 +109,10 @@ func TestEngineRole(t *testing.T) {
 
 func TestNoChangeFeed(t *testing.T) {
 	w := startWorker(t, t.TempDir(), "--no-change-feed")
-	if w.projector.Changes != nil {
+	if w.changes != nil || w.View.ChangeOutbox {
 		t.Fatal("--no-change-feed left the change feed on")
 	}
-	if w = startWorker(t, t.TempDir()); w.projector.Changes == nil {
+	if w = startWorker(t, t.TempDir()); w.changes == nil || !w.View.ChangeOutbox {
 		t.Fatal("the change feed is off by default")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/mapping"
@@ -42,6 +43,7 @@ type WorkerFlags struct {
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
 	ReadAPIFlags         `embed:""`
 	ForwardFlags         `embed:""`
+	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
 	NATSFlags            `embed:""`
@@ -73,8 +75,9 @@ type Worker struct {
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
-	forwarder  *consumers.Forwarder // nil without --eventbridge-bus
-	caughtUp   atomic.Bool          // the view has caught up once; see checkDurable
+	forwarder  *consumers.Forwarder   // nil without --eventbridge-bus
+	changes    *publishers.ChangeFeed // nil with --no-change-feed or without a view
+	caughtUp   atomic.Bool            // the view has caught up once; see checkDurable
 	reconcile  reconcile
 	closers    []func() error
 }
@@ -190,6 +193,7 @@ func (f WorkerFlags) topology() bus.Topology {
 		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
 		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
 		DLQ:        bus.Retention{MaxAge: f.DLQMaxAge},
+		Changes:    bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
 		Duplicates: f.DedupeWindow,
 		Replicas:   f.NATSReplicas,
 	}
@@ -199,6 +203,7 @@ func (w *Worker) openView(context.Context) error {
 	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, viewFile(w.Flags.Instance)))
 	w.View.Logger = w.Logger.With("component", "projector") // logs each committed change
 	w.View.MoveCorrupt = true                               // a corrupt file is moved aside and refilled, see docs/view.md
+	w.View.ChangeOutbox = w.Flags.ChangeFeed                // see openChangeFeed
 	if err := w.View.Open(); err != nil {
 		return fmt.Errorf("open view: %w", err)
 	}
@@ -257,7 +262,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		return err
 	}
 	w.projector = &consumers.Projector{
-		Consumer: c, Stream: stream, Store: w.View, Changes: w.changeFeed(),
+		Consumer: c, Stream: stream, Store: w.View,
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
 	}
@@ -306,6 +311,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		return err
 	}
 	maps.Copy(extra, execs)
+	maps.Copy(extra, contract.Routes()) // public, like the documentation they are
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: w.metricsHandler(), Logger: w.Logger.With("component", "http"), Auth: w.Auth,
@@ -344,7 +350,9 @@ func (w *Worker) ready() error {
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	return runGroup(ctx, w.actors()...)
+	err := runGroup(ctx, w.actors()...)
+	w.drainChangeFeed()
+	return err
 }
 
 // watchLag updates the consumer lag gauges every few seconds.

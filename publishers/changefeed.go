@@ -1,0 +1,200 @@
+package publishers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+)
+
+// Defaults of a ChangeFeed.
+const (
+	DefaultFeedWindow     = 1024
+	DefaultFeedAckTimeout = 10 * time.Second
+	DefaultFeedRetryDelay = time.Second
+)
+
+// ChangeFeed drains a view's change outbox into the stream SUBSTATE_CHANGES:
+// every change the view committed is published on its ChangeSubject with
+// Nats-Msg-Id = its sequence, and removed from the outbox only after the
+// server acknowledged it. A crash before the removal publishes it again
+// after the restart, which the stream drops as a duplicate inside its
+// dedupe window: no change is lost and none is stored twice.
+//
+// Per-tenant order: a round publishes at most one change of each tenant
+// (the outbox's oldest changes up to the first second change of a tenant
+// already in the round), and the next round starts only after every
+// publish of this one was acknowledged or failed, so a tenant's change is
+// stored only after its previous one was.
+type ChangeFeed struct {
+	JetStream jetstream.JetStream
+	Outbox    substate.ChangeOutbox
+	// Window caps the changes of one round; 0 means DefaultFeedWindow.
+	Window int
+	// AckTimeout bounds the wait for a round's acknowledgements; 0 means
+	// DefaultFeedAckTimeout.
+	AckTimeout time.Duration
+	// RetryDelay is the pause after a failed round; 0 means
+	// DefaultFeedRetryDelay.
+	RetryDelay time.Duration
+	// Published, when set, is called with the number of changes each round
+	// stored (a metric).
+	Published func(n int)
+	// SchemaBase is the worker's base URL: changes carry the change schema
+	// there as their dataschema (substate.SchemaURL).
+	SchemaBase string
+	Logger     *slog.Logger
+
+	// fault, in tests, is called at each step of a round; an error
+	// abandons the round there, as a crash would.
+	fault func(step string, n int) error
+}
+
+// Steps of a round that a test can fail at.
+const (
+	stepPublishing = "publishing" // n changes of the round were sent
+	stepAcked      = "acked"      // every change was acknowledged, none removed yet
+)
+
+// Run drains the outbox until ctx is done: at once, after every commit
+// that wrote changes, and once a second in case a signal was missed.
+func (f *ChangeFeed) Run(ctx context.Context) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		n, err := f.Drain(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			f.logger().Warn("change feed publish failed; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(cmp.Or(f.RetryDelay, DefaultFeedRetryDelay)):
+			}
+			continue
+		case n > 0:
+			continue // there may be more
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-f.Outbox.ChangesWaiting():
+		case <-tick.C:
+		}
+	}
+}
+
+// Drain publishes one round of the outbox's oldest changes and removes
+// those the server acknowledged; it returns how many it removed.
+func (f *ChangeFeed) Drain(ctx context.Context) (int, error) {
+	pending, err := f.Outbox.PendingChanges(ctx, cmp.Or(f.Window, DefaultFeedWindow))
+	if err != nil || len(pending) == 0 {
+		return 0, err
+	}
+	round := onePerTenant(pending)
+	acked, err := f.publish(ctx, round)
+	if len(acked) > 0 {
+		if ferr := f.fail(stepAcked, len(acked)); ferr != nil {
+			return 0, ferr
+		}
+		if rerr := f.Outbox.RemoveChanges(ctx, acked); rerr != nil {
+			return 0, errors.Join(err, rerr)
+		}
+		if f.Published != nil {
+			f.Published(len(acked))
+		}
+	}
+	return len(acked), err
+}
+
+// onePerTenant returns the changes up to the first one whose tenant
+// already has a change before it.
+func onePerTenant(changes []substate.Change) []substate.Change {
+	seen := make(map[string]bool, len(changes))
+	for i := range changes {
+		if seen[changes[i].TenantID] {
+			return changes[:i]
+		}
+		seen[changes[i].TenantID] = true
+	}
+	return changes
+}
+
+// publish sends the round asynchronously and returns the sequences of
+// the changes the server acknowledged (stored or found a duplicate), with
+// the first error.
+func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]uint64, error) {
+	futures := make([]jetstream.PubAckFuture, 0, len(round))
+	var sendErr error
+	for i := range round {
+		if err := f.fail(stepPublishing, i); err != nil {
+			return nil, err
+		}
+		m, err := ChangeMsg(&round[i], f.SchemaBase)
+		if err != nil {
+			sendErr = err
+			break
+		}
+		fut, err := f.JetStream.PublishMsgAsync(m)
+		if err != nil {
+			sendErr = unavailable(err, "publish change")
+			break
+		}
+		futures = append(futures, fut)
+	}
+	timeout := time.NewTimer(cmp.Or(f.AckTimeout, DefaultFeedAckTimeout))
+	defer timeout.Stop()
+	acked := make([]uint64, 0, len(futures))
+	var ackErr error
+	for i, fut := range futures {
+		select {
+		case <-fut.Ok():
+			acked = append(acked, round[i].Seq)
+		case err := <-fut.Err():
+			ackErr = cmp.Or(ackErr, unavailable(err, "publish change"))
+		case <-timeout.C:
+			var late error = substate.Errorf(substate.EUNAVAILABLE, "publish change: no acknowledgement within %s", cmp.Or(f.AckTimeout, DefaultFeedAckTimeout))
+			return acked, cmp.Or(ackErr, late)
+		case <-ctx.Done():
+			return acked, ctx.Err()
+		}
+	}
+	return acked, cmp.Or(ackErr, sendErr)
+}
+
+// ChangeMsg is the change-feed message of a change: a structured
+// CloudEvent on its ChangeSubject, with its sequence as Nats-Msg-Id and
+// the traceparent of the event that made it.
+func ChangeMsg(c *substate.Change, schemaBase string) (*nats.Msg, error) {
+	body, err := substate.MarshalChangeEvent(*c, schemaBase)
+	if err != nil {
+		return nil, substate.WrapError(substate.EINTERNAL, err, "encode change")
+	}
+	m := nats.NewMsg(substate.ChangeSubject(c))
+	m.Data = body
+	m.Header.Set(substate.HeaderContentType, substate.CloudEventsMediaType)
+	m.Header.Set(substate.HeaderMsgID, substate.ChangeMsgID(c))
+	if c.TraceParent != "" {
+		m.Header.Set(substate.HeaderTraceParent, c.TraceParent)
+	}
+	return m, nil
+}
+
+func (f *ChangeFeed) fail(step string, n int) error {
+	if f.fault == nil {
+		return nil
+	}
+	return f.fault(step, n)
+}
+
+func (f *ChangeFeed) logger() *slog.Logger {
+	return cmp.Or(f.Logger, slog.New(slog.DiscardHandler))
+}

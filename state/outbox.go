@@ -1,0 +1,129 @@
+package state
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/substatehq/substate"
+)
+
+// bucketOutbox holds the changes the change feed has not acknowledged:
+// sequence (8 bytes, big-endian) → the change as JSON. With ChangeOutbox
+// set, every commit that changes a view writes its changes here in the
+// same transaction.
+var bucketOutbox = []byte("change-outbox")
+
+// Compile-time check that DB is a change outbox.
+var _ substate.ChangeOutbox = (*DB)(nil)
+
+// outboxEntry is the value of a change in the outbox: the change and the
+// traceparent of the event that made it.
+type outboxEntry struct {
+	Change      substate.Change `json:"change"`
+	TraceParent string          `json:"traceparent,omitempty"`
+}
+
+// writeOutbox stores the batch's changes in the outbox.
+func (w *work) writeOutbox(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketOutbox)
+	for i := range w.res.Changes {
+		c := &w.res.Changes[i]
+		v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent})
+		if err != nil {
+			return fmt.Errorf("encode change %d: %w", c.Seq, err)
+		}
+		if err := b.Put(binary.BigEndian.AppendUint64(nil, c.Seq), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// signalOutbox wakes the change feed after a commit that wrote changes.
+func (d *DB) signalOutbox() {
+	select {
+	case d.outboxReady <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// ChangesWaiting returns the channel that receives after each commit
+// that wrote changes into the outbox (at most one signal is buffered).
+func (d *DB) ChangesWaiting() <-chan struct{} { return d.outboxReady }
+
+// PendingChanges returns up to limit changes from the outbox, the oldest
+// first.
+func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return nil, ErrClosed
+	}
+	var out []substate.Change
+	err := d.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketOutbox).Cursor()
+		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+			var e outboxEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode outbox change %x: %w", k, err)
+			}
+			e.Change.TraceParent = e.TraceParent
+			out = append(out, e.Change)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read change outbox: %w", err)
+	}
+	return out, nil
+}
+
+// RemoveChanges deletes the changes with these sequences from the outbox.
+func (d *DB) RemoveChanges(ctx context.Context, seqs []uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.db == nil {
+		return ErrClosed
+	}
+	err := d.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketOutbox)
+		for _, s := range seqs {
+			if err := b.Delete(binary.BigEndian.AppendUint64(nil, s)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("remove from change outbox: %w", err)
+	}
+	return nil
+}
+
+// OutboxLen returns how many changes wait in the outbox.
+func (d *DB) OutboxLen() (int, error) {
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return 0, ErrClosed
+	}
+	var n int
+	err := d.view(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketOutbox).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
