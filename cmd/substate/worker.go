@@ -276,7 +276,7 @@ func (w *Worker) openHTTP(context.Context) error {
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}), Logger: w.Logger.With("component", "http"),
-		Extra: w.replayRoutes(), Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
+		Extra: w.httpRoutes(), Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 	}
 	if err := w.HTTP.Open(); err != nil {
 		return fmt.Errorf("http listen: %w", err)
