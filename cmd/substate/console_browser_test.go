@@ -38,6 +38,12 @@ func chromiumPath(tb testing.TB) string {
 func newBrowser(tb testing.TB) context.Context {
 	tb.Helper()
 	path := chromiumPath(tb)
+	// A fresh profile, removed after the browser: not t.TempDir, whose
+	// removal fails when a helper process of Chromium writes one last file.
+	profile, err := os.MkdirTemp("", "substate-chromium-")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
@@ -50,7 +56,7 @@ func newBrowser(tb testing.TB) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(tb.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 800),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -60,7 +66,16 @@ func newBrowser(tb testing.TB) context.Context {
 		cancelAlloc()
 		tb.Fatalf("start %s: %v", path, err)
 	}
-	tb.Cleanup(func() { cancelTab(); cancelAlloc() })
+	tb.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		for range 10 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 	return ctx
 }
 

@@ -285,12 +285,12 @@
     if (source) source.close();
     const live = document.getElementById("live");
     source = new EventSource("/console/api/changes");
-    source.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; if (state.view === "overview") loadOverview(); });
+    source.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; loadOverview(); });
     source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "live off"; });
     source.addEventListener("change", (e) => { try { onChange(JSON.parse(e.data)); } catch (err) { /* ignore a bad event */ } });
     source.addEventListener("reset", () => { if (state.view === "overview") { loadOverview(); loadTable(); } else route(); });
   }
-  setInterval(() => { if (state.view === "overview") loadOverview(); }, 15000);
+  setInterval(loadOverview, 15000);
 
   // ---- tenant page ----
   async function showTenant(id) {
