@@ -82,7 +82,7 @@ type Durable struct{ Stream, Name string }
 
 // Defaults of Console.
 const (
-	DefaultClientBuffer = 256
+	DefaultClientBuffer = 2048 // above a projector batch (512 by default), so one batch never drops a page
 	DefaultResume       = 4096
 )
 

@@ -1,8 +1,11 @@
 package console
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -33,7 +36,16 @@ func decodeChange(m *nats.Msg) (substate.Change, error) {
 type event struct {
 	seq      uint64
 	tenantID string
-	data     []byte // the JSON of the change
+	frame    []byte // the SSE frame, formatted once for every stream
+}
+
+// streamChange is a change as the page reads it: the old view's sub-state
+// is all it needs of the old view, and half the bytes of every stream.
+type streamChange struct {
+	Seq         uint64              `json:"seq"`
+	TenantID    string              `json:"tenantId"`
+	OldSubState substate.SubState   `json:"oldSubState"`
+	New         substate.TenantView `json:"new"`
 }
 
 // client is one open stream. Its channel is closed when the hub drops it.
@@ -64,11 +76,12 @@ func newHub(resume, buffer int) *hub {
 // publish sends ch to every stream. A sequence at or below the last one
 // is a duplicate (another replica's feed, or a redelivery) and is skipped.
 func (h *hub) publish(ch substate.Change) {
-	data, err := json.Marshal(ch)
+	data, err := json.Marshal(streamChange{Seq: ch.Seq, TenantID: ch.TenantID, OldSubState: ch.Old.WorkflowSubState, New: ch.New})
 	if err != nil {
 		return
 	}
-	ev := event{seq: ch.Seq, tenantID: ch.TenantID, data: data}
+	frame := fmt.Appendf(nil, "id: %d\nevent: change\ndata: %s\n\n", ch.Seq, data)
+	ev := event{seq: ch.Seq, tenantID: ch.TenantID, frame: frame}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || ch.Seq != 0 && ch.Seq <= h.last {
@@ -180,36 +193,54 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
+	stream(r.Context(), w, rc, p, cl)
+}
+
+// Writes to a stream are gathered for flushWait into one buffer of
+// streamBuffer bytes, so a burst of changes costs each stream a few large
+// writes rather than one system call per change.
+const (
+	flushWait    = 50 * time.Millisecond
+	streamBuffer = 32 << 10
+)
+
+// stream writes the client's changes until it is dropped or the request
+// ends.
+func stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, p httpapi.Principal, cl *client) {
+	bw := bufio.NewWriterSize(w, streamBuffer)
+	keep := time.NewTicker(keepAlive)
+	defer keep.Stop()
+	var flush <-chan time.Time
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
-		case <-tick.C:
-			fmt.Fprintf(w, ": keep-alive\n\n")
+		case <-keep.C:
+			fmt.Fprintf(bw, ": keep-alive\n\n")
+			if flush == nil {
+				flush = time.After(0)
+			}
 		case ev, ok := <-cl.ch:
 			if !ok {
 				return // dropped for being slow, or the console closed: the page reconnects
 			}
-			writeEvent(w, p, ev)
-			for n := len(cl.ch); n > 0; n-- { // write what is queued before flushing
-				if ev, ok = <-cl.ch; !ok {
-					break
-				}
-				writeEvent(w, p, ev)
+			writeEvent(bw, p, ev)
+			if flush == nil {
+				flush = time.After(flushWait)
 			}
-		}
-		if err := rc.Flush(); err != nil {
-			return
+		case <-flush:
+			flush = nil
+			if bw.Flush() != nil || rc.Flush() != nil {
+				return
+			}
 		}
 	}
 }
 
 // writeEvent writes one change, when the principal may see its tenant.
-func writeEvent(w http.ResponseWriter, p httpapi.Principal, ev event) {
+func writeEvent(w io.Writer, p httpapi.Principal, ev event) {
 	if !p.SeesTenant(ev.tenantID) {
 		return
 	}
-	fmt.Fprintf(w, "id: %d\nevent: change\ndata: %s\n\n", ev.seq, ev.data)
+	_, _ = w.Write(ev.frame)
 }

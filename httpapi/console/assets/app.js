@@ -255,7 +255,7 @@
   // ---- live ----
   function onChange(ch) {
     if (state.counts) {
-      const o = ch.old.workflowSubState, n = ch.new.workflowSubState;
+      const o = ch.oldSubState, n = ch.new.workflowSubState;
       if (o !== n) {
         if (o && state.counts[o] > 0) state.counts[o]--;
         if (n) state.counts[n] = (state.counts[n] || 0) + 1;
