@@ -56,6 +56,7 @@ func newBrowser(tb testing.TB) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true), // screenshots as wide as the window
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 800),
 	}

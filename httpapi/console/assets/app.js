@@ -304,7 +304,7 @@
       main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tenants")), el("h1", { id: "tenant-id", class: "tenant-title" }, id),
         el("section", { class: "card" }, el("h2", {}, "Current view"), fields), note,
         el("section", { class: "card" }, el("h2", {}, "Timeline"), el("div", { class: "scroll" }, el("table", { id: "timeline" },
-          el("thead", {}, el("tr", {}, ["Recorded", "Occurred", "Sub-state", "Retries", "Error", "Outcome", "Provider state", "Evidence"].map((h) => el("th", {}, h)))), tbody))));
+          el("thead", {}, el("tr", {}, ["Recorded", "Occurred", "Sub-state", "Step", "Retries", "Error", "Outcome", "Provider state", "Evidence"].map((h) => el("th", {}, h)))), tbody))));
       main.dataset.tenant = id;
     }
     try {
@@ -316,7 +316,8 @@
       document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
       document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map((t) => el("tr", { dataset: { seq: String(t.seq), outcome: t.outcome } },
         el("td", {}, timeCell(t.storedAt)), el("td", {}, timeCell(t.occurredAt)),
-        el("td", { class: "sub" }, t.old.subState !== t.new.subState ? [badge(t.old.subState), " → "] : null, badge(t.new.subState)),
+        el("td", { class: "sub" }, t.old.subState && t.old.subState !== t.new.subState ? [badge(t.old.subState), " → "] : null, badge(t.new.subState)),
+        el("td", { class: "step" }, t.new.step || ""),
         el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
         el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
         el("td", {}, el("a", { href: "/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1), target: "_blank", rel: "noopener" }, "raw")))));
