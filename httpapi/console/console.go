@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -73,6 +74,7 @@ type Console struct {
 	Logger *slog.Logger
 
 	hub      *hub
+	servers  sync.Map // *http.Server → true, once it ends the streams on shutdown
 	sub      *nats.Subscription
 	activity *activity
 }

@@ -176,6 +176,7 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.ParseUint(s, 10, 64)
 		resuming, lastID = err == nil, n
 	}
+	c.endOnShutdown(r)
 	cl, missed, resumable := c.hub.subscribe(lastID, resuming)
 	defer c.hub.unsubscribe(cl)
 	h := w.Header()
@@ -234,6 +235,19 @@ func stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseControl
 				return
 			}
 		}
+	}
+}
+
+// endOnShutdown makes the server that serves r end every stream when it
+// shuts down: Shutdown waits for the requests in progress, and a stream
+// would otherwise hold it until its timeout.
+func (c *Console) endOnShutdown(r *http.Request) {
+	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if !ok {
+		return
+	}
+	if _, seen := c.servers.LoadOrStore(srv, true); !seen {
+		srv.RegisterOnShutdown(c.hub.close)
 	}
 }
 
