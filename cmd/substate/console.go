@@ -43,7 +43,7 @@ func (w *Worker) openConsole() *console.Console {
 	}
 	sweeps := &sweepWatch{reg: w.registry}
 	c := &console.Console{
-		Views: w.View, Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
+		Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
 		Consumers: w.consoleDurables(), Requeue: w.requeueRaw, Auth: auth, Logger: log,
 	}
 	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {

@@ -37,8 +37,6 @@ var assets embed.FS
 // Console serves the operator console. Set its fields, then Open it before
 // mounting Routes, and Close it on the way out.
 type Console struct {
-	// Views is the tenant view the page lists and counts.
-	Views substate.ViewStore
 	// Counts returns how many tenants each sub-state has, from the view's
 	// counters (state.DB.Counts); nil leaves the counts out.
 	Counts func(context.Context) (map[substate.SubState]int64, error)

@@ -268,7 +268,8 @@
         const tr = row(ch.new);
         if (!matches(ch.new)) tr.classList.add("gone");
         tr.classList.add("flash");
-        old.replaceWith(tr);
+        if (state.filter.sort === "updatedAt:desc" && state.tokens.length === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
+        else old.replaceWith(tr);
       } else if (state.tokens.length === 1 && matches(ch.new)) {
         clearTimeout(state.reloadTimer);
         state.reloadTimer = setTimeout(loadTable, 300);
@@ -314,18 +315,28 @@
         ["Error", el("span", { class: "bad", id: "tenant-error" }, v.workflowErrorMessage || "")], ["Provider", v.provider], ["Provider state", v.providerState],
         ["Execution", v.workflowExecutionId], ["Current step", v.workflowStep || "–"], ["Updated", timeCell(v.updatedAt)], ["Last event", timeCell(v.lastEventAt)]];
       document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
-      document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map((t) => el("tr", { dataset: { seq: String(t.seq), outcome: t.outcome } },
-        el("td", {}, timeCell(t.storedAt)), el("td", {}, timeCell(t.occurredAt)),
-        el("td", { class: "sub" }, t.old.subState && t.old.subState !== t.new.subState ? [badge(t.old.subState), " → "] : null, badge(t.new.subState)),
-        el("td", { class: "step" }, t.new.step || ""),
-        el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
-        el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
-        el("td", {}, el("a", { href: "/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1), target: "_blank", rel: "noopener" }, "raw")))));
+      document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map(transitionRow));
+      main.querySelectorAll(".more").forEach((n) => n.remove());
+      if (hist.nextAfterSeq) {
+        main.append(el("p", { class: "more" }, "Showing the first " + hist.transitions.length + " transitions. ",
+          el("a", { href: "/v1/tenants/" + enc + "/history?afterSeq=" + hist.nextAfterSeq, target: "_blank", rel: "noopener" }, "The next ones as JSON")));
+      }
       document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
     } catch (e) {
       main.querySelectorAll(".notice").forEach((n) => n.remove());
       main.insertBefore(notice(e.message), main.children[2] || null);
     }
+  }
+
+  function transitionRow(t) {
+    const enc = encodeURIComponent(state.tenant);
+    return el("tr", { dataset: { seq: String(t.seq), outcome: t.outcome } },
+        el("td", {}, timeCell(t.storedAt)), el("td", {}, timeCell(t.occurredAt)),
+        el("td", { class: "sub" }, t.old.subState && t.old.subState !== t.new.subState ? [badge(t.old.subState), " → "] : null, badge(t.new.subState)),
+        el("td", { class: "step" }, t.new.step || ""),
+        el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
+        el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
+        el("td", {}, el("a", { href: "/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1), target: "_blank", rel: "noopener" }, "raw")));
   }
 
   // ---- dead letters ----
