@@ -1,43 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// followChanges reads the change stream as a browser's EventSource does:
-// reconnecting with Last-Event-ID when the console drops it, counting each
-// change once, until ctx is done.
-func followChanges(ctx context.Context, url string, received *atomic.Int64) {
-	last := ""
-	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/console/api/changes", nil)
-		if last != "" {
-			req.Header.Set("Last-Event-ID", last)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-				last = id
-				received.Add(1)
-			}
-		}
-		resp.Body.Close()
-	}
-}
 
 // BenchmarkConsoleFanOut measures the worker's throughput, from the
 // ingress to the view, with no console open and with 100 open change
