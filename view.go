@@ -60,8 +60,13 @@ type TenantFilter struct {
 	HasError      bool     // only tenants with an error message
 	MinRetryCount int      // only tenants with at least this many retries
 	SortRetryDesc bool     // order by retry count, highest first
-	Limit         int      // page size; 0 means the store's default
-	PageToken     string   // opaque token from a previous page
+	// SortUpdatedDesc orders by the view's last change, newest first; it
+	// cannot be combined with SortRetryDesc.
+	SortUpdatedDesc bool
+	Provider        Provider // "" for any
+	TenantPrefix    string   // only tenant ids that start with it
+	Limit           int      // page size; 0 means the store's default
+	PageToken       string   // opaque token from a previous page
 }
 
 // TenantPage is one page of a tenant listing.

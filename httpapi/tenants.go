@@ -35,7 +35,8 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 }
 
 // ParseTenantFilter reads the query parameters of GET /v1/tenants: subState,
-// hasError, minRetryCount, sort (only retryCount:desc), limit and pageToken.
+// hasError, minRetryCount, provider, tenantPrefix, sort (retryCount:desc or
+// updatedAt:desc), limit and pageToken.
 func ParseTenantFilter(q map[string][]string) (substate.TenantFilter, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
@@ -65,8 +66,18 @@ func ParseTenantFilter(q map[string][]string) (substate.TenantFilter, error) {
 	case "":
 	case "retryCount:desc":
 		f.SortRetryDesc = true
+	case "updatedAt:desc":
+		f.SortUpdatedDesc = true
 	default:
-		return f, substate.Errorf(substate.EINVALID, "sort %q: only retryCount:desc is supported", v)
+		return f, substate.Errorf(substate.EINVALID, "sort %q: want retryCount:desc or updatedAt:desc", v)
+	}
+	if v := get("provider"); v != "" {
+		if f.Provider, err = substate.ParseProvider(v); err != nil {
+			return f, err
+		}
+	}
+	if f.TenantPrefix = get("tenantPrefix"); len(f.TenantPrefix) > substate.MaxTenantIDBytes {
+		return f, substate.Errorf(substate.EINVALID, "tenantPrefix: longer than %d bytes", substate.MaxTenantIDBytes)
 	}
 	f.PageToken = get("pageToken")
 	return f, nil

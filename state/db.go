@@ -45,6 +45,9 @@ type DB struct {
 	DefaultLimit int
 	// MaxLimit caps the page size of a listing.
 	MaxLimit int
+	// ScanLimit bounds the index keys one listing reads (0 for
+	// DefaultScanLimit); see Tenants.
+	ScanLimit int
 	// PendingLimit bounds how many tenants may have unchanged events held in
 	// memory (see the package doc); reaching it flushes them in one commit.
 	PendingLimit int
@@ -205,7 +208,7 @@ func initBuckets(tx *bolt.Tx, cp *uint64) error {
 		}
 		*cp = binary.BigEndian.Uint64(v)
 	}
-	return nil
+	return initDerived(tx)
 }
 
 // Close writes what unchanged events left pending and closes the file. A

@@ -48,7 +48,10 @@ func Verify(path string) error {
 		if len(errs) > 0 {
 			return errors.Join(errs...)
 		}
-		return verifyIndexes(tx)
+		if err := verifyIndexes(tx); err != nil {
+			return err
+		}
+		return verifyDerived(tx)
 	})
 }
 
@@ -84,4 +87,39 @@ func verifyIndexes(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// verifyDerived checks the by-updated index and the sub-state counts
+// against the records.
+func verifyDerived(tx *bolt.Tx) error {
+	want := map[string]bool{}
+	var counts [codeFailed]int64
+	err := tx.Bucket(bucketTenants).ForEach(func(k, v []byte) error {
+		rec, err := decodeRecord(string(k), v)
+		if err != nil {
+			return err
+		}
+		want[string(updatedKey(&rec.View))] = true
+		if c := subStateCode(rec.View.WorkflowSubState); c > 0 {
+			counts[c-1]++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := 0
+	err = tx.Bucket(bucketUpdated).ForEach(func(k, _ []byte) error {
+		if n++; !want[string(k)] {
+			return fmt.Errorf("index %s has stray key %q", bucketUpdated, k)
+		}
+		return nil
+	})
+	if err == nil && n != len(want) {
+		err = fmt.Errorf("index %s has %d keys, want %d", bucketUpdated, n, len(want))
+	}
+	if got := decodeCounts(tx.Bucket(bucketMeta).Get(keyCounts)); err == nil && got != counts {
+		err = fmt.Errorf("counts %v, want %v", got, counts)
+	}
+	return err
 }

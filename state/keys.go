@@ -98,6 +98,7 @@ func keysOf(v *substate.TenantView) indexKeys {
 // buckets are the write transaction's handles on the view's buckets.
 type buckets struct {
 	tenants, subState, errors, retry, meta *bolt.Bucket
+	updated                                *bolt.Bucket // see derived.go
 }
 
 func bucketsOf(tx *bolt.Tx) buckets {
@@ -107,6 +108,7 @@ func bucketsOf(tx *bolt.Tx) buckets {
 		errors:   tx.Bucket(bucketError),
 		retry:    tx.Bucket(bucketRetry),
 		meta:     tx.Bucket(bucketMeta),
+		updated:  tx.Bucket(bucketUpdated),
 	}
 }
 
@@ -127,7 +129,10 @@ func (b *buckets) put(old *Record, next *Record) error {
 	if err := move(b.errors, ok.errorKey, nk.errorKey); err != nil {
 		return err
 	}
-	return move(b.retry, ok.retry, nk.retry)
+	if err := move(b.retry, ok.retry, nk.retry); err != nil {
+		return err
+	}
+	return b.trackDerived(old, next)
 }
 
 // move replaces index key from with to; either may be nil.

@@ -2,9 +2,11 @@ package state
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -56,6 +58,9 @@ func (d *DB) Tenant(ctx context.Context, id string) (substate.TenantView, error)
 //   - otherwise every tenant by id.
 //
 // Other conditions of f are checked on each record the index yields.
+// A walk reads at most the DB's ScanLimit index keys: when the filter
+// keeps few of them (a provider, or conditions another index would serve),
+// the page holds fewer than its limit, possibly none, and a token to go on.
 // Pages are keyset pages: a tenant that moves between indexes while a
 // client pages may be missed or seen twice, never anything else.
 func (d *DB) Tenants(ctx context.Context, f substate.TenantFilter) (substate.TenantPage, error) {
@@ -96,6 +101,8 @@ func (d *DB) limit(f *substate.TenantFilter) (int, error) {
 		return 0, substate.Errorf(substate.EINVALID, "minRetryCount must not be negative")
 	case f.Limit < 0:
 		return 0, substate.Errorf(substate.EINVALID, "limit must not be negative")
+	case f.SortRetryDesc && f.SortUpdatedDesc:
+		return 0, substate.WrapError(substate.EINVALID, errSortTwice, "%v", errSortTwice)
 	case f.Limit == 0:
 		return max(min(d.DefaultLimit, d.MaxLimit), 1), nil
 	}
@@ -106,18 +113,21 @@ func matcher(f *substate.TenantFilter) func(*substate.TenantView) bool {
 	return func(v *substate.TenantView) bool {
 		return (f.SubState == "" || v.WorkflowSubState == f.SubState) &&
 			(!f.HasError || v.WorkflowErrorMessage != "") &&
-			v.WorkflowRetryCount >= f.MinRetryCount
+			v.WorkflowRetryCount >= f.MinRetryCount &&
+			(f.Provider == "" || v.Provider == f.Provider) &&
+			strings.HasPrefix(v.TenantID, f.TenantPrefix)
 	}
 }
 
 // Scan kinds, recorded in page tokens.
 const (
-	kindAll       = 1
-	kindSubState  = 2
-	kindError     = 3
-	kindRetryUp   = 4
-	kindRetryDown = 5
-	kindActive    = 6
+	kindAll         = 1
+	kindSubState    = 2
+	kindError       = 3
+	kindRetryUp     = 4
+	kindRetryDown   = 5
+	kindActive      = 6
+	kindUpdatedDown = 7
 )
 
 // scan is a walk over one bucket's keys.
@@ -129,23 +139,35 @@ type scan struct {
 	desc   bool                // walk from the last key down
 	stop   func(k []byte) bool // true at the first key past the walk
 	id     func(k []byte) []byte
+	byID   bool // keys are ordered by tenant id after prefix, so a tenant-id prefix is a seek
 }
 
 func scanFor(f *substate.TenantFilter) scan {
+	s := indexScan(f)
+	if f.TenantPrefix != "" && s.byID {
+		s.prefix = append(append([]byte(nil), s.prefix...), f.TenantPrefix...)
+	}
+	return s
+}
+
+// indexScan returns the walk of the index that serves f.
+func indexScan(f *substate.TenantFilter) scan {
 	switch {
+	case f.SortUpdatedDesc:
+		return updatedScan()
 	case f.SortRetryDesc:
 		minRetry := uint64(f.MinRetryCount)
 		return scan{kind: kindRetryDown, bucket: bucketRetry, desc: true, id: afterRetry,
 			stop: func(k []byte) bool { return len(k) < 8 || binary.BigEndian.Uint64(k) < minRetry }}
 	case f.SubState != "":
 		return scan{kind: kindSubState, bucket: bucketSubState, prefix: []byte{subStateCode(f.SubState)},
-			id: func(k []byte) []byte { return k[1:] }}
+			id: func(k []byte) []byte { return k[1:] }, byID: true}
 	case f.HasError:
-		return scan{kind: kindError, bucket: bucketError, id: func(k []byte) []byte { return k }}
+		return scan{kind: kindError, bucket: bucketError, id: func(k []byte) []byte { return k }, byID: true}
 	case f.MinRetryCount > 0:
 		return scan{kind: kindRetryUp, bucket: bucketRetry, from: retryKey(f.MinRetryCount, ""), id: afterRetry}
 	}
-	return scan{kind: kindAll, bucket: bucketTenants, id: func(k []byte) []byte { return k }}
+	return scan{kind: kindAll, bucket: bucketTenants, id: func(k []byte) []byte { return k }, byID: true}
 }
 
 // afterRetry returns the tenant id of a retry index key; nil, which names
@@ -169,6 +191,7 @@ func (d *DB) list(ctx context.Context, s scan, after []byte, limit int, match fu
 		return nil, nil, false, ErrClosed
 	}
 	views = make([]substate.TenantView, 0, min(limit, 64))
+	budget := cmp.Or(d.ScanLimit, DefaultScanLimit)
 	err = d.view(func(tx *bolt.Tx) error {
 		c, tenants := tx.Bucket(s.bucket).Cursor(), tx.Bucket(bucketTenants)
 		n := 0
@@ -180,14 +203,19 @@ func (d *DB) list(ctx context.Context, s scan, after []byte, limit int, match fu
 			if err != nil {
 				return err
 			}
-			if !match(&v) {
-				continue
+			if match(&v) {
+				if len(views) == limit {
+					more = true
+					return nil
+				}
+				views, last = append(views, v), append(last[:0], k...)
 			}
-			if len(views) == limit {
-				more = true
+			if n >= budget {
+				// A filter the index does not serve stops here: the
+				// page ends early, its token resumes after k.
+				more, last = true, append(last[:0], k...)
 				return nil
 			}
-			views, last = append(views, v), append(last[:0], k...)
 		}
 		return nil
 	})

@@ -49,5 +49,8 @@ func decodeToken(s string) (pageToken, error) {
 func fingerprint(f *substate.TenantFilter) uint32 {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s|%t|%d|%t", f.SubState, f.HasError, f.MinRetryCount, f.SortRetryDesc)
+	if f.SortUpdatedDesc || f.Provider != "" || f.TenantPrefix != "" {
+		fmt.Fprintf(h, "|%t|%s|%q", f.SortUpdatedDesc, f.Provider, f.TenantPrefix)
+	}
 	return h.Sum32()
 }

@@ -125,6 +125,14 @@ func (b *benchRun) run(ctx context.Context, progress func(string)) (*benchReport
 		}
 		rep.Scenarios = append(rep.Scenarios, res)
 	}
+	progress(fmt.Sprintf("end to end: changes with %d open console streams", benchConsoles))
+	load := b.load
+	events := load.events(b.Events, b.rng)
+	res, err := b.scenario(ctx, "changes, consoles open", b.BatchSize, load, events, drive{window: b.window(), consoles: benchConsoles})
+	if err != nil {
+		return nil, err
+	}
+	rep.Scenarios = append(rep.Scenarios, res)
 	progress("latency at the offered rate")
 	if rep.AtRate, err = b.atRate(ctx); err != nil {
 		return nil, err

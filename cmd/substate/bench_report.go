@@ -202,6 +202,12 @@ func (r *benchReport) print(w io.Writer) {
 	fmt.Fprintf(w, "naive baseline: one publish acknowledgement awaited and one view transaction per event; the pipeline is %.1f× faster\n", r.Speedup)
 	fmt.Fprintf(w, "events: %.0f bytes raw, %.0f bytes canonical as stored; the rebuilt view equals the live one: %s\n",
 		r.Scenarios[0].RawBytes, r.Scenarios[0].CanonicalBytes, r.Rebuild.EqualsLive)
+	for _, sc := range r.Scenarios {
+		if sc.ConsoleStreams > 0 {
+			fmt.Fprintf(w, "consoles: with %d open change streams the pipeline ran at %s events/s (%s without); the streams received %.1f%% of the changes\n",
+				sc.ConsoleStreams, figure(sc.EventsPerSecond), figure(r.Scenarios[0].EventsPerSecond), 100*sc.ConsoleDelivered)
+		}
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nTARGET\tWANT\tGOT\t")
 	for _, t := range r.Targets {

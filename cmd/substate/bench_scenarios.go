@@ -45,15 +45,21 @@ type scenarioResult struct {
 	IdleBatches       int     `json:"batchesWithoutChange"`
 	IdleCommits       int     `json:"commitsOfBatchesWithoutChange"`
 	ViewCheck         string  `json:"viewCheck"` // "ok", or what is wrong
+	// ConsoleStreams were open during the load, reading the change feed as
+	// browsers do; ConsoleDelivered is the share of the view's changes they
+	// received.
+	ConsoleStreams   int     `json:"consoleStreams,omitzero"`
+	ConsoleDelivered float64 `json:"consoleDelivered,omitzero"`
 }
 
 // drive says how a scenario sends: in a closed loop that keeps at most
 // window events between ingest and view, at a rate, or both; and for how
 // long at most (0: every event).
 type drive struct {
-	window int
-	rate   float64
-	limit  time.Duration
+	window   int
+	rate     float64
+	limit    time.Duration
+	consoles int // open console change streams during the load
 }
 
 // e2e runs events of a load through a fresh pipeline, from ingest to view,
@@ -73,7 +79,17 @@ func (b *benchRun) scenario(ctx context.Context, name string, batch int, load be
 	}
 	defer func() { err = firstErr(err, p.close(b.Keep)) }()
 	stop := p.run(p.normalize, p.project)
+	var fans *consoleFans
+	if d.consoles > 0 {
+		if fans, err = openConsoleFans(p.w.HTTP.URL(), d.consoles); err != nil {
+			return nil, firstErr(err, stop())
+		}
+	}
 	res, err = b.measure(ctx, p, name, load, events, d)
+	if fans != nil && err == nil {
+		res.ConsoleStreams = d.consoles
+		res.ConsoleDelivered = fans.delivered(int64(p.view.Stats().Applied)*int64(d.consoles), 10*time.Second)
+	}
 	if err == nil && load.shape == loadHalfNoop {
 		var burst *scenarioResult
 		if burst, err = b.measure(ctx, p, name+" burst", load, noopBurst(events, 4*b.BatchSize), d); err == nil {

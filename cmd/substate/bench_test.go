@@ -45,7 +45,7 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
-	if len(rep.DecodeMap) != len(substate.RawKinds) || len(rep.Stages) != 4 || len(rep.Scenarios) != 3 {
+	if len(rep.DecodeMap) != len(substate.RawKinds) || len(rep.Stages) != 4 || len(rep.Scenarios) != 4 {
 		t.Fatalf("report has %d decode figures, %d stages, %d scenarios", len(rep.DecodeMap), len(rep.Stages), len(rep.Scenarios))
 	}
 	for _, d := range rep.DecodeMap {
@@ -65,6 +65,9 @@ func TestBenchJSON(t *testing.T) {
 		checkScenario(t, sc)
 	}
 	checkCounts(t, &rep)
+	if c := rep.Scenarios[3]; c.ConsoleStreams != benchConsoles || c.ConsoleDelivered != 1 {
+		t.Errorf("console scenario: %d streams received %.3f of the changes, want %d and all", c.ConsoleStreams, c.ConsoleDelivered, benchConsoles)
+	}
 	if len(rep.Targets) != 8 {
 		t.Errorf("%d targets, want 8", len(rep.Targets))
 	}

@@ -25,6 +25,7 @@ import (
 type DemoCmd struct {
 	Tenants     int           `default:"8" help:"Tenants running the order workflow on the built-in engine."`
 	Timeout     time.Duration `default:"3m" help:"Give up when the tenants have not settled by then."`
+	Stay        bool          `help:"Keep the worker and its console running after the summary, until interrupted."`
 	WorkerFlags `embed:""`
 }
 
@@ -65,6 +66,10 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	d.stopLive()
 	// An interrupted demo still reads the view for its summary.
 	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil)
+	if c.Stay && ctx.Err() == nil {
+		fmt.Fprintf(m.Stdout, "\nThe console stays at %s/ until you press Ctrl-C.\n", w.HTTP.URL())
+		<-ctx.Done()
+	}
 	return err
 }
 
@@ -106,7 +111,8 @@ func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) e
 		return err
 	}
 	defer sub.Unsubscribe()
-	d.printf("substate demo: %d tenants on the built-in engine, 3 on Step Functions and Restate (through HTTP ingress at %s)\n\n", tenants, d.w.HTTP.URL())
+	d.printf("substate demo: %d tenants on the built-in engine, 3 on Step Functions and Restate (through HTTP ingress at %s)\n", tenants, d.w.HTTP.URL())
+	d.printf("Console: open %s/ to watch every tenant live (--stay keeps it running after the summary)\n\n", d.w.HTTP.URL())
 	d.showLive(ctx)
 	if err := d.startEngine(ctx, tenants); err != nil {
 		return err

@@ -42,7 +42,8 @@ func TestDemo(t *testing.T) {
 				"card declined", // the real error, not a fixed sentence
 				"cancelled",     // the killed Restate invocation
 				"hooli", "stark", "wayne",
-				"substate audit --tenant ", // how to look around after it ended
+				"substate audit --tenant ",        // how to look around after it ended
+				"Console: open http://127.0.0.1:", // the operator console's URL
 			} {
 				if !strings.Contains(out, want) {
 					t.Errorf("demo output lacks %q:\n%s", want, out)

@@ -305,7 +305,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 			w.Logger.Warn("POST /v1/ingest/restate refuses every request: set --restate-webhook-secret to open it")
 		}
 	}
-	extra := w.replayRoutes()
+	extra := w.httpRoutes()
 	execs, err := w.executionRoutes(ctx)
 	if err != nil {
 		return err

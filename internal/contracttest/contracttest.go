@@ -84,6 +84,12 @@ func (v *Validator) Check(req *http.Request, status int, header http.Header, bod
 	if !Substate(req.URL.Path) {
 		return nil
 	}
+	if req.URL.RawPath != "" {
+		// An escaped slash (a tenant id "a/b") is one path segment, as
+		// the server's mux sees it; the router splits the decoded path.
+		req = req.Clone(req.Context())
+		req.URL.Path, req.URL.RawPath = req.URL.EscapedPath(), ""
+	}
 	route, params, err := v.router.FindRoute(req)
 	if err != nil {
 		if status < 400 {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/substatehq/substate/httpapi/console"
+)
+
+// benchConsoles is how many open console streams the bench's console
+// scenario keeps during its load.
+const benchConsoles = 100
+
+// consoleFans are open console change streams, read as browsers read them.
+type consoleFans struct {
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	received atomic.Int64
+}
+
+// openConsoleFans opens n change streams on the worker at url and waits
+// until the console counts them open, so that they see every change made
+// after.
+func openConsoleFans(url string, n int) (*consoleFans, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &consoleFans{cancel: cancel}
+	for range n {
+		f.wg.Go(func() { followChanges(ctx, url, &f.received) })
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var o console.Overview
+		err := getConsoleJSON(url+"/console/api/overview", &o)
+		if err == nil && o.Streams.Open >= n {
+			return f, nil
+		}
+		if time.Now().After(deadline) {
+			f.cancel()
+			f.wg.Wait()
+			return nil, fmt.Errorf("bench: %d console streams open of %d (%v)", o.Streams.Open, n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func getConsoleJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// delivered waits up to limit until the streams received want changes in
+// all, closes them and returns the share they received.
+func (f *consoleFans) delivered(want int64, limit time.Duration) float64 {
+	deadline := time.Now().Add(limit)
+	for f.received.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.cancel()
+	f.wg.Wait()
+	if want == 0 {
+		return 1
+	}
+	return float64(f.received.Load()) / float64(want)
+}
+
+// followChanges reads the change stream as a browser's EventSource does:
+// reconnecting with Last-Event-ID when the console drops it, counting each
+// change once, until ctx is done.
+func followChanges(ctx context.Context, url string, received *atomic.Int64) {
+	last := ""
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/console/api/changes", nil)
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				last = id
+				received.Add(1)
+			}
+		}
+		resp.Body.Close()
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/httpapi/console"
+	"github.com/substatehq/substate/mapping"
+	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/replay"
+)
+
+// httpRoutes are the routes the worker adds to the HTTP server: the
+// retained streams' and, on a role with the view, the operator console.
+func (w *Worker) httpRoutes() map[string]http.Handler {
+	routes := w.replayRoutes()
+	if c := w.openConsole(); c != nil {
+		maps.Copy(routes, c.Routes())
+	}
+	return routes
+}
+
+// openConsole starts the operator console, or returns nil on a role
+// without the view. It takes the read API's keys and scopes.
+func (w *Worker) openConsole() *console.Console {
+	if w.View == nil {
+		return nil
+	}
+	log := w.Logger.With("component", "console")
+	sweeps := &sweepWatch{reg: w.registry}
+	c := &console.Console{
+		Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
+		Consumers: w.consoleDurables(), Requeue: w.requeueRaw, Auth: w.Auth, Logger: log,
+	}
+	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {
+		c.LastSweep = sweeps.last
+	}
+	if err := c.Open(); err != nil {
+		log.Warn("operator console not served", "err", err)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go sweeps.watch(ctx, time.Second)
+	w.closers = append(w.closers, func() error { cancel(); return c.Close() })
+	return c
+}
+
+// consoleDurables are the durable consumers whose lag the console shows.
+func (w *Worker) consoleDurables() []console.Durable {
+	var out []console.Durable
+	for _, d := range w.durables() {
+		out = append(out, console.Durable{Stream: d.stream, Name: d.consumer})
+	}
+	if len(out) == 0 {
+		out = append(out, console.Durable{Stream: substate.StreamEvents, Name: bus.ProjectorConsumer(w.Flags.Instance)})
+	}
+	return out
+}
+
+// requeueRaw maps the raw message at seq again, as renormalize does, with
+// the worker's tenant rules.
+func (w *Worker) requeueRaw(ctx context.Context, seq uint64) (int, error) {
+	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
+	if err != nil {
+		return 0, err
+	}
+	r := &replay.Renormalizer{
+		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
+		EventID: mapping.EventID, Events: publishers.NewJetStream(w.Bus.JetStream),
+	}
+	res, err := r.Run(ctx, replay.Range{FromSeq: seq, ToSeq: seq})
+	if err != nil {
+		return 0, err
+	}
+	if res.Raw == 0 {
+		return 0, substate.Errorf(substate.ENOTFOUND, "%s no longer holds sequence %d", substate.StreamRaw, seq)
+	}
+	if res.Rejected > 0 {
+		return 0, substate.Errorf(substate.EINVALID, "the mapping rejects the message again: %s", res.FirstRejection)
+	}
+	return res.Published, nil
+}
+
+// sweepWatch notices the reconciler's sweeps in its duration histogram,
+// so the console can say when the last one finished.
+type sweepWatch struct {
+	reg prometheus.Gatherer
+
+	mu    sync.Mutex
+	count uint64
+	at    time.Time
+}
+
+func (s *sweepWatch) watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s.check(time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *sweepWatch) check(now time.Time) {
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		return
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() != "substate_reconcile_sweep_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n += m.GetHistogram().GetSampleCount()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n > s.count {
+		s.count, s.at = n, now
+	}
+}
+
+func (s *sweepWatch) last() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at, !s.at.IsZero()
+}

@@ -1,0 +1,391 @@
+// substate operator console. Plain JavaScript, no dependencies. Every piece
+// of data from the worker is untrusted (tenant ids and error messages come
+// from providers): it reaches the page only through textContent and
+// attribute values, never as HTML.
+"use strict";
+(function () {
+  const SUB_STATES = ["running", "waiting", "backing-off", "error", "succeeded", "failed"];
+  const PROVIDERS = ["stepfunctions", "restate", "engine"];
+  const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "sort"];
+  const main = document.getElementById("main");
+  const state = { counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
+
+  // el builds an element: attributes from an object, children as nodes or
+  // text (strings become text nodes, never markup).
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "on") { for (const [ev, fn] of Object.entries(v)) e.addEventListener(ev, fn); }
+      else if (k === "dataset") { Object.assign(e.dataset, v); }
+      else e.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+
+  function key() { return sessionStorage.getItem("substate-key") || ""; }
+  async function api(path, opts) {
+    opts = opts || {};
+    const headers = Object.assign({ Accept: "application/json" }, opts.headers || {});
+    if (key()) headers.Authorization = "Bearer " + key();
+    const res = await fetch(path, Object.assign({}, opts, { headers }));
+    let body = null;
+    try { body = await res.json(); } catch (e) { body = null; }
+    if (!res.ok) {
+      const msg = body && body.error ? body.error.code + ": " + body.error.message : res.status + " " + res.statusText;
+      throw new Error(msg);
+    }
+    return body;
+  }
+
+  // Times: relative, with the absolute time under it.
+  function rel(t) {
+    const s = Math.round((Date.now() - t.getTime()) / 1000);
+    const a = Math.abs(s), fut = s < 0;
+    let txt;
+    if (a < 5) txt = "just now";
+    else if (a < 60) txt = a + " s";
+    else if (a < 3600) txt = Math.floor(a / 60) + " min";
+    else if (a < 86400) txt = Math.floor(a / 3600) + " h";
+    else txt = Math.floor(a / 86400) + " d";
+    return a < 5 ? txt : fut ? "in " + txt : txt + " ago";
+  }
+  function abs(t) {
+    const p = (n) => String(n).padStart(2, "0");
+    return t.getFullYear() + "-" + p(t.getMonth() + 1) + "-" + p(t.getDate()) + " " + p(t.getHours()) + ":" + p(t.getMinutes()) + ":" + p(t.getSeconds());
+  }
+  function timeCell(iso) {
+    if (!iso || iso.startsWith("0001-")) return el("span", { class: "muted" }, "–");
+    const t = new Date(iso);
+    return el("time", { class: "time", datetime: iso, title: t.toISOString() }, el("span", { class: "rel" }, rel(t)), el("span", { class: "abs" }, abs(t)));
+  }
+  setInterval(() => {
+    for (const e of document.querySelectorAll("time.time")) e.querySelector(".rel").textContent = rel(new Date(e.getAttribute("datetime")));
+  }, 5000);
+
+  function badge(s) { return el("span", { class: "badge", dataset: { s: s || "" } }, s || "–"); }
+  function notice(text) { return el("div", { class: "notice" }, text); }
+
+  // ---- routing ----
+  function route() {
+    const h = location.hash || "#/";
+    if (h.startsWith("#/tenant/")) return showTenant(decodeURIComponent(h.slice("#/tenant/".length)));
+    if (h.startsWith("#/deadletters")) return showDeadLetters(new URLSearchParams(h.split("?")[1] || ""));
+    return showOverview(new URLSearchParams(h.split("?")[1] || ""));
+  }
+  window.addEventListener("hashchange", route);
+
+  // ---- overview and tenant table ----
+  function filterQuery(f, extra) {
+    const q = new URLSearchParams();
+    for (const k of FILTERS) if (f[k]) q.set(k, f[k]);
+    for (const [k, v] of Object.entries(extra || {})) if (v) q.set(k, v);
+    return q;
+  }
+
+  function showOverview(params) {
+    state.view = "overview";
+    state.tenant = null;
+    const f = {};
+    for (const k of FILTERS) if (params.get(k)) f[k] = params.get(k);
+    state.filter = f;
+    state.tokens = params.get("pageToken") ? [params.get("pageToken")] : [""];
+    main.replaceChildren(
+      el("div", { class: "grid" },
+        el("section", { class: "card" }, el("h2", {}, "Tenants by sub-state"), el("div", { class: "chips", id: "chips" }),
+          el("h2", { class: "spaced" }, "Events per minute, last hour"), el("div", { id: "chart" })),
+        el("section", { class: "card" }, el("h2", {}, "Health"), el("dl", { class: "health", id: "health" }))),
+      el("section", { class: "card" }, el("h2", {}, "Tenants"), filterForm(f), el("div", { id: "table-note" }),
+        el("div", { class: "scroll" }, el("table", { id: "tenants" },
+          el("thead", {}, el("tr", {}, ["Tenant", "Sub-state", "Retries", "Error", "Provider", "Updated"].map((h) => el("th", {}, h)))),
+          el("tbody"))),
+        el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => { state.tokens = [""]; loadTable(); } } }, "First page"),
+          el("button", { id: "next", type: "button", on: { click: nextPage } }, "Next page"), el("span", { id: "page-info" }))));
+    renderCounts();
+    loadOverview();
+    loadTable();
+  }
+
+  function filterForm(f) {
+    const sel = (name, opts, label) => el("label", {}, label, el("select", { id: "f-" + name, name },
+      opts.map(([v, t]) => el("option", { value: v, selected: (f[name] || "") === v }, t))));
+    const form = el("form", { class: "filters", on: { submit: (e) => { e.preventDefault(); applyForm(); } } },
+      sel("subState", [["", "any"]].concat(SUB_STATES.map((s) => [s, s])), "Sub-state"),
+      el("label", {}, el("input", { type: "checkbox", id: "f-hasError", checked: f.hasError === "true" }), "has error"),
+      el("label", {}, "Min retries", el("input", { type: "number", min: "0", id: "f-minRetryCount", value: f.minRetryCount || "", class: "narrow" })),
+      sel("provider", [["", "any"]].concat(PROVIDERS.map((p) => [p, p])), "Provider"),
+      el("label", {}, "Tenant id starts with", el("input", { type: "text", id: "f-tenantPrefix", value: f.tenantPrefix || "", maxlength: "256" })),
+      sel("sort", [["", "tenant id"], ["updatedAt:desc", "last update"], ["retryCount:desc", "retry count"]], "Sort"),
+      el("button", { type: "submit", id: "apply" }, "Apply"));
+    form.addEventListener("change", applyForm);
+    return form;
+  }
+
+  function applyForm() {
+    const v = (id) => document.getElementById(id);
+    const f = {
+      subState: v("f-subState").value, hasError: v("f-hasError").checked ? "true" : "", minRetryCount: v("f-minRetryCount").value,
+      provider: v("f-provider").value, tenantPrefix: v("f-tenantPrefix").value, sort: v("f-sort").value,
+    };
+    const q = filterQuery(f).toString();
+    const want = "#/" + (q ? "?" + q : "");
+    if (location.hash !== want) location.hash = want; else route();
+  }
+
+  async function loadOverview() {
+    try {
+      const o = await api("/console/api/overview");
+      state.counts = o.counts;
+      renderCounts();
+      renderChart(o.activity);
+      renderHealth(o);
+      document.getElementById("dlq-size").textContent = String(o.dlq.messages);
+    } catch (e) {
+      const h = document.getElementById("health");
+      if (h) h.replaceChildren(el("dd", { class: "bad" }, e.message));
+    }
+  }
+
+  function renderCounts() {
+    const box = document.getElementById("chips");
+    if (!box) return;
+    box.replaceChildren(...SUB_STATES.map((s) => el("button", {
+      type: "button", class: "chip" + (state.filter.subState === s ? " active" : ""), dataset: { s },
+      on: { click: () => { const f = Object.assign({}, state.filter, { subState: state.filter.subState === s ? "" : s }); location.hash = "#/?" + filterQuery(f); } },
+    }, el("span", { class: "label" }, s), el("span", { class: "n" }, state.counts ? String(state.counts[s] || 0) : "–"))));
+  }
+
+  function renderChart(act) {
+    const box = document.getElementById("chart");
+    if (!box || !act) return;
+    const NS = "http://www.w3.org/2000/svg";
+    const W = 600, H = 110, mins = act.minutes || [];
+    const max = Math.max(1, ...mins.map((m) => SUB_STATES.reduce((a, s) => a + (m.counts[s] || 0), 0)));
+    const svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("class", "chart");
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", "events per minute by sub-state");
+    const bw = W / Math.max(mins.length, 1);
+    mins.forEach((m, i) => {
+      let y = H;
+      for (const s of SUB_STATES) {
+        const n = m.counts[s] || 0;
+        if (!n) continue;
+        const h = (n / max) * (H - 4);
+        const r = document.createElementNS(NS, "rect");
+        r.setAttribute("x", String(i * bw + 1)); r.setAttribute("width", String(Math.max(bw - 2, 1)));
+        r.setAttribute("y", String(y - h)); r.setAttribute("height", String(h));
+        r.setAttribute("data-s", s);
+        const t = document.createElementNS(NS, "title");
+        t.textContent = abs(new Date(m.at)) + " " + s + ": " + n;
+        r.append(t);
+        svg.append(r);
+        y -= h;
+      }
+    });
+    const legend = el("div", { class: "legend" }, SUB_STATES.map((s) => badge(s)), el("span", {}, "peak " + max + "/min"),
+      act.truncated ? el("span", {}, "(only the newest events were read)") : null, act.error ? el("span", { class: "bad" }, act.error) : null);
+    const axis = el("div", { class: "axis" }, el("span", {}, "60 min ago"), el("span", {}, "30 min ago"), el("span", {}, "now"));
+    box.replaceChildren(svg, axis, legend);
+  }
+
+  function renderHealth(o) {
+    const h = document.getElementById("health");
+    if (!h) return;
+    const items = [el("dt", {}, "NATS"), el("dd", { class: o.health.nats === "CONNECTED" ? "ok" : "bad", id: "health-nats" }, o.health.nats)];
+    for (const c of o.health.consumers) {
+      items.push(el("dt", {}, "Lag of " + c.name), el("dd", { class: c.error ? "bad" : c.pending + c.ackPending > 1000 ? "bad" : "ok" },
+        c.error ? c.error : c.pending + " pending, " + c.ackPending + " in flight"));
+    }
+    if (o.health.reconciler) {
+      items.push(el("dt", {}, "Reconciler last sweep"), el("dd", {}, o.health.reconciler.last ? timeCell(o.health.reconciler.last) : "none since start"));
+    }
+    items.push(el("dt", {}, "Dead letters"), el("dd", {}, el("a", { href: "#/deadletters" }, String(o.dlq.messages))));
+    items.push(el("dt", {}, "Open consoles"), el("dd", {}, o.streams.open + (o.streams.dropped ? " (" + o.streams.dropped + " dropped as too slow)" : "")));
+    h.replaceChildren(...items);
+  }
+
+  async function loadTable() {
+    const token = state.tokens[state.tokens.length - 1];
+    const q = filterQuery(state.filter, { pageToken: token, limit: "50" });
+    const body = document.querySelector("#tenants tbody");
+    const note = document.getElementById("table-note");
+    try {
+      const page = await api("/v1/tenants?" + q);
+      if (!document.querySelector("#tenants tbody")) return;
+      state.rows = new Map();
+      body.replaceChildren(...page.tenants.map((v) => row(v)));
+      state.next = page.nextPageToken || "";
+      document.getElementById("next").disabled = !state.next;
+      document.getElementById("page-info").textContent = "page " + state.tokens.length + (page.tenants.length ? "" : " — no tenants") +
+        (state.next && page.tenants.length < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+      note.replaceChildren();
+      body.dataset.loaded = String(Date.now());
+    } catch (e) {
+      note.replaceChildren(notice(e.message));
+    }
+  }
+  function nextPage() { if (state.next) { state.tokens.push(state.next); loadTable(); } }
+
+  function row(v) {
+    const tr = el("tr", { dataset: { id: v.tenantId } },
+      el("td", { class: "id" }, el("a", { href: "#/tenant/" + encodeURIComponent(v.tenantId) }, v.tenantId)),
+      el("td", { class: "sub" }, badge(v.workflowSubState)),
+      el("td", { class: "num retries" }, String(v.workflowRetryCount)),
+      el("td", { class: "err" }, v.workflowErrorMessage),
+      el("td", { class: "provider" }, v.provider),
+      el("td", { class: "updated" }, timeCell(v.updatedAt)));
+    state.rows.set(v.tenantId, tr);
+    return tr;
+  }
+
+  function matches(v) {
+    const f = state.filter;
+    return (!f.subState || v.workflowSubState === f.subState) && (f.hasError !== "true" || v.workflowErrorMessage) &&
+      v.workflowRetryCount >= Number(f.minRetryCount || 0) && (!f.provider || v.provider === f.provider) &&
+      v.tenantId.startsWith(f.tenantPrefix || "");
+  }
+
+  // ---- live ----
+  function onChange(ch) {
+    if (state.counts) {
+      const o = ch.oldSubState, n = ch.new.workflowSubState;
+      if (o !== n) {
+        if (o && state.counts[o] > 0) state.counts[o]--;
+        if (n) state.counts[n] = (state.counts[n] || 0) + 1;
+        renderCounts();
+      }
+    }
+    if (state.view === "overview") {
+      const old = state.rows.get(ch.tenantId);
+      if (old) {
+        const tr = row(ch.new);
+        if (!matches(ch.new)) tr.classList.add("gone");
+        tr.classList.add("flash");
+        if (state.filter.sort === "updatedAt:desc" && state.tokens.length === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
+        else old.replaceWith(tr);
+      } else if (state.tokens.length === 1 && matches(ch.new)) {
+        clearTimeout(state.reloadTimer);
+        state.reloadTimer = setTimeout(loadTable, 300);
+      }
+    }
+    if (state.view === "tenant" && state.tenant === ch.tenantId) {
+      clearTimeout(state.reloadTimer);
+      state.reloadTimer = setTimeout(() => showTenant(ch.tenantId), 300);
+    }
+  }
+
+  let source = null;
+  function connect() {
+    if (source) source.close();
+    const live = document.getElementById("live");
+    source = new EventSource("/console/api/changes");
+    source.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; loadOverview(); });
+    source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "live off"; });
+    source.addEventListener("change", (e) => { try { onChange(JSON.parse(e.data)); } catch (err) { /* ignore a bad event */ } });
+    source.addEventListener("reset", () => { if (state.view === "overview") { loadOverview(); loadTable(); } else route(); });
+  }
+  setInterval(loadOverview, 15000);
+
+  // ---- tenant page ----
+  async function showTenant(id) {
+    state.view = "tenant";
+    state.tenant = id;
+    const enc = encodeURIComponent(id);
+    const fields = el("dl", { class: "fields", id: "tenant-fields" });
+    const tbody = el("tbody");
+    const note = el("div");
+    if (main.dataset.tenant !== id) {
+      main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tenants")), el("h1", { id: "tenant-id", class: "tenant-title" }, id),
+        el("section", { class: "card" }, el("h2", {}, "Current view"), fields), note,
+        el("section", { class: "card" }, el("h2", {}, "Timeline"), el("div", { class: "scroll" }, el("table", { id: "timeline" },
+          el("thead", {}, el("tr", {}, ["Recorded", "Occurred", "Sub-state", "Step", "Retries", "Error", "Outcome", "Provider state", "Evidence"].map((h) => el("th", {}, h)))), tbody))));
+      main.dataset.tenant = id;
+    }
+    try {
+      const [v, hist] = await Promise.all([api("/v1/tenants/" + enc), api("/v1/tenants/" + enc + "/history?limit=1000")]);
+      if (state.tenant !== id) return;
+      const f = [["Sub-state", badge(v.workflowSubState)], ["Verb", v.workflowVerb], ["Legacy status", v.workflowStatus], ["Retry count", String(v.workflowRetryCount)],
+        ["Error", el("span", { class: "bad", id: "tenant-error" }, v.workflowErrorMessage || "")], ["Provider", v.provider], ["Provider state", v.providerState],
+        ["Execution", v.workflowExecutionId], ["Current step", v.workflowStep || "–"], ["Updated", timeCell(v.updatedAt)], ["Last event", timeCell(v.lastEventAt)]];
+      document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
+      document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map(transitionRow));
+      main.querySelectorAll(".more").forEach((n) => n.remove());
+      if (hist.nextAfterSeq) {
+        main.append(el("p", { class: "more" }, "Showing the first " + hist.transitions.length + " transitions. ",
+          el("a", { href: "/v1/tenants/" + enc + "/history?afterSeq=" + hist.nextAfterSeq, target: "_blank", rel: "noopener" }, "The next ones as JSON")));
+      }
+      document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
+    } catch (e) {
+      main.querySelectorAll(".notice").forEach((n) => n.remove());
+      main.insertBefore(notice(e.message), main.children[2] || null);
+    }
+  }
+
+  function transitionRow(t) {
+    const enc = encodeURIComponent(state.tenant);
+    return el("tr", { dataset: { seq: String(t.seq), outcome: t.outcome } },
+        el("td", {}, timeCell(t.storedAt)), el("td", {}, timeCell(t.occurredAt)),
+        el("td", { class: "sub" }, t.old.subState && t.old.subState !== t.new.subState ? [badge(t.old.subState), " → "] : null, badge(t.new.subState)),
+        el("td", { class: "step" }, t.new.step || ""),
+        el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
+        el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
+        el("td", {}, el("a", { href: "/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1), target: "_blank", rel: "noopener" }, "raw")));
+  }
+
+  // ---- dead letters ----
+  async function showDeadLetters(params) {
+    state.view = "deadletters";
+    state.tenant = null;
+    delete main.dataset.tenant;
+    const before = params.get("before") || "";
+    const tbody = el("tbody");
+    const msg = el("div", { id: "dlq-note" });
+    main.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Dead letters, newest first"), msg,
+      el("p", { class: "muted" }, "Payloads are redacted unless your key is admin. Requeue maps a raw message again and needs an admin key."),
+      el("div", { class: "scroll" }, el("table", { id: "deadletters" }, el("thead", {}, el("tr", {}, ["Time", "Stage", "Reason", "Tenant", "Payload", ""].map((h) => el("th", {}, h)))), tbody)),
+      el("div", { class: "pager", id: "dlq-pager" })));
+    try {
+      const page = await api("/console/api/deadletters?limit=50" + (before ? "&before=" + encodeURIComponent(before) : ""));
+      tbody.replaceChildren(...page.deadLetters.map((d) => el("tr", { dataset: { seq: String(d.seq) } },
+        el("td", {}, timeCell(d.time)), el("td", {}, d.stage), el("td", { class: "err" }, d.reason),
+        el("td", { class: "id" }, d.tenantId ? el("a", { href: "#/tenant/" + encodeURIComponent(d.tenantId) }, d.tenantId) : "–"),
+        el("td", {}, el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
+        el("td", {}, d.rawSeq ? el("button", { type: "button", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
+      if (!page.deadLetters.length) msg.replaceChildren(notice("No dead letters."));
+      if (page.before) document.getElementById("dlq-pager").replaceChildren(el("a", { href: "#/deadletters?before=" + page.before }, "Older →"));
+    } catch (e) {
+      msg.replaceChildren(notice(e.message));
+    }
+  }
+  async function requeue(seq, button) {
+    button.disabled = true;
+    try {
+      const r = await api("/console/api/deadletters/" + seq + "/requeue", { method: "POST" });
+      button.replaceWith(document.createTextNode("requeued, " + r.published + " event(s) published"));
+    } catch (e) {
+      button.disabled = false;
+      document.getElementById("dlq-note").replaceChildren(notice("Requeue of " + seq + " failed: " + e.message));
+    }
+  }
+
+  document.getElementById("key-button").addEventListener("click", () => {
+    const k = prompt("API key for this worker (kept in this tab only; empty to forget it):", "");
+    if (k === null) return;
+    if (k) sessionStorage.setItem("substate-key", k); else sessionStorage.removeItem("substate-key");
+    // EventSource cannot send a header: the stream alone reads the key from
+    // a cookie scoped to its path.
+    document.cookie = "substate_console_key=" + encodeURIComponent(k) + "; path=/console/api/changes; SameSite=Strict" + (k ? "" : "; max-age=0");
+    connect();
+    route();
+  });
+
+  connect();
+  route();
+})();

@@ -1,0 +1,228 @@
+// Package console is substate's operator console: a web page served at /
+// by the worker's HTTP server that shows every tenant's workflow live. It
+// holds the page and its assets (embedded, no build step, no CDN), the few
+// JSON routes the page needs beyond the query API (an overview, the dead
+// letters and their requeue) and the Server-Sent Events stream that carries
+// the change feed to open pages.
+//
+// Every route goes through the read API's Authorizer: the page, its assets
+// and its data need ScopeRead, a key's tenant prefix narrows what it shows,
+// dead-letter payloads are redacted unless the caller is admin, and a
+// requeue needs admin. On a loopback address without keys everything is
+// open, as the rest of the read API is.
+package console
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/redact"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Console serves the operator console. Set its fields, then Open it before
+// mounting Routes, and Close it on the way out.
+type Console struct {
+	// Counts returns how many tenants each sub-state has, from the view's
+	// counters (state.DB.Counts); nil leaves the counts out.
+	Counts func(context.Context) (map[substate.SubState]int64, error)
+	// Conn carries the change feed, substate.changes.>, and reports NATS's
+	// health.
+	Conn *nats.Conn
+	// JS reads SUBSTATE_EVENTS for the activity chart, SUBSTATE_DLQ for the
+	// dead letters, and the durable consumers' lag.
+	JS jetstream.JetStream
+	// Consumers are the durable consumers whose lag the overview shows.
+	Consumers []Durable
+	// LastSweep says when the reconciler last finished a sweep; nil when
+	// there is no reconciler.
+	LastSweep func() (time.Time, bool)
+	// Requeue maps the raw message at a SUBSTATE_RAW sequence again
+	// (renormalize) and returns how many events it published; nil leaves
+	// requeue out.
+	Requeue func(ctx context.Context, rawSeq uint64) (int, error)
+	// Auth guards every route; nil lets every request in as
+	// httpapi.Anonymous (the loopback default).
+	Auth *httpapi.Authorizer
+	// Redact redacts dead-letter payloads for callers that are not admin;
+	// nil hides all provider input and output.
+	Redact *redact.Policy
+	// ClientBuffer is how many changes one open page may have waiting
+	// before it is dropped; 0 means DefaultClientBuffer.
+	ClientBuffer int
+	// Resume is how many recent changes are kept for a page that
+	// reconnects with Last-Event-ID; 0 means DefaultResume.
+	Resume int
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	hub      *hub
+	servers  sync.Map // *http.Server → true, once it ends the streams on shutdown
+	sub      *nats.Subscription
+	activity *activity
+}
+
+// Durable names a durable consumer on its stream.
+type Durable struct{ Stream, Name string }
+
+// Defaults of Console.
+const (
+	DefaultClientBuffer = 2048 // above a projector batch (512 by default), so one batch never drops a page
+	DefaultResume       = 4096
+)
+
+// Open subscribes to the change feed.
+func (c *Console) Open() error {
+	c.hub = newHub(cmp.Or(c.Resume, DefaultResume), cmp.Or(c.ClientBuffer, DefaultClientBuffer))
+	c.activity = &activity{js: c.JS, now: c.now}
+	if c.Conn == nil {
+		return nil
+	}
+	sub, err := c.Conn.Subscribe(substate.SubjectChangesPrefix+">", c.onChange)
+	if err != nil {
+		return substate.WrapError(substate.EUNAVAILABLE, err, "console: subscribe to the change feed: %v", err)
+	}
+	// A burst the console cannot keep up with is dropped by NATS (and the
+	// pages told to reload), never held against the projector.
+	_ = sub.SetPendingLimits(65536, 64<<20)
+	c.sub = sub
+	return nil
+}
+
+// Close ends the subscription and every open stream.
+func (c *Console) Close() error {
+	if c.sub != nil {
+		_ = c.sub.Unsubscribe()
+	}
+	if c.hub != nil {
+		c.hub.close()
+	}
+	return nil
+}
+
+// onChange passes one change-feed message to the open pages.
+func (c *Console) onChange(m *nats.Msg) {
+	ch, err := decodeChange(m)
+	if err != nil {
+		c.logger().Warn("console: undecodable change-feed message", "subject", m.Subject, "err", err)
+		return
+	}
+	c.hub.publish(ch)
+}
+
+// Routes returns the console's routes, to mount on the worker's server
+// (httpapi.Server.Extra).
+func (c *Console) Routes() map[string]http.Handler {
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	read := c.guard(httpapi.ScopeRead)
+	return map[string]http.Handler{
+		"GET /{$}":                                    read(page(static)),
+		"GET /console/assets/":                        read(http.StripPrefix("/console/assets/", noStore(files))),
+		"GET /console/api/overview":                   read(http.HandlerFunc(c.overview)),
+		"GET /console/api/deadletters":                read(http.HandlerFunc(c.deadLetters)),
+		"POST /console/api/deadletters/{seq}/requeue": c.guard(httpapi.ScopeAdmin)(http.HandlerFunc(c.requeue)),
+		"GET /console/api/changes":                    httpapi.Streaming(c.guardCookie(httpapi.ScopeRead)(http.HandlerFunc(c.changes))),
+	}
+}
+
+// guard requires scope of a request, with its principal on the context.
+func (c *Console) guard(scope httpapi.Scope) func(http.Handler) http.Handler {
+	if c.Auth == nil {
+		return func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !httpapi.Anonymous.Can(scope) {
+					(&httpapi.Authorizer{}).Require(scope)(next).ServeHTTP(w, r)
+					return
+				}
+				next.ServeHTTP(w, r.WithContext(httpapi.WithPrincipal(r.Context(), httpapi.Anonymous)))
+			})
+		}
+	}
+	return c.Auth.Require(scope)
+}
+
+// keyCookie is where a page keeps the key it was given, for the one route
+// a browser cannot send a header to: EventSource sends cookies, not
+// Authorization. Only the read-only stream accepts it.
+const keyCookie = "substate_console_key"
+
+// guardCookie is guard, taking the key from keyCookie when the request has
+// no Authorization header.
+func (c *Console) guardCookie(scope httpapi.Scope) func(http.Handler) http.Handler {
+	g := c.guard(scope)
+	return func(next http.Handler) http.Handler {
+		h := g(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if ck, err := r.Cookie(keyCookie); err == nil && ck.Value != "" && r.Header.Get("Authorization") == "" {
+				if k, err := url.QueryUnescape(ck.Value); err == nil {
+					r = r.Clone(r.Context())
+					r.Header.Set("Authorization", "Bearer "+k)
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// page serves index.html with headers that keep it from being framed or
+// from running anything but its own scripts.
+func page(static fs.FS) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := fs.ReadFile(static, "index.html")
+		if err != nil {
+			http.Error(w, "console page missing", http.StatusInternalServerError)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		secure(h)
+		_, _ = w.Write(b)
+	})
+}
+
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		secure(w.Header())
+		next.ServeHTTP(w, r)
+	})
+}
+
+// secure sets the headers that confine the page: its own scripts and
+// styles only, no inline script, no framing.
+func secure(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+func (c *Console) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Console) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}

@@ -1,0 +1,259 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+)
+
+// decodeChange reads one change-feed message, a CloudEvent around the
+// change. It is the one place that knows the feed's payload.
+func decodeChange(m *nats.Msg) (substate.Change, error) {
+	e, err := substate.UnmarshalChangeEvent(m.Data)
+	if err != nil {
+		return substate.Change{}, err
+	}
+	ch := e.Data
+	if ch.TenantID == "" {
+		ch.TenantID = ch.New.TenantID
+	}
+	return ch, nil
+}
+
+// event is one change as the stream sends it: its sequence is the SSE id.
+type event struct {
+	seq      uint64
+	tenantID string
+	frame    []byte // the SSE frame, formatted once for every stream
+}
+
+// streamChange is a change as the page reads it: the old view's sub-state
+// is all it needs of the old view, and half the bytes of every stream.
+type streamChange struct {
+	Seq         uint64              `json:"seq"`
+	TenantID    string              `json:"tenantId"`
+	OldSubState substate.SubState   `json:"oldSubState"`
+	New         substate.TenantView `json:"new"`
+}
+
+// client is one open stream. Its channel is closed when the hub drops it.
+type client struct {
+	ch      chan event
+	dropped bool // set by the hub, under its lock, when ch overflowed
+}
+
+// hub fans the change feed out to the open streams. Publishing never
+// blocks: a stream whose buffer is full is dropped (its page reconnects
+// and resumes from Last-Event-ID), so a slow browser costs the feed
+// nothing.
+type hub struct {
+	mu      sync.Mutex
+	ring    []event // the last changes, oldest first, for resume
+	size    int
+	buffer  int
+	last    uint64 // highest sequence published
+	clients map[*client]struct{}
+	closed  bool
+	dropped int // streams dropped for being slow, since start
+}
+
+func newHub(resume, buffer int) *hub {
+	return &hub{size: max(resume, 1), buffer: max(buffer, 1), clients: map[*client]struct{}{}}
+}
+
+// publish sends ch to every stream. A sequence at or below the last one
+// is a duplicate (another replica's feed, or a redelivery) and is skipped.
+func (h *hub) publish(ch substate.Change) {
+	data, err := json.Marshal(streamChange{Seq: ch.Seq, TenantID: ch.TenantID, OldSubState: ch.Old.WorkflowSubState, New: ch.New})
+	if err != nil {
+		return
+	}
+	frame := fmt.Appendf(nil, "id: %d\nevent: change\ndata: %s\n\n", ch.Seq, data)
+	ev := event{seq: ch.Seq, tenantID: ch.TenantID, frame: frame}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || ch.Seq != 0 && ch.Seq <= h.last {
+		return
+	}
+	h.last = max(h.last, ch.Seq)
+	if len(h.ring) == h.size {
+		copy(h.ring, h.ring[1:])
+		h.ring = h.ring[:h.size-1]
+	}
+	h.ring = append(h.ring, ev)
+	for c := range h.clients {
+		select {
+		case c.ch <- ev:
+		default:
+			h.drop(c)
+		}
+	}
+}
+
+// drop closes a slow client's channel. h.mu must be held.
+func (h *hub) drop(c *client) {
+	delete(h.clients, c)
+	c.dropped = true
+	close(c.ch)
+	h.dropped++
+}
+
+// subscribe adds a client and returns the changes after lastID that it
+// missed; resumable is false when they are no longer all kept (the page
+// must reload what it shows).
+func (h *hub) subscribe(lastID uint64, resuming bool) (c *client, missed []event, resumable bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c = &client{ch: make(chan event, h.buffer)}
+	if h.closed {
+		close(c.ch)
+		return c, nil, true
+	}
+	h.clients[c] = struct{}{}
+	if !resuming {
+		return c, nil, true
+	}
+	resumable = lastID >= h.last || len(h.ring) > 0 && h.ring[0].seq <= lastID+1
+	for _, ev := range h.ring {
+		if ev.seq > lastID {
+			missed = append(missed, ev)
+		}
+	}
+	return c, missed, resumable
+}
+
+func (h *hub) unsubscribe(c *client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.clients[c]; ok {
+		delete(h.clients, c)
+		close(c.ch)
+	}
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for c := range h.clients {
+		delete(h.clients, c)
+		close(c.ch)
+	}
+}
+
+// stats returns the open streams and the streams dropped since start.
+func (h *hub) stats() (open, dropped int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients), h.dropped
+}
+
+// keepAlive is how often an idle stream gets a comment, so proxies and the
+// browser see it alive.
+const keepAlive = 15 * time.Second
+
+// changes serves GET /console/api/changes: Server-Sent Events, one
+// "change" event per view change with the change's sequence as its id. A
+// page that reconnects sends Last-Event-ID and gets what it missed, or a
+// "reset" event when the console no longer keeps it.
+func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
+	p, _ := httpapi.PrincipalFrom(r.Context())
+	var lastID uint64
+	resuming := false
+	if s := r.Header.Get("Last-Event-ID"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		resuming, lastID = err == nil, n
+	}
+	c.endOnShutdown(r)
+	cl, missed, resumable := c.hub.subscribe(lastID, resuming)
+	defer c.hub.unsubscribe(cl)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	rc := http.NewResponseController(w)
+	fmt.Fprintf(w, "retry: 1000\n\n")
+	if !resumable {
+		fmt.Fprintf(w, "event: reset\ndata: {}\n\n")
+	}
+	for _, ev := range missed {
+		writeEvent(w, p, ev)
+	}
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	stream(r.Context(), w, rc, p, cl)
+}
+
+// Writes to a stream are gathered for flushWait into one buffer of
+// streamBuffer bytes, so a burst of changes costs each stream a few large
+// writes rather than one system call per change.
+const (
+	flushWait    = 50 * time.Millisecond
+	streamBuffer = 32 << 10
+)
+
+// stream writes the client's changes until it is dropped or the request
+// ends.
+func stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, p httpapi.Principal, cl *client) {
+	bw := bufio.NewWriterSize(w, streamBuffer)
+	keep := time.NewTicker(keepAlive)
+	defer keep.Stop()
+	var flush <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-keep.C:
+			fmt.Fprintf(bw, ": keep-alive\n\n")
+			if flush == nil {
+				flush = time.After(0)
+			}
+		case ev, ok := <-cl.ch:
+			if !ok {
+				return // dropped for being slow, or the console closed: the page reconnects
+			}
+			writeEvent(bw, p, ev)
+			if flush == nil {
+				flush = time.After(flushWait)
+			}
+		case <-flush:
+			flush = nil
+			if bw.Flush() != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// endOnShutdown makes the server that serves r end every stream when it
+// shuts down: Shutdown waits for the requests in progress, and a stream
+// would otherwise hold it until its timeout.
+func (c *Console) endOnShutdown(r *http.Request) {
+	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if !ok {
+		return
+	}
+	if _, seen := c.servers.LoadOrStore(srv, true); !seen {
+		srv.RegisterOnShutdown(c.hub.close)
+	}
+}
+
+// writeEvent writes one change, when the principal may see its tenant.
+func writeEvent(w io.Writer, p httpapi.Principal, ev event) {
+	if !p.SeesTenant(ev.tenantID) {
+		return
+	}
+	_, _ = w.Write(ev.frame)
+}

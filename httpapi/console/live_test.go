@@ -1,0 +1,197 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+)
+
+func change(seq uint64, tenant string) substate.Change {
+	return substate.Change{Seq: seq, TenantID: tenant, New: substate.TenantView{TenantID: tenant, WorkflowSubState: substate.StateRunning}}
+}
+
+func TestHub(t *testing.T) {
+	t.Run("DropsSlowClient", func(t *testing.T) {
+		h := newHub(16, 2)
+		slow, _, _ := h.subscribe(0, false)
+		fast, _, _ := h.subscribe(0, false)
+		for i := uint64(1); i <= 10; i++ {
+			h.publish(change(i, "t")) // never blocks, whatever slow does
+			if ev := <-fast.ch; ev.seq != i {
+				t.Fatalf("fast client got %d, want %d", ev.seq, i)
+			}
+		}
+		n := 0
+		for range slow.ch {
+			n++
+		}
+		if n != 2 || !slow.dropped {
+			t.Fatalf("slow client got %d changes, dropped %v; want 2 then dropped", n, slow.dropped)
+		}
+		if open, dropped := h.stats(); open != 1 || dropped != 1 {
+			t.Fatalf("open %d dropped %d", open, dropped)
+		}
+		h.close()
+	})
+	t.Run("Resume", func(t *testing.T) {
+		h := newHub(3, 8)
+		for i := uint64(1); i <= 5; i++ {
+			h.publish(change(i, "t"))
+		}
+		for _, tc := range []struct {
+			last      uint64
+			want      []uint64
+			resumable bool
+		}{
+			{last: 4, want: []uint64{5}, resumable: true},
+			{last: 2, want: []uint64{3, 4, 5}, resumable: true},
+			{last: 1, want: []uint64{3, 4, 5}, resumable: false}, // 2 is no longer kept
+			{last: 5, want: nil, resumable: true},
+			{last: 9, want: nil, resumable: true}, // a newer page than this console: nothing missed
+		} {
+			c, missed, ok := h.subscribe(tc.last, true)
+			var got []uint64
+			for _, ev := range missed {
+				got = append(got, ev.seq)
+			}
+			if ok != tc.resumable || len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+				t.Errorf("after %d: missed %v resumable %v, want %v %v", tc.last, got, ok, tc.want, tc.resumable)
+			}
+			h.unsubscribe(c)
+		}
+	})
+	t.Run("SkipsDuplicates", func(t *testing.T) {
+		h := newHub(8, 8)
+		c, _, _ := h.subscribe(0, false)
+		for _, seq := range []uint64{3, 3, 2, 4} {
+			h.publish(change(seq, "t"))
+		}
+		h.close()
+		var got []uint64
+		for ev := range c.ch {
+			got = append(got, ev.seq)
+		}
+		if len(got) != 2 || got[0] != 3 || got[1] != 4 {
+			t.Fatalf("got %v, want [3 4]", got)
+		}
+	})
+}
+
+// sseEvents reads SSE events from an open stream until it has n of them.
+func sseEvents(t *testing.T, resp *http.Response, n int) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	sc := bufio.NewScanner(resp.Body)
+	cur := map[string]string{}
+	for len(out) < n && sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			if len(cur) > 0 && cur["event"] != "" {
+				out = append(out, cur)
+			}
+			cur = map[string]string{}
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, ":") {
+			cur[k] = v
+		}
+	}
+	return out
+}
+
+func TestChangesStream(t *testing.T) {
+	key := "k-0123456789abcdef0123456789abcdef"
+	sum := sha256.Sum256([]byte(key))
+	keys := &httpapi.Keys{Text: "ops read acme- sha256:" + hex.EncodeToString(sum[:])}
+	if err := keys.Load(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Console{Auth: &httpapi.Authorizer{Keys: keys}}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mux := http.NewServeMux()
+	for p, h := range c.Routes() {
+		mux.Handle(p, h)
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for i, tenant := range []string{"acme-1", "globex-1", "acme-2", "acme-3"} {
+		c.hub.publish(change(uint64(i+1), tenant))
+	}
+	open := func(t *testing.T, lastID string, auth func(*http.Request)) *http.Response {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/console/api/changes", nil)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		auth(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	bearer := func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+key) }
+	t.Run("ErrUnauthorized", func(t *testing.T) {
+		if resp := open(t, "", func(*http.Request) {}); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	})
+	t.Run("ResumeWithinPrefix", func(t *testing.T) {
+		resp := open(t, "1", bearer)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("status %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		evs := sseEvents(t, resp, 2) // globex-1 (seq 2) is outside the key's prefix
+		if len(evs) != 2 || evs[0]["id"] != "3" || evs[1]["id"] != "4" || !strings.Contains(evs[0]["data"], `"acme-2"`) {
+			t.Fatalf("events %v", evs)
+		}
+		c.hub.publish(change(5, "acme-4"))
+		if evs := sseEvents(t, resp, 1); len(evs) != 1 || evs[0]["id"] != "5" {
+			t.Fatalf("live event %v", evs)
+		}
+	})
+	t.Run("KeyFromCookie", func(t *testing.T) {
+		resp := open(t, "4", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: keyCookie, Value: key}) })
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		if evs := sseEvents(t, resp, 1); len(evs) != 1 || evs[0]["id"] != "5" {
+			t.Fatalf("events %v", evs)
+		}
+	})
+	t.Run("ResetWhenTooOld", func(t *testing.T) {
+		for i := uint64(6); i < 6+DefaultResume; i++ {
+			c.hub.publish(change(i, "acme-x"))
+		}
+		resp := open(t, "1", bearer)
+		if evs := sseEvents(t, resp, 1); len(evs) != 1 || evs[0]["event"] != "reset" {
+			t.Fatalf("events %v", evs)
+		}
+	})
+	t.Run("RequeueNeedsAdmin", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/console/api/deadletters/1/requeue", nil)
+		bearer(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("status %d, want 403", resp.StatusCode)
+		}
+	})
+}

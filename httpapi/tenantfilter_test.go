@@ -1,0 +1,42 @@
+package httpapi_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+)
+
+func TestParseTenantFilter(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  substate.TenantFilter
+		err   string // a part of the error message; "" for none
+	}{
+		{query: "", want: substate.TenantFilter{}},
+		{query: "sort=updatedAt:desc&provider=Restate&tenantPrefix=acme-",
+			want: substate.TenantFilter{SortUpdatedDesc: true, Provider: substate.ProviderRestate, TenantPrefix: "acme-"}},
+		{query: "sort=retryCount:desc&subState=error&hasError=true&minRetryCount=2&limit=5&pageToken=x",
+			want: substate.TenantFilter{SortRetryDesc: true, SubState: substate.StateError, HasError: true, MinRetryCount: 2, Limit: 5, PageToken: "x"}},
+		{query: "sort=updatedAt:asc", err: "updatedAt:desc"},
+		{query: "provider=temporal", err: "unknown provider"},
+		{query: "tenantPrefix=" + strings.Repeat("a", substate.MaxTenantIDBytes+1), err: "tenantPrefix"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			q, _ := url.ParseQuery(tc.query)
+			got, err := httpapi.ParseTenantFilter(q)
+			switch {
+			case tc.err != "":
+				if err == nil || substate.ErrorCode(err) != substate.EINVALID || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want EINVALID with %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case got != tc.want:
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
