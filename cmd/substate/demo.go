@@ -62,12 +62,18 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	defer func() { stop(); <-done }()
 
 	d := &demoRun{w: w, out: m.Stdout, expect: map[string]string{}, current: map[string]substate.SubState{}, start: time.Now()}
+	stopTasks, err := d.serveTasks()
+	if err != nil {
+		return err
+	}
+	defer stopTasks()
 	err = d.run(ctx, c.Tenants, c.Timeout)
 	d.stopLive()
 	// An interrupted demo still reads the view for its summary.
 	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil)
 	if c.Stay && ctx.Err() == nil {
-		fmt.Fprintf(m.Stdout, "\nThe console stays at %s/ until you press Ctrl-C.\n", w.HTTP.URL())
+		fmt.Fprintf(m.Stdout, "\nThe console stays at %s/ until you press Ctrl-C; from another terminal, try:\n  %s\n",
+			w.HTTP.URL(), retryHint(c.WorkerFlags))
 		<-ctx.Done()
 	}
 	return err
@@ -92,20 +98,26 @@ func openLog(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
-func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) error {
+// serveTasks starts the demo's task services; they serve until the
+// returned func is called, so an operator's retry after the summary (with
+// --stay) is served too.
+func (d *demoRun) serveTasks() (func(), error) {
 	tasks, err := d.w.Bus.ConnectAs(bus.Tasks, "substate-demo-tasks")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer tasks.Close()
 	svc, err := demo.Register(tasks)
+	if err == nil {
+		err = tasks.Flush() // the services listen before the first workflow asks
+	}
 	if err != nil {
-		return err
+		tasks.Close()
+		return nil, err
 	}
-	defer svc.Stop()
-	if err := tasks.Flush(); err != nil { // the services listen before the first workflow asks
-		return err
-	}
+	return func() { _ = svc.Stop(); tasks.Close() }, nil
+}
+
+func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) error {
 	sub, err := d.w.Bus.Conn.Subscribe(substate.SubjectChangesPrefix+">", d.printChange)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine/demo"
 )
 
 // summary prints the final view of the demo's tenants and the count of
@@ -103,7 +104,31 @@ func exploreHint(f WorkerFlags, tenant string) string {
 		"  " + run + "\n" +
 		"  substate tenants list --has-error" + server + "\n" +
 		"  substate audit --tenant " + shellQuote(tenant) + nats + "\n" +
-		"  substate verify" + server + nats + "\n"
+		"  substate verify" + server + nats + "\n" +
+		"To retry the order that failed because the courier was down, serve the task services, then retry it:\n" +
+		"  substate workflow demo-services" + nats + "\n" +
+		"  " + retryHint(f) + "\n"
+}
+
+// retryHint is the command that retries the demo's order whose courier
+// was down (demo.CourierDownOrder), against the worker at f's address.
+func retryHint(f WorkerFlags) string {
+	cmd := "substate executions retry " + courierDownTenant() + ` --reason "the courier is back"`
+	if f.HTTPAddr != defaultHTTPAddr {
+		cmd += " --server http://" + f.HTTPAddr
+	}
+	return cmd
+}
+
+// courierDownTenant is the tenant of the demo's order whose courier was
+// down.
+func courierDownTenant() string {
+	for _, s := range demo.Scenarios {
+		if strings.Contains(string(s.Input), demo.CourierDownOrder) {
+			return s.TenantID
+		}
+	}
+	return "TENANT"
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but letters,

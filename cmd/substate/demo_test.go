@@ -111,6 +111,9 @@ To look around, start the worker again on the demo's data, then ask it from anot
   substate tenants list --has-error
   substate audit --tenant initech
   substate verify
+To retry the order that failed because the courier was down, serve the task services, then retry it:
+  substate workflow demo-services
+  substate executions retry cyberdyne --reason "the courier is back"
 `
 	if got := exploreHint(f, "initech"); got != want {
 		t.Errorf("defaults:\n%s\nwant\n%s", got, want)
@@ -124,6 +127,9 @@ To look around, start the worker again on the demo's data, then ask it from anot
   substate tenants list --has-error --server http://127.0.0.1:28080
   substate audit --tenant 'acme corp' --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
   substate verify --server http://127.0.0.1:28080 --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
+To retry the order that failed because the courier was down, serve the task services, then retry it:
+  substate workflow demo-services --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
+  substate executions retry cyberdyne --reason "the courier is back" --server http://127.0.0.1:28080
 `
 	if got := exploreHint(f, "acme corp"); got != want {
 		t.Errorf("other addresses:\n%s\nwant\n%s", got, want)

@@ -44,7 +44,7 @@ var Scenarios = []Scenario{
 		"the card is declined (PaymentError) on every retry; catch reverses the payment and the order fails"},
 	{"order-invalid", "umbrella", json.RawMessage(`{"amount":10,"quantity":1}`), substate.EngineFailed,
 		"the order has no id (ValidationError): retried, then caught, and the order fails"},
-	{"order-courier-down", "hooli", json.RawMessage(`{"orderId":"` + CourierDownOrder + `","amount":120,"quantity":1}`), substate.EngineFailed,
+	{"order-courier-down", "cyberdyne", json.RawMessage(`{"orderId":"` + CourierDownOrder + `","amount":120,"quantity":1}`), substate.EngineFailed,
 		"the courier is down when the order ships (CourierUnavailable, no retry): the order fails until an operator retries it"},
 }
 

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemoStayRetry walks the operator's story on the demo, as a new user
+// would: "substate demo --stay", then list the failed tenants, describe the
+// one whose courier was down, retry it, and watch it succeed.
+func TestDemoStayRetry(t *testing.T) {
+	var out, errOut syncBuffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	done := make(chan int, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"demo", "--stay", "--tenants", "5", "--data-dir", t.TempDir(),
+			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("demo exited %d\n%s\n%s", code, out.String(), errOut.String())
+		}
+	})
+
+	stays := regexp.MustCompile(`The console stays at (http://127\.0\.0\.1:\d+)/`)
+	var server string
+	eventuallyWithin(t, 90*time.Second, func() string {
+		if m := stays.FindStringSubmatch(out.String()); m != nil {
+			server = m[1]
+			return ""
+		}
+		return "the demo did not settle:\n" + out.String() + errOut.String()
+	})
+	if !strings.Contains(out.String(), "executions retry cyberdyne") {
+		t.Errorf("the demo does not say how to retry its failed order:\n%s", out.String())
+	}
+
+	code, list, stderr := runCLI(t, "tenants", "list", "--sub-state", "failed", "--server", server)
+	if code != 0 || !strings.Contains(list, "cyberdyne") || !strings.Contains(list, "courier") {
+		t.Fatalf("tenants list --sub-state failed: %d\n%s%s", code, list, stderr)
+	}
+	code, desc, stderr := runCLI(t, "executions", "describe", "cyberdyne", "--server", server)
+	if code != 0 || !strings.Contains(desc, "fulfill_order") {
+		t.Fatalf("executions describe: %d\n%s%s", code, desc, stderr)
+	}
+	if code, res, stderr := runCLI(t, "executions", "retry", "cyberdyne", "--reason", "the courier is back", "--server", server); code != 0 {
+		t.Fatalf("executions retry: %d\n%s%s", code, res, stderr)
+	}
+	eventually(t, func() string {
+		_, got, _ := runCLI(t, "tenants", "get", "cyberdyne", "--server", server, "--json")
+		if !strings.Contains(got, `"workflowSubState": "succeeded"`) {
+			return "cyberdyne did not succeed after the retry:\n" + got
+		}
+		return ""
+	})
+}
