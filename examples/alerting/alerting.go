@@ -1,7 +1,8 @@
 // Command alerting is an example downstream service of substate: it keeps
 // a durable consumer on the change feed (stream SUBSTATE_CHANGES) with a
-// subject filter, reads each change with the CloudEvents SDK for Go and
-// raises an alert for every tenant whose workflow failed.
+// subject filter, reads each change with the CloudEvents SDK for Go and its
+// NATS JetStream protocol binding, and raises an alert for every tenant
+// whose workflow failed.
 //
 // It connects as substate's read-only subscriber identity:
 //
@@ -11,27 +12,25 @@
 // Started after substate has already projected changes, it receives every
 // one the stream retains (the consumer delivers from the start), then live
 // ones; stopped and started again, it goes on where it left off, since the
-// durable consumer remembers what it acknowledged.
+// durable consumer remembers what it acknowledged. Replicas started with the
+// same --durable share the changes between them.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	cejs "github.com/cloudevents/sdk-go/protocol/nats_jetstream/v2"
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/binding"
 	ceclient "github.com/cloudevents/sdk-go/v2/client"
 	"github.com/cloudevents/sdk-go/v2/protocol"
-	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -76,8 +75,18 @@ func Run(ctx context.Context, c Config, out io.Writer) error {
 // Consume hands every change of the filtered feed to fn, in order, until
 // ctx is done. A change fn has returned for is acknowledged; the durable
 // consumer delivers the rest again after a restart.
+//
+// The feed is read with the CloudEvents NATS JetStream binding. Its
+// consumer only subscribes: the durable consumer is created here first,
+// with the subscriber identity's rights, and the binding binds to it.
+// Binding to it matters twice: nats.go deletes a durable consumer it
+// created itself when the subscription is drained, which would make every
+// restart replay the whole feed; and the binding asks for the stream's
+// info and would try to add the stream if it could not read it, which the
+// subscriber may not do (substate declares SUBSTATE_CHANGES, and the
+// subscriber may read its info, so the binding never tries).
 func Consume(ctx context.Context, c Config, fn func(substate.Change, cloudevents.Event)) error {
-	opts := []nats.Option{nats.Name("alerting"), nats.CustomInboxPrefix("_INBOX_subscriber")}
+	opts := []nats.Option{nats.Name("alerting"), nats.CustomInboxPrefix(inboxPrefix)}
 	if c.NkeyFile != "" {
 		key, err := nats.NkeyOptionFromSeed(c.NkeyFile)
 		if err != nil {
@@ -94,29 +103,36 @@ func Consume(ctx context.Context, c Config, fn func(substate.Change, cloudevents
 	if err != nil {
 		return err
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, substate.StreamChanges, jetstream.ConsumerConfig{
-		Durable: c.Durable, FilterSubject: c.Filter, AckPolicy: jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: 30 * time.Second,
+	// A push consumer (the binding subscribes, it does not pull) delivering
+	// to an inbox of the subscriber's own, through a deliver group named
+	// after it: without one, nats.go refuses to bind while the server still
+	// counts a previous subscription, after a quick restart or from a
+	// second replica, which now share the work instead. One change in
+	// flight at a time keeps the feed's order, even across a restart or a
+	// redelivery.
+	_, err = js.CreateOrUpdatePushConsumer(ctx, substate.StreamChanges, jetstream.ConsumerConfig{
+		Durable: c.Durable, FilterSubject: c.Filter, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 1,
+		DeliverSubject: inboxPrefix + ".deliver." + c.Durable, DeliverGroup: c.Durable,
 	})
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", c.Durable, substate.StreamChanges, err)
 	}
-	msgs, err := cons.Messages()
+	consumer, err := cejs.NewConsumerFromConn(nc, substate.StreamChanges, c.Filter, nil,
+		[]nats.SubOpt{nats.Bind(substate.StreamChanges, c.Durable), nats.ManualAck()},
+		cejs.WithQueueSubscriber(c.Durable))
 	if err != nil {
-		return err
+		return fmt.Errorf("bind %s on %s: %w", c.Durable, substate.StreamChanges, err)
 	}
-	defer msgs.Stop()
 	// One poller and a blocking callback: changes are handled one at a
 	// time, in the feed's order.
-	client, err := cloudevents.NewClient(&receiver{msgs: msgs},
+	client, err := cloudevents.NewClient(acking{consumer},
 		ceclient.WithPollGoroutines(1), ceclient.WithBlockingCallback())
 	if err != nil {
 		return err
 	}
+	// The client has validated the event before it calls this.
 	err = client.StartReceiver(ctx, func(e cloudevents.Event) protocol.Result {
-		if err := e.Validate(); err != nil {
-			return protocol.NewReceipt(false, "invalid cloudevent: %v", err)
-		}
 		var ch substate.Change
 		if err := e.DataAs(&ch); err != nil {
 			return protocol.NewReceipt(false, "change data: %v", err)
@@ -124,40 +140,53 @@ func Consume(ctx context.Context, c Config, fn func(substate.Change, cloudevents
 		fn(ch, e)
 		return protocol.ResultACK
 	})
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
+	handBack(consumer)
 	return err
 }
 
-// receiver is a CloudEvents protocol.Receiver over a JetStream pull
-// consumer: each message is read as CloudEvents NATS messages are, in
-// structured mode (Content-Type application/cloudevents+json) or in binary
-// mode (ce-* headers), and acknowledged when the client finishes it with an
-// ACK, or handed back with a delay otherwise. (The SDK's NATS JetStream
-// binding does the same; this keeps the example on the SDK's core module.)
-type receiver struct{ msgs jetstream.MessagesContext }
-
-var _ protocol.Receiver = (*receiver)(nil)
-
-func (r *receiver) Receive(ctx context.Context) (binding.Message, error) {
-	m, err := r.msgs.Next(jetstream.NextContext(ctx))
-	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			return nil, io.EOF
+// handBack gives the server back a change that reached the binding as the
+// service stopped, so that the next start receives it at once rather than
+// after the ack wait; it waits a second for one.
+func handBack(consumer *cejs.Consumer) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for {
+		m, err := consumer.Receive(ctx)
+		if err != nil {
+			return
 		}
+		_ = m.(*cejs.Message).Msg.Nak()
+	}
+}
+
+// inboxPrefix is where substate's subscriber identity may receive.
+const inboxPrefix = "_INBOX_subscriber"
+
+// acking is the binding's consumer with acknowledgements: the binding's
+// messages leave them to the application (their Finish does nothing), and
+// a durable consumer needs them, after the change is handled and not
+// before.
+type acking struct{ *cejs.Consumer }
+
+func (a acking) Receive(ctx context.Context) (binding.Message, error) {
+	m, err := a.Consumer.Receive(ctx)
+	if err != nil {
 		return nil, err
 	}
-	header := http.Header{}
-	for k, vs := range m.Headers() {
-		header[http.CanonicalHeaderKey(strings.ToLower(k))] = vs
+	return acked{m.(*cejs.Message)}, nil
+}
+
+// acked acknowledges a handled change. One the client refused (not a valid
+// CloudEvent, or not a change) will not get better by being delivered
+// again: it is terminated, and the client logs why.
+type acked struct{ *cejs.Message }
+
+func (m acked) Finish(result error) error {
+	if protocol.IsACK(result) {
+		return m.Msg.Ack()
 	}
-	msg := cehttp.NewMessage(header, io.NopCloser(strings.NewReader(string(m.Data()))))
-	msg.OnFinish = func(result error) error {
-		if protocol.IsACK(result) {
-			return m.Ack()
-		}
-		return m.NakWithDelay(5 * time.Second)
+	if err := m.Msg.Term(); err != nil {
+		return err
 	}
-	return msg, nil
+	return fmt.Errorf("change refused and terminated: %w", result)
 }

@@ -104,6 +104,39 @@ func TestAlertingAsANewUser(t *testing.T) {
 	}
 }
 
+// TestReplicasShareTheFeed runs two replicas of the service with the same
+// durable consumer: neither is refused, and between them they receive
+// every change once.
+func TestReplicasShareTheFeed(t *testing.T) {
+	w := startSubstate(t)
+	for i, end := range []string{"failed", "succeeded", "running"} {
+		w.story(t, fmt.Sprintf("tenant-%d", i), end)
+	}
+	n := w.waitFeed(t, 0)
+	shared := Config{URL: w.natsURL, NkeyFile: w.subscriberKey, Durable: "shared", Filter: substate.SubjectChangesPrefix + ">"}
+	a, b := startConsumer(t, shared), startConsumer(t, shared)
+	eventually(t, func() string {
+		if got := len(a.got()) + len(b.got()); got != n {
+			return fmt.Sprintf("replicas received %d changes, want %d", got, n)
+		}
+		return ""
+	})
+	a.stop()
+	b.stop()
+	seen := map[uint64]bool{}
+	for _, c := range append(a.got(), b.got()...) {
+		if seen[c.Seq] {
+			t.Errorf("change %d delivered to both replicas", c.Seq)
+		}
+		seen[c.Seq] = true
+	}
+	for _, c := range w.feed(t) {
+		if !seen[c.Seq] {
+			t.Errorf("change %d delivered to neither replica", c.Seq)
+		}
+	}
+}
+
 // checkSame checks that a consumer received exactly the feed, in order.
 func checkSame(tb testing.TB, got, feed []substate.Change) {
 	tb.Helper()
