@@ -125,6 +125,7 @@ func normalizeVolatile(s string) string {
 		{`"(time|storedAt|updatedAt)": ?"[^"]+"`, `"$1":"TIME"`},
 		{`"Substate-Received-At":\["[^"]+"\]`, `"Substate-Received-At":["TIME"]`},
 		{`\b20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z  `, "TIME  "},
+		{`http://127\.0\.0\.1:\d+/`, "http://WORKER/"},
 	} {
 		s = regexp.MustCompile(r.re).ReplaceAllString(s, r.with)
 	}
