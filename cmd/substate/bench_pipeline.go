@@ -64,6 +64,16 @@ func (p *benchPipeline) run(stages ...func(context.Context) error) func() error 
 func (p *benchPipeline) normalize(ctx context.Context) error { return p.w.normalizer.Run(ctx) }
 func (p *benchPipeline) project(ctx context.Context) error   { return p.w.projector.Run(ctx) }
 
+// feed drains the view's outbox to the change feed, as the worker does
+// beside its projector; without a change feed it waits for the end.
+func (p *benchPipeline) feed(ctx context.Context) error {
+	if p.w.changes == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return p.w.changes.Run(ctx)
+}
+
 // sender returns a sender of the load's events through this pipeline.
 func (p *benchPipeline) sender(load benchLoad, window int) *sender {
 	return &sender{pub: p.pub, load: load, probe: p.probe, window: window, inflight: 2048, base: p.probe.events.Load()}

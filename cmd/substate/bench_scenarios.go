@@ -78,7 +78,7 @@ func (b *benchRun) scenario(ctx context.Context, name string, batch int, load be
 		return nil, err
 	}
 	defer func() { err = firstErr(err, p.close(b.Keep)) }()
-	stop := p.run(p.normalize, p.project)
+	stop := p.run(p.normalize, p.project, p.feed)
 	var fans *consoleFans
 	if d.consoles > 0 {
 		if fans, err = openConsoleFans(p.w.HTTP.URL(), d.consoles); err != nil {
