@@ -65,7 +65,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return 2
 	}
 	if err := kctx.Run(); err != nil {
-		return m.fail(err)
+		return m.fail(ctx, err)
 	}
 	return 0
 }
@@ -75,12 +75,15 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-func (m *Main) fail(err error) int {
+// fail prints err on one line and returns the exit status: 0 only for a
+// command stopped by a signal (ctx done) that ended with that
+// cancellation, never for a failure that merely wraps a cancellation.
+func (m *Main) fail(ctx context.Context, err error) int {
 	var ee exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	if errors.Is(err, context.Canceled) {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return 0
 	}
 	fmt.Fprintln(m.Stderr, "substate:", err)

@@ -86,7 +86,7 @@ func (w *Worker) actors() []func(context.Context) error {
 	if w.projector != nil {
 		out = append(out, w.projector.Run, w.runReconcile)
 	}
-	return append(out, w.watchLag)
+	return append(out, w.watchLag, w.watchBus)
 }
 
 // pullConsumers returns the durable consumers the role reads.

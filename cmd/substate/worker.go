@@ -314,6 +314,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	return runGroup(ctx, w.actors()...)
 }
 
+// watchBus returns when the NATS connection closed on its own (see
+// bus.Bus.Lost): the worker cannot do anything without it, so it exits
+// non-zero and its supervisor restarts it.
+func (w *Worker) watchBus(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-w.Bus.Lost():
+		return w.Bus.LostErr()
+	}
+}
+
 // watchLag updates the consumer lag gauges every few seconds.
 func (w *Worker) watchLag(ctx context.Context) error {
 	t := time.NewTicker(5 * time.Second)
@@ -343,18 +355,31 @@ func (w *Worker) Close() error {
 }
 
 // runGroup runs every actor until the first one returns, then cancels the
-// others and waits for them; it returns the first error.
+// others and waits for them; it returns the error of the first one to
+// return. An actor returns only when ctx is done or it failed: one that
+// returns nil while the group still runs stopped on its own, which is a
+// failure too (errStopped), so that a worker never exits 0 having lost a
+// part of itself.
 func runGroup(ctx context.Context, actors ...func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make([]error, len(actors))
-	for i, a := range actors {
+	var once sync.Once
+	var first error
+	for _, a := range actors {
 		wg.Go(func() {
-			defer cancel()
-			errs[i] = a(ctx)
+			err := a(ctx)
+			if err == nil && ctx.Err() == nil {
+				err = errStopped
+			}
+			once.Do(func() { first = err })
+			cancel()
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return first
 }
+
+// errStopped is the failure of a worker actor that returned while it
+// should still run.
+var errStopped = errors.New("a worker component stopped on its own")
