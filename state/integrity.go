@@ -78,7 +78,10 @@ func unavailable(ce *CorruptError) error {
 // markCorrupt records ce as the reason the view is unhealthy (the first
 // one stays) and returns the error to give the caller.
 func (d *DB) markCorrupt(ce *CorruptError) error {
-	d.corrupt.CompareAndSwap(nil, ce)
+	if d.corrupt.CompareAndSwap(nil, ce) && d.Logger != nil {
+		d.Logger.Error("tenant view is corrupt: reads and writes refused until it is rebuilt",
+			"file", ce.File, "op", ce.Op, "reason", ce.Reason, "rebuild", ce.RebuildCommand())
+	}
 	return unavailable(ce)
 }
 

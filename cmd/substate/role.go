@@ -84,7 +84,7 @@ func (w *Worker) actors() []func(context.Context) error {
 		out = append(out, w.forwarder.Run)
 	}
 	if w.projector != nil {
-		out = append(out, w.projector.Run, w.runReconcile)
+		out = append(out, w.projector.Run, w.runReconcile, w.watchStream)
 	}
 	return append(out, w.watchLag, w.watchBus)
 }

@@ -37,6 +37,8 @@ type WorkerFlags struct {
 	BatchSize            int           `default:"512" help:"Messages per normalizer and projector batch."`
 	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
+	OnStreamLoss         string        `enum:"rebuild,refuse" default:"rebuild" help:"What to do when SUBSTATE_EVENTS no longer holds what the view was built from (deleted, created again, truncated): rebuild (move the view aside and refill it from what the stream holds) or refuse (exit non-zero naming the rebuild command)."`
+	StreamCheckEvery     time.Duration `hidden:"" default:"5s" help:"How often the running worker compares the view with SUBSTATE_EVENTS."`
 	ForwardFlags         `embed:""`
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
@@ -60,8 +62,9 @@ type Worker struct {
 	registry   *prometheus.Registry
 	normalizer *consumers.Normalizer
 	projector  *consumers.Projector
-	forwarder  *consumers.Forwarder // nil without --eventbridge-bus
-	caughtUp   atomic.Bool          // the view has caught up once; see checkDurable
+	forwarder  *consumers.Forwarder  // nil without --eventbridge-bus
+	caughtUp   atomic.Bool           // the view has caught up once; see checkDurable
+	streamErr  atomic.Pointer[error] // the stream loss watchStream found
 	reconcile  reconcile
 	closers    []func() error
 }
@@ -144,12 +147,14 @@ func (w *Worker) retrying(step func(context.Context) error) func(context.Context
 }
 
 // retry calls fn until it succeeds or limit passes: at start-up a NATS
-// cluster may still be electing leaders or placing streams.
+// cluster may still be electing leaders or placing streams. A stream loss
+// the worker refuses to start on is no reason to wait.
 func retry(limit time.Duration, fn func() error, log *slog.Logger) error {
 	deadline := time.Now().Add(limit)
 	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
 		err := fn()
-		if err == nil || time.Now().Add(wait).After(deadline) {
+		var loss *streamLoss
+		if err == nil || errors.As(err, &loss) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
 		log.Warn("nats not ready, retrying", "err", err, "in", wait)
@@ -216,6 +221,9 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 }
 
 func (w *Worker) openProjector(ctx context.Context) error {
+	if err := w.checkStream(ctx); err != nil {
+		return err
+	}
 	cp, err := w.View.Checkpoint(ctx)
 	if err != nil {
 		return err
@@ -305,13 +313,23 @@ func (w *Worker) ready() error {
 	if _, err := w.View.Checkpoint(ctx); err != nil {
 		return fmt.Errorf("view: %w", err)
 	}
-	return nil
+	if err := w.View.Health(); err != nil {
+		return err // names the file, the page and the rebuild command
+	}
+	return w.streamHealth()
 }
 
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	return runGroup(ctx, w.actors()...)
+	err := runGroup(ctx, w.actors()...)
+	if errors.Is(err, consumers.ErrPullStopped) && w.projector != nil {
+		// The consumer went away with its stream: say that instead.
+		if lerr := w.compareRunning(context.WithoutCancel(ctx)); lerr != nil {
+			return lerr
+		}
+	}
+	return err
 }
 
 // watchBus returns when the NATS connection closed on its own (see
