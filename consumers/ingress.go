@@ -26,6 +26,10 @@ const MaxIngestBody = 1 << 20
 // event of the request, so a provider that retries on 5xx never loses one.
 type Ingress struct {
 	Publisher substate.RawPublisher
+	// Store, when set, is used instead of Publisher: it tells a redelivery
+	// (202, counted as a duplicate) from a reused id with another body
+	// (409 and a dead letter).
+	Store RawStore
 	// APIKey, when set, is the X-Api-Key every EventBridge delivery must carry.
 	APIKey string
 	// Webhook, when set, verifies the Standard Webhooks signature of every
@@ -66,38 +70,37 @@ type decodeFunc func(r *http.Request, body []byte) ([]substate.RawEvent, error)
 func (in *Ingress) endpoint(p substate.Provider, decode decodeFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := in.now()
-		n, err := in.ingest(r, decode)
+		res, err := in.ingest(r, decode)
 		in.observe(p, start, err)
 		if err != nil {
 			httpx.Error(w, r, err, in.Logger)
 			return
 		}
-		httpx.JSON(w, http.StatusAccepted, map[string]int{"accepted": n})
+		httpx.JSON(w, http.StatusAccepted, res)
 	})
 }
 
-func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (int, error) {
+func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (IngestResult, error) {
 	body, err := readBody(r)
 	if err != nil {
-		return 0, err
+		return IngestResult{}, err
 	}
 	events, err := decode(r, body)
 	if substate.ErrorCode(err) == substate.EINVALID {
-		return 0, in.deadLetter(r, body, err)
+		return IngestResult{}, in.deadLetter(r, body, err)
 	} else if err != nil {
-		return 0, err
+		return IngestResult{}, err
 	}
 	if err := in.checkReady(); err != nil {
-		return 0, err
+		return IngestResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
 	defer cancel()
-	for _, ev := range events {
-		if err := in.Publisher.PublishRaw(ctx, ev); err != nil {
-			return 0, publishError(err)
-		}
+	res, err := in.publish(ctx, events)
+	if substate.ErrorCode(err) == substate.ECONFLICT {
+		return res, in.deadLetter(r, body, err)
 	}
-	return len(events), nil
+	return res, err
 }
 
 func (in *Ingress) checkReady() error {

@@ -263,7 +263,7 @@ func (w *Worker) openEngine(context.Context) error {
 func (w *Worker) openHTTP(context.Context) error {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &consumers.Ingress{
-		Publisher: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
+		Publisher: pub, Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
 		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
 	}
 	if s := w.Flags.RestateWebhookSecret; s != "" {
