@@ -76,7 +76,9 @@ func TestIngressBatchOutcomes(t *testing.T) {
 	url := srv.URL + "/v1/ingest/eventbridge"
 	key := map[string]string{"X-Api-Key": testAPIKey}
 	body := string(eventBridgeBody(t))
-	withID := func(id string) string { return strings.Replace(body, `"c3d9b1e5-7f20-4a8c-2b6d-1e9f0a3c5d84"`, `"`+id+`"`, 1) }
+	withID := func(id string) string {
+		return strings.Replace(body, `"c3d9b1e5-7f20-4a8c-2b6d-1e9f0a3c5d84"`, `"`+id+`"`, 1)
+	}
 
 	r := post(t, url, []byte("["+withID("a")+","+withID("a")+","+withID("b")+"]"), key)
 	if r.status != http.StatusAccepted || r.body["accepted"] != 2.0 || r.body["duplicates"] != 1.0 ||
