@@ -47,7 +47,10 @@ type Ingress struct {
 	// Ready reports whether NATS is reachable; while it is not, requests get
 	// 503 at once. Nil means always ready.
 	Ready   func() bool
-	Timeout time.Duration // publish timeout of one request; 0 means 5 s
+	// Admission, when set, answers 429 with Retry-After while the raw
+	// backlog or the publishes in flight pass their bounds.
+	Admission *Admission
+	Timeout   time.Duration // publish timeout of one request; 0 means 5 s
 	Now     func() time.Time
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -73,6 +76,10 @@ func (in *Ingress) endpoint(p substate.Provider, decode decodeFunc) http.Handler
 		res, err := in.ingest(r, decode)
 		in.observe(p, start, err)
 		if err != nil {
+			if substate.ErrorCode(err) == substate.ETHROTTLED {
+				w.Header().Set("Retry-After", in.Admission.retryAfter())
+				in.Metrics.countThrottled()
+			}
 			httpx.Error(w, r, err, in.Logger)
 			return
 		}
@@ -94,6 +101,11 @@ func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (IngestResult, err
 	if err := in.checkReady(); err != nil {
 		return IngestResult{}, err
 	}
+	release, err := in.Admission.admit(len(events))
+	if err != nil {
+		return IngestResult{}, err
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
 	defer cancel()
 	res, err := in.publish(ctx, events)

@@ -48,6 +48,12 @@ type response struct {
 
 func post(tb testing.TB, url string, body []byte, header map[string]string) response {
 	tb.Helper()
+	return postWith(tb, url, body, header, nil)
+}
+
+// postWith posts like post and hands the response headers to seen.
+func postWith(tb testing.TB, url string, body []byte, header map[string]string, seen func(http.Header)) response {
+	tb.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
@@ -60,6 +66,9 @@ func post(tb testing.TB, url string, body []byte, header map[string]string) resp
 		tb.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if seen != nil {
+		seen(resp.Header)
+	}
 	raw, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode}
 	if err := json.Unmarshal(raw, &r.body); err != nil {

@@ -106,3 +106,9 @@ func (m *Metrics) countDeadLetter(stage, code string) {
 		m.DeadLettered.WithLabelValues(stage, code).Inc()
 	}
 }
+
+func (m *Metrics) countThrottled() {
+	if m != nil {
+		m.Throttled.Inc()
+	}
+}

@@ -78,7 +78,7 @@ func (w *Worker) openSteps() []func(context.Context) error {
 func (w *Worker) actors() []func(context.Context) error {
 	var out []func(context.Context) error
 	if w.normalizer != nil {
-		out = append(out, w.normalizer.Run)
+		out = append(out, w.normalizer.Run, w.watchBacklog)
 	}
 	if w.forwarder != nil {
 		out = append(out, w.forwarder.Run)

@@ -37,6 +37,8 @@ type WorkerFlags struct {
 	BatchSize            int           `default:"512" help:"Messages per normalizer and projector batch."`
 	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
+	IngestMaxBacklog     uint64        `default:"100000" help:"Raw events waiting for the normalizer (SUBSTATE_RAW backlog) at which ingest answers 429 with Retry-After until it drains (0 = no bound)."`
+	IngestMaxInFlight    int64         `default:"4096" help:"Events whose publish ingest may await at once before it answers 429 with Retry-After (0 = no bound)."`
 	OnStreamLoss         string        `enum:"rebuild,refuse" default:"rebuild" help:"What to do when SUBSTATE_EVENTS no longer holds what the view was built from (deleted, created again, truncated): rebuild (move the view aside and refill it from what the stream holds) or refuse (exit non-zero naming the rebuild command)."`
 	StreamCheckEvery     time.Duration `hidden:"" default:"5s" help:"How often the running worker compares the view with SUBSTATE_EVENTS."`
 	ForwardFlags         `embed:""`
@@ -65,6 +67,7 @@ type Worker struct {
 	forwarder  *consumers.Forwarder  // nil without --eventbridge-bus
 	caughtUp   atomic.Bool           // the view has caught up once; see checkDurable
 	streamErr  atomic.Pointer[error] // the stream loss watchStream found
+	backlog    atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
 	reconcile  reconcile
 	closers    []func() error
 }
@@ -265,6 +268,10 @@ func (w *Worker) openHTTP(context.Context) error {
 	in := &consumers.Ingress{
 		Publisher: pub, Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
 		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
+		Admission: &consumers.Admission{
+			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
+			RetryAfter: 5 * time.Second,
+		},
 	}
 	if s := w.Flags.RestateWebhookSecret; s != "" {
 		v, err := consumers.NewWebhookVerifier(s)
@@ -341,6 +348,24 @@ func (w *Worker) watchBus(ctx context.Context) error {
 		return nil
 	case <-w.Bus.Lost():
 		return w.Bus.LostErr()
+	}
+}
+
+// watchBacklog measures SUBSTATE_RAW's unprocessed backlog (what the
+// normalizer has not been given or not acknowledged) every second, for the
+// ingress's admission control.
+func (w *Worker) watchBacklog(ctx context.Context) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if info, err := w.normalizer.Consumer.Info(ctx); err == nil {
+			w.backlog.Store(info.NumPending + uint64(info.NumAckPending))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
 	}
 }
 
