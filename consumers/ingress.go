@@ -46,14 +46,14 @@ type Ingress struct {
 	DeadLetters substate.DeadLetterPublisher
 	// Ready reports whether NATS is reachable; while it is not, requests get
 	// 503 at once. Nil means always ready.
-	Ready   func() bool
+	Ready func() bool
 	// Admission, when set, answers 429 with Retry-After while the raw
 	// backlog or the publishes in flight pass their bounds.
 	Admission *Admission
 	Timeout   time.Duration // publish timeout of one request; 0 means 5 s
-	Now     func() time.Time
-	Metrics *Metrics
-	Logger  *slog.Logger
+	Now       func() time.Time
+	Metrics   *Metrics
+	Logger    *slog.Logger
 }
 
 // Handler returns the routes POST /v1/ingest/eventbridge and
