@@ -72,6 +72,9 @@ type Bus struct {
 	tls    bool          // the embedded server requires TLS
 	logger *slog.Logger
 
+	storeDir string                // the embedded server's store directory
+	storeErr atomic.Pointer[error] // the store's write error, see WatchStore
+
 	closing atomic.Bool   // Close was called: a closed connection is expected
 	lost    chan struct{} // closed when the connection closed on its own
 	lostErr atomic.Value  // error: why it closed
@@ -117,7 +120,7 @@ func (b *Bus) startServer(c Config) error {
 	if b.server, err = startServer(c, creds, b.logger); err != nil {
 		return err
 	}
-	b.creds, b.tls = creds, c.ServerTLS.enabled()
+	b.creds, b.tls, b.storeDir = creds, c.ServerTLS.enabled(), storePath(c)
 	if b.tls {
 		// The worker reaches its own server in process: the certificate
 		// is for remote clients, whose names it carries.
@@ -264,8 +267,8 @@ func (b *Bus) ClientURL() string {
 	return ""
 }
 
-// Ready reports whether the connection is up.
-func (b *Bus) Ready() bool { return b.Conn != nil && b.Conn.IsConnected() }
+// Ready reports whether the bus can take writes (see Health).
+func (b *Bus) Ready() bool { return b.Health() == nil }
 
 // Close drains the connection and shuts the embedded server down.
 func (b *Bus) Close() error {

@@ -86,7 +86,7 @@ func (w *Worker) actors() []func(context.Context) error {
 	if w.projector != nil {
 		out = append(out, w.projector.Run, w.runReconcile, w.watchStream)
 	}
-	return append(out, w.watchLag, w.watchBus)
+	return append(out, w.watchLag, w.watchBus, w.watchStore)
 }
 
 // pullConsumers returns the durable consumers the role reads.

@@ -304,8 +304,8 @@ func (w *Worker) openHTTP(context.Context) error {
 // ready is the readiness check: NATS connected, streams and consumers in
 // place, view open and caught up once.
 func (w *Worker) ready() error {
-	if !w.Bus.Ready() {
-		return errors.New("nats is not connected")
+	if err := w.Bus.Health(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -350,6 +350,10 @@ func (w *Worker) watchBus(ctx context.Context) error {
 		return w.Bus.LostErr()
 	}
 }
+
+// watchStore lets the bus check the embedded server's store every second
+// and recover it after a full disk (see bus.Bus.WatchStore).
+func (w *Worker) watchStore(ctx context.Context) error { return w.Bus.WatchStore(ctx, time.Second) }
 
 // watchBacklog measures SUBSTATE_RAW's unprocessed backlog (what the
 // normalizer has not been given or not acknowledged) every second, for the
