@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
@@ -93,6 +94,9 @@ func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (IngestResult, err
 		return IngestResult{}, err
 	}
 	events, err := decode(r, body)
+	if err == nil {
+		err = checkUTF8(body)
+	}
 	if substate.ErrorCode(err) == substate.EINVALID {
 		return IngestResult{}, in.deadLetter(r, body, err)
 	} else if err != nil {
@@ -173,6 +177,26 @@ func publishError(err error) error {
 		return err
 	}
 	return substate.WrapError(substate.EUNAVAILABLE, err, "nats did not acknowledge the event, retry later")
+}
+
+// checkUTF8 refuses a body that is not valid UTF-8: JSON text is UTF-8
+// (RFC 8259), EventBridge and Restate send nothing else, and repairing the
+// bytes would merge distinct ids (see docs/pipeline.md, tenant ids). It
+// runs after authentication, so the refusal is kept as a dead letter.
+func checkUTF8(body []byte) error {
+	if utf8.Valid(body) {
+		return nil
+	}
+	at := len(body)
+	for i := 0; i < len(body); {
+		r, size := utf8.DecodeRune(body[i:])
+		if r == utf8.RuneError && size <= 1 {
+			at = i
+			break
+		}
+		i += size
+	}
+	return substate.Errorf(substate.EINVALID, "body is not valid UTF-8 (byte 0x%02X at offset %d)", body[at], at)
 }
 
 func readBody(r *http.Request) ([]byte, error) {
