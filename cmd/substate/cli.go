@@ -25,6 +25,7 @@ type CLI struct {
 	Renormalize RenormalizeCmd `cmd:"" help:"Map SUBSTATE_RAW again with the current mapping into SUBSTATE_EVENTS, idempotently."`
 	Deploy      DeployCmd      `cmd:"" help:"Wire providers to substate: the EventBridge connection, API destination and rule."`
 	Bench       BenchCmd       `cmd:"" help:"Measure the real pipeline in process: throughput, latency, view writes and memory, against the performance budget."`
+	Soak        SoakCmd        `cmd:"" help:"Kill the worker with SIGKILL under load, again and again, then check that no acknowledged event was lost and verify the view."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.
