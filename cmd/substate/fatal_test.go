@@ -3,11 +3,17 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // startWorkerMain runs "substate run" in process like startWorker, but
@@ -127,5 +133,70 @@ func TestSystemdUnitRestarts(t *testing.T) {
 		if !strings.Contains(string(unit), want) {
 			t.Errorf("deploy/systemd/substate.service lacks %q", strings.TrimSpace(want))
 		}
+	}
+}
+
+// The same with the real binary (this test binary re-executed, see
+// TestMain) on an external NATS server: the worker's user is removed from
+// the server, which closes its connection and refuses it from then on, so
+// the client gives up. The process exits non-zero with one line saying
+// so, which is what its unit restarts on.
+func TestRunBinaryExitsNonZeroWhenNATSClosesIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a worker process")
+	}
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+		Users: []*server.User{{Username: "worker", Password: "pw"}}}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server did not start")
+	}
+	url := fmt.Sprintf("nats://worker:pw@127.0.0.1:%d", srv.Addr().(*net.TCPAddr).Port)
+	httpAddr := freePort(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-url", url)
+	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
+	dieWithParent(cmd)
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	eventuallyWithin(t, 45*time.Second, func() string {
+		resp, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			return "worker not ready: " + err.Error()
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Sprintf("worker not ready: %d", resp.StatusCode)
+		}
+		return ""
+	})
+	revoked := *opts
+	revoked.Users = []*server.User{{Username: "someone-else", Password: "pw"}}
+	if err := srv.ReloadOptions(&revoked); err != nil {
+		t.Fatal(err)
+	}
+	var err2 error
+	select {
+	case err2 = <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("worker still running a minute after nats closed its connection:\n%s", logs.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err2, &ee) || ee.ExitCode() <= 0 {
+		t.Fatalf("worker exit: %v, want a non-zero status\n%s", err2, logs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "substate: nats connection closed: ") || !strings.Contains(strings.ToLower(last), "authorization") {
+		t.Fatalf("last line %q, want the closed connection and why\n%s", last, logs.String())
 	}
 }
