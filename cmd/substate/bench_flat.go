@@ -65,12 +65,14 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 	rep := &flatReport{Tenants: load.tenants, DedupeWindow: b.DedupeWindow.String()}
 	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
 	start := time.Now()
-	for sent := 0; sent < b.Flat && time.Since(start) < b.FlatLimit; {
+	deadline := time.After(b.FlatLimit)
+	for sent, over := 0, false; sent < b.Flat && !over; {
 		n := min(chunk, b.Flat-sent)
-		if _, err := s.send(ctx, load.changes(n, sent/load.tenants), nil); err != nil {
+		done, err := s.send(ctx, load.changes(n, sent/load.tenants), deadline)
+		if err != nil {
 			return nil, err
 		}
-		sent += n
+		sent, over = sent+done, done < n
 		if err := child.waitApplied(ctx, uint64(sent), benchIdle); err != nil {
 			return nil, err
 		}
