@@ -39,14 +39,19 @@ type flatReport struct {
 	Rows         []flatRow `json:"rows"`
 }
 
-// flat sends --flat events in ten chunks (or as many as fit --flat-limit)
+// flatRows is how many times the flat-cost scenario measures: often enough
+// to see a trend on a slow machine that fits only part of --flat in its
+// time limit.
+const flatRows = 50
+
+// flat sends --flat events in flatRows chunks (or as many as fit --flat-limit)
 // to a worker in a child process on the bench's NATS server, and after
 // each chunk, once the view has applied it, measures both processes'
 // resident memory, the view file and the streams.
 func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatReport, err error) {
 	load := b.load
-	load.tenants = max(min(b.Tenants, b.Flat/10), 1)
-	chunk := max(b.Flat/10/load.tenants, 1) * load.tenants
+	load.tenants = max(min(b.Tenants, b.Flat/flatRows), 1)
+	chunk := max(b.Flat/flatRows/load.tenants, 1) * load.tenants
 	dir := filepath.Join(b.root, "flat")
 	srv, err := b.openServer(ctx, dir)
 	if err != nil {

@@ -16,7 +16,7 @@ func TestBenchFlat(t *testing.T) {
 	}
 	code, out, errOut := runCLIFor(t, 3*time.Minute, "bench", "--json", "--data-dir", t.TempDir(),
 		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
-		"--flat", "5000", "--tenants", "100")
+		"--flat", "5000", "--tenants", "50")
 	if code != 0 {
 		t.Fatalf("bench --flat exited with %d: %s", code, errOut)
 	}
@@ -24,8 +24,8 @@ func TestBenchFlat(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
-	if rep.Tenants != 100 || len(rep.Rows) != 10 || rep.Rows[9].Events != 5000 || rep.DedupeWindow != "10m0s" {
-		t.Fatalf("report %+v, want ten rows up to 5000 events over 100 tenants", rep)
+	if rep.Tenants != 50 || len(rep.Rows) != flatRows || rep.Rows[flatRows-1].Events != 5000 || rep.DedupeWindow != "10m0s" {
+		t.Fatalf("report %+v, want %d rows up to 5000 events over 50 tenants", rep, flatRows)
 	}
 	for _, r := range rep.Rows {
 		if r.WorkerRSSMiB <= 0 || r.ServerRSSMiB <= 0 || r.ViewFileMiB <= 0 || r.RawMiBPerM <= 0 || r.EventsMiBPerM <= 0 {
