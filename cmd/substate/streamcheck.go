@@ -203,8 +203,17 @@ func (w *Worker) compareRunning(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
-	if loss := compareStream(mark, cp, s); loss != nil && (s.mark != mark || cp > s.last) {
+	loss := compareStream(mark, cp, s)
+	switch {
+	case loss == nil:
+	case s.mark != mark || cp > s.last:
 		return fmt.Errorf("%s; exiting so that the restart rebuilds the view or refuses (--on-stream-loss)", loss)
+	case w.gapFirst.Swap(s.first) != s.first:
+		// Sequences the view never applied were removed (retention outran
+		// the projector, or a purge): nothing brings them back, so say it
+		// once per gap and go on.
+		w.Metrics.StreamLosses.Inc()
+		w.Logger.Error("the event stream lost events the view had not applied; going on without them", "what", loss.what)
 	}
 	return nil
 }

@@ -68,6 +68,7 @@ type Worker struct {
 	caughtUp   atomic.Bool           // the view has caught up once; see checkDurable
 	streamErr  atomic.Pointer[error] // the stream loss watchStream found
 	backlog    atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
+	gapFirst   atomic.Uint64         // the first sequence of the last gap watchStream reported
 	reconcile  reconcile
 	closers    []func() error
 }
