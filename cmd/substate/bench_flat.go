@@ -78,6 +78,9 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 			return nil, err
 		}
 		sent, over = sent+done, done < n
+		if done == 0 {
+			break // the time limit passed at a chunk's boundary: measured already
+		}
 		if err := child.waitApplied(ctx, uint64(sent), benchIdle); err != nil {
 			return nil, err
 		}
