@@ -331,8 +331,18 @@ func (w *Worker) ready() error {
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
 	err := runGroup(ctx, w.actors()...)
-	if errors.Is(err, consumers.ErrPullStopped) && w.projector != nil {
-		// The consumer went away with its stream: say that instead.
+	if !errors.Is(err, consumers.ErrPullStopped) {
+		return err
+	}
+	// A pull consumer stops when its connection closed or its stream went
+	// away; say which, rather than that it stopped. The connection's closed
+	// handler may run a moment after the consumer noticed.
+	select {
+	case <-w.Bus.Lost():
+		return w.Bus.LostErr()
+	case <-time.After(time.Second):
+	}
+	if w.projector != nil {
 		if lerr := w.compareRunning(context.WithoutCancel(ctx)); lerr != nil {
 			return lerr
 		}
