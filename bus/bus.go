@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -70,13 +71,20 @@ type Bus struct {
 	opts   []nats.Option // what the connection authenticates with
 	tls    bool          // the embedded server requires TLS
 	logger *slog.Logger
+
+	storeDir string                // the embedded server's store directory
+	storeErr atomic.Pointer[error] // the store's write error, see WatchStore
+
+	closing atomic.Bool   // Close was called: a closed connection is expected
+	lost    chan struct{} // closed when the connection closed on its own
+	lostErr atomic.Value  // error: why it closed
 }
 
 // Open starts the embedded server when c.URL is empty, then connects: to
 // the embedded server as the Worker identity, to c.URL with the
 // credentials c gives.
 func Open(c Config) (*Bus, error) {
-	b := &Bus{logger: c.Logger}
+	b := &Bus{logger: c.Logger, lost: make(chan struct{})}
 	if b.logger == nil {
 		b.logger = slog.New(slog.DiscardHandler)
 	}
@@ -112,7 +120,7 @@ func (b *Bus) startServer(c Config) error {
 	if b.server, err = startServer(c, creds, b.logger); err != nil {
 		return err
 	}
-	b.creds, b.tls = creds, c.ServerTLS.enabled()
+	b.creds, b.tls, b.storeDir = creds, c.ServerTLS.enabled(), storePath(c)
 	if b.tls {
 		// The worker reaches its own server in process: the certificate
 		// is for remote clients, whose names it carries.
@@ -161,6 +169,7 @@ func (b *Bus) connect(addr string, c Config) error {
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.logger.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
 		}),
+		nats.ClosedHandler(b.closed),
 	}
 	nc, err := nats.Connect(addr, append(opts, b.opts...)...)
 	if err != nil {
@@ -175,6 +184,33 @@ func (b *Bus) connect(addr string, c Config) error {
 	}
 	b.Conn, b.JetStream = nc, js
 	return nil
+}
+
+// closed is the connection's closed handler. Reconnects never give up, so
+// a connection closes on its own only when the server or the client found
+// it unusable (a protocol error such as "maximum control line exceeded",
+// an authorization revoked): the bus is then lost for good, and Lost
+// says so.
+func (b *Bus) closed(nc *nats.Conn) {
+	if b.closing.Load() {
+		return
+	}
+	err := nc.LastError()
+	if err == nil {
+		err = nats.ErrConnectionClosed
+	}
+	b.lostErr.Store(fmt.Errorf("nats connection closed: %w", err))
+	close(b.lost)
+}
+
+// Lost returns a channel closed when the connection closed other than by
+// Close; LostErr then says why. A worker treats it as fatal.
+func (b *Bus) Lost() <-chan struct{} { return b.lost }
+
+// LostErr returns why the connection closed on its own, or nil.
+func (b *Bus) LostErr() error {
+	err, _ := b.lostErr.Load().(error)
+	return err
 }
 
 // Embedded reports whether the bus runs its own server.
@@ -231,11 +267,12 @@ func (b *Bus) ClientURL() string {
 	return ""
 }
 
-// Ready reports whether the connection is up.
-func (b *Bus) Ready() bool { return b.Conn != nil && b.Conn.IsConnected() }
+// Ready reports whether the bus can take writes (see Health).
+func (b *Bus) Ready() bool { return b.Health() == nil }
 
 // Close drains the connection and shuts the embedded server down.
 func (b *Bus) Close() error {
+	b.closing.Store(true)
 	var err error
 	if b.Conn != nil {
 		if derr := b.Conn.Drain(); derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {

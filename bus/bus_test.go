@@ -88,7 +88,7 @@ func TestEnsureStreamsIdempotent(t *testing.T) {
 		}
 	}
 	// A changed retention is applied to the existing stream.
-	topo.Raw.MaxAge = time.Hour
+	topo.Raw.MaxAge, topo.Duplicates = time.Hour, 24*time.Hour
 	if err := topo.EnsureStreams(ctx, b.JetStream); err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,10 @@ type Topology struct {
 }
 
 // DefaultTopology keeps raw evidence, canonical events and the change feed
-// for 30 days, dead letters for 90, and drops duplicates within 24 hours
-// (EventBridge retries a delivery for up to a day).
+// for 30 days, dead letters for 90, and drops duplicates within 10 minutes:
+// JetStream keeps every id of the window in memory, and the view is
+// idempotent by revision, so a later repeat changes nothing
+// (docs/pipeline.md).
 func DefaultTopology() Topology {
 	const day = 24 * time.Hour
 	return Topology{
@@ -56,7 +58,7 @@ func DefaultTopology() Topology {
 		Events:     Retention{MaxAge: 30 * day},
 		DLQ:        Retention{MaxAge: 90 * day},
 		Changes:    Retention{MaxAge: 30 * day},
-		Duplicates: day,
+		Duplicates: 10 * time.Minute,
 		Replicas:   1,
 	}
 }

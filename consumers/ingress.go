@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
@@ -26,6 +27,10 @@ const MaxIngestBody = 1 << 20
 // event of the request, so a provider that retries on 5xx never loses one.
 type Ingress struct {
 	Publisher substate.RawPublisher
+	// Store, when set, is used instead of Publisher: it tells a redelivery
+	// (202, counted as a duplicate) from a reused id with another body
+	// (409 and a dead letter).
+	Store RawStore
 	// APIKey, when set, is the X-Api-Key every EventBridge delivery must carry.
 	APIKey string
 	// Webhook, when set, verifies the Standard Webhooks signature of every
@@ -42,11 +47,14 @@ type Ingress struct {
 	DeadLetters substate.DeadLetterPublisher
 	// Ready reports whether NATS is reachable; while it is not, requests get
 	// 503 at once. Nil means always ready.
-	Ready   func() bool
-	Timeout time.Duration // publish timeout of one request; 0 means 5 s
-	Now     func() time.Time
-	Metrics *Metrics
-	Logger  *slog.Logger
+	Ready func() bool
+	// Admission, when set, answers 429 with Retry-After while the raw
+	// backlog or the publishes in flight pass their bounds.
+	Admission *Admission
+	Timeout   time.Duration // publish timeout of one request; 0 means 5 s
+	Now       func() time.Time
+	Metrics   *Metrics
+	Logger    *slog.Logger
 }
 
 // Handler returns the routes POST /v1/ingest/eventbridge and
@@ -66,39 +74,50 @@ type decodeFunc func(r *http.Request, body []byte) ([]substate.RawEvent, error)
 func (in *Ingress) endpoint(p substate.Provider, decode decodeFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := in.now()
-		n, err := in.ingest(r, decode)
+		res, err := in.ingest(r, decode)
 		in.observe(p, start, err)
 		if err != nil {
+			if substate.ErrorCode(err) == substate.ETHROTTLED {
+				w.Header().Set("Retry-After", in.Admission.retryAfter())
+				in.Metrics.countThrottled()
+			}
 			httpx.Error(w, r, err, in.Logger)
 			return
 		}
-		httpx.JSON(w, http.StatusAccepted, map[string]int{"accepted": n})
+		httpx.JSON(w, http.StatusAccepted, res)
 	})
 }
 
-func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (int, error) {
+func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (IngestResult, error) {
 	body, err := readBody(r)
 	if err != nil {
-		return 0, err
+		return IngestResult{}, err
 	}
 	events, err := decode(r, body)
+	if err == nil {
+		err = checkUTF8(body)
+	}
 	withTraceParent(events, r.Header.Get(substate.HeaderTraceParent))
 	if substate.ErrorCode(err) == substate.EINVALID {
-		return 0, in.deadLetter(r, body, err)
+		return IngestResult{}, in.deadLetter(r, body, err)
 	} else if err != nil {
-		return 0, err
+		return IngestResult{}, err
 	}
 	if err := in.checkReady(); err != nil {
-		return 0, err
+		return IngestResult{}, err
 	}
+	release, err := in.Admission.admit(len(events))
+	if err != nil {
+		return IngestResult{}, err
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
 	defer cancel()
-	for _, ev := range events {
-		if err := in.Publisher.PublishRaw(ctx, ev); err != nil {
-			return 0, publishError(err)
-		}
+	res, err := in.publish(ctx, events)
+	if substate.ErrorCode(err) == substate.ECONFLICT {
+		return res, in.deadLetter(r, body, err)
 	}
-	return len(events), nil
+	return res, err
 }
 
 func (in *Ingress) checkReady() error {
@@ -159,6 +178,26 @@ func publishError(err error) error {
 		return err
 	}
 	return substate.WrapError(substate.EUNAVAILABLE, err, "nats did not acknowledge the event, retry later")
+}
+
+// checkUTF8 refuses a body that is not valid UTF-8: JSON text is UTF-8
+// (RFC 8259), EventBridge and Restate send nothing else, and repairing the
+// bytes would merge distinct ids (see docs/pipeline.md, tenant ids). It
+// runs after authentication, so the refusal is kept as a dead letter.
+func checkUTF8(body []byte) error {
+	if utf8.Valid(body) {
+		return nil
+	}
+	at := len(body)
+	for i := 0; i < len(body); {
+		r, size := utf8.DecodeRune(body[i:])
+		if r == utf8.RuneError && size <= 1 {
+			at = i
+			break
+		}
+		i += size
+	}
+	return substate.Errorf(substate.EINVALID, "body is not valid UTF-8 (byte 0x%02X at offset %d)", body[at], at)
 }
 
 func readBody(r *http.Request) ([]byte, error) {

@@ -35,7 +35,7 @@ func eventBridgeBody(tb testing.TB) []byte {
 func newIngress(tb testing.TB, b *bus.Bus) (*consumers.Ingress, *httptest.Server) {
 	tb.Helper()
 	pub := publishers.NewJetStream(b.JetStream)
-	in := &consumers.Ingress{Publisher: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
+	in := &consumers.Ingress{Publisher: pub, Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	tb.Cleanup(srv.Close)
 	return in, srv
@@ -47,6 +47,12 @@ type response struct {
 }
 
 func post(tb testing.TB, url string, body []byte, header map[string]string) response {
+	tb.Helper()
+	return postWith(tb, url, body, header, nil)
+}
+
+// postWith posts like post and hands the response headers to seen.
+func postWith(tb testing.TB, url string, body []byte, header map[string]string, seen func(http.Header)) response {
 	tb.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -60,6 +66,9 @@ func post(tb testing.TB, url string, body []byte, header map[string]string) resp
 		tb.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if seen != nil {
+		seen(resp.Header)
+	}
 	raw, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode}
 	if err := json.Unmarshal(raw, &r.body); err != nil {

@@ -23,6 +23,8 @@ type Metrics struct {
 	BatchSize      *prometheus.HistogramVec // stage
 	ConsumerLag    *prometheus.GaugeVec     // consumer
 	ChangesEmitted prometheus.Counter
+	StreamLosses   prometheus.Counter // SUBSTATE_EVENTS found not to hold what the view expects
+	Throttled      prometheus.Counter // ingest requests refused by admission control (429)
 }
 
 // NewMetrics creates the metrics and registers them on reg when it is not nil.
@@ -54,6 +56,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Commits:        counter("substate_view_commits_total", "Write transactions committed by the projector."),
 		WrittenBytes:   counter("substate_view_written_bytes_total", "Bytes the projector's commits wrote to the view file."),
 		ChangesEmitted: counter("substate_changes_published_total", "Messages published on the change feed."),
+		StreamLosses:   counter("substate_stream_losses_total", "Times SUBSTATE_EVENTS was found not to hold what the view was built from (recreated, truncated, messages lost)."),
+		Throttled:      counter("substate_ingest_throttled_total", "Ingest requests answered 429 because the raw backlog or the publishes in flight passed their bound."),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "substate_batch_size", Help: "Messages per fetched batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
@@ -65,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Ingested, m.IngestLatency, m.Normalized, m.DeadLettered, m.Naks,
 			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
-			m.ChangesEmitted, m.BatchSize, m.ConsumerLag)
+			m.ChangesEmitted, m.StreamLosses, m.Throttled, m.BatchSize, m.ConsumerLag)
 	}
 	return m
 }
@@ -100,5 +104,11 @@ func (m *Metrics) countNak(stage string) {
 func (m *Metrics) countDeadLetter(stage, code string) {
 	if m != nil {
 		m.DeadLettered.WithLabelValues(stage, code).Inc()
+	}
+}
+
+func (m *Metrics) countThrottled() {
+	if m != nil {
+		m.Throttled.Inc()
 	}
 }

@@ -60,12 +60,31 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 		out = append(out, events...)
 	}
 	if err := n.Events.PublishEvents(ctx, out); err != nil {
-		for _, m := range ok {
-			n.Retry.fail(ctx, m.msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
+		if len(ok) == 1 {
+			n.Retry.fail(ctx, ok[0].msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
+			return
 		}
+		n.publishEach(ctx, ok)
 		return
 	}
 	for _, m := range ok {
+		n.Metrics.countNormalized(m.events)
+		ack(m.msg, n.logger())
+	}
+}
+
+// publishEach publishes the events of each message of a batch whose
+// publish failed on their own, so that one message that cannot be
+// published (too large for the server, say) fails alone: it is handed
+// back and dead-lettered after its deliveries run out, and the others of
+// its batch go on. Events the batch publish stored already are
+// deduplicated by their ids.
+func (n *Normalizer) publishEach(ctx context.Context, batch []normalized) {
+	for _, m := range batch {
+		if err := n.Events.PublishEvents(ctx, m.events); err != nil {
+			n.Retry.fail(ctx, m.msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
+			continue
+		}
 		n.Metrics.countNormalized(m.events)
 		ack(m.msg, n.logger())
 	}

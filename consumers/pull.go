@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,9 +51,27 @@ func (p *puller) run(ctx context.Context, handle func(context.Context, []jetstre
 			batch = batch[:0]
 		}
 		if closed {
+			if ctx.Err() == nil {
+				// Nobody asked it to stop: the connection closed or the
+				// consumer is gone. Returning nil would let the worker exit
+				// 0 with a stage no longer running.
+				return fmt.Errorf("%w: %s", ErrPullStopped, p.name())
+			}
 			return nil
 		}
 	}
+}
+
+// ErrPullStopped is the error of a pull consumer whose message iterator
+// closed while the stage was still meant to run.
+var ErrPullStopped = errors.New("pull consumer stopped unexpectedly")
+
+// name names the consumer for an error.
+func (p *puller) name() string {
+	if info := p.consumer.CachedInfo(); info != nil {
+		return info.Stream + "/" + info.Name
+	}
+	return "consumer"
 }
 
 // fill blocks for the first message of a batch, then adds what arrives
@@ -71,7 +91,7 @@ func (p *puller) fill(it jetstream.MessagesContext, batch *[]jetstream.Msg, size
 			return false // linger over
 		}
 		switch {
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, nats.ErrConnectionClosed):
 			return true
 		case err != nil && len(*batch) > 0:
 			return false // linger over

@@ -52,6 +52,37 @@ func (p *JetStream) PublishRaw(ctx context.Context, ev substate.RawEvent) error 
 	return nil
 }
 
+// StoreRaw publishes a raw event as PublishRaw does and returns the
+// sequence of SUBSTATE_RAW that holds its id, and whether that message was
+// there already: JetStream dropped this one as a duplicate (within the
+// duplicate window) and answered with the sequence of the first.
+func (p *JetStream) StoreRaw(ctx context.Context, ev substate.RawEvent) (uint64, bool, error) {
+	m, err := p.rawMsg(ev)
+	if err != nil {
+		return 0, false, err
+	}
+	ack, err := p.JS.PublishMsg(ctx, m)
+	if err != nil {
+		return 0, false, unavailable(err, "publish raw event")
+	}
+	return ack.Sequence, ack.Duplicate, nil
+}
+
+// RawBody returns the body of the message at seq in SUBSTATE_RAW.
+func (p *JetStream) RawBody(ctx context.Context, seq uint64) ([]byte, error) {
+	s, err := p.JS.Stream(ctx, substate.StreamRaw)
+	if err != nil {
+		return nil, unavailable(err, "read raw stream")
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, substate.WrapError(substate.ENOTFOUND, err, "raw message %d", seq)
+	} else if err != nil {
+		return nil, unavailable(err, "read raw message")
+	}
+	return m.Data, nil
+}
+
 // PublishRawAsync publishes a raw payload as PublishRaw does without
 // waiting: the stored event is acknowledged on the returned future. A
 // caller that keeps many raw events in flight (a load generator, a bulk

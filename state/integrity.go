@@ -78,7 +78,10 @@ func unavailable(ce *CorruptError) error {
 // markCorrupt records ce as the reason the view is unhealthy (the first
 // one stays) and returns the error to give the caller.
 func (d *DB) markCorrupt(ce *CorruptError) error {
-	d.corrupt.CompareAndSwap(nil, ce)
+	if d.corrupt.CompareAndSwap(nil, ce) && d.Logger != nil {
+		d.Logger.Error("tenant view is corrupt: reads and writes refused until it is rebuilt",
+			"file", ce.File, "op", ce.Op, "reason", ce.Reason, "rebuild", ce.RebuildCommand())
+	}
 	return unavailable(ce)
 }
 
@@ -198,4 +201,32 @@ func syncDir(path string) {
 	}
 	defer dir.Close()
 	_ = dir.Sync()
+}
+
+// CheckFile runs bbolt's consistency check (tx.Check) over the view file
+// at path, opened read-only, without changing it: what `substate verify
+// --view-file` does. A damaged file is a *CorruptError naming the file
+// and the rebuild command. A file a running worker holds cannot be opened
+// within timeout: that is an error saying so.
+func CheckFile(path string, timeout time.Duration) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("check tenant view: %w", err)
+	}
+	d := &DB{Path: path}
+	var db *bolt.DB
+	err := d.guard(OpOpen, func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+		return err
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return fmt.Errorf("check tenant view %s: the file is locked by a running worker; stop it to check the file (a running worker checks it when it opens it, and its /readyz reports a corrupt page it meets)", path)
+	}
+	if err != nil {
+		return d.openError(err)
+	}
+	defer db.Close()
+	if ce := d.check(db, OpCheck); ce != nil {
+		return ce
+	}
+	return nil
 }

@@ -24,6 +24,7 @@ type BenchCmd struct {
 	Profile    string        `type:"path" placeholder:"FILE" help:"Write a CPU profile of the whole run to FILE (go tool pprof reads it)."`
 	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open."`
 
+	FlatFlags   `embed:""`
 	WorkerFlags `embed:""`
 }
 
@@ -62,6 +63,9 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 	}
 	defer b.logs.Close()
 	progress := func(step string) { fmt.Fprintf(m.Stderr, "bench: %s\n", step) }
+	if c.Flat > 0 {
+		return b.runFlat(ctx, m, progress)
+	}
 	rep, err := b.run(ctx, progress)
 	if err != nil {
 		return err
@@ -81,6 +85,19 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 		return exitError{1} // a wrong view fails the run; a slow one never does
 	}
 	return err
+}
+
+// runFlat runs the flat-cost scenario alone and prints its report.
+func (b *benchRun) runFlat(ctx context.Context, m *Main, progress func(string)) error {
+	rep, err := b.flat(ctx, progress)
+	if err != nil {
+		return err
+	}
+	if b.JSON {
+		return writeJSON(m.Stdout, rep)
+	}
+	rep.print(m.Stdout)
+	return nil
 }
 
 // spread is the number of tenants a scenario of n events runs over:

@@ -27,6 +27,7 @@ type CLI struct {
 	Renormalize RenormalizeCmd `cmd:"" help:"Map SUBSTATE_RAW again with the current mapping into SUBSTATE_EVENTS, idempotently."`
 	Deploy      DeployCmd      `cmd:"" help:"Wire providers to substate: the EventBridge connection, API destination and rule."`
 	Bench       BenchCmd       `cmd:"" help:"Measure the real pipeline in process: throughput, latency, view writes and memory, against the performance budget."`
+	Soak        SoakCmd        `cmd:"" help:"Kill the worker with SIGKILL under load, again and again, then check that no acknowledged event was lost and verify the view."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.
@@ -67,7 +68,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return 2
 	}
 	if err := kctx.Run(); err != nil {
-		return m.fail(err)
+		return m.fail(ctx, err)
 	}
 	return 0
 }
@@ -77,12 +78,15 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-func (m *Main) fail(err error) int {
+// fail prints err on one line and returns the exit status: 0 only for a
+// command stopped by a signal (ctx done) that ended with that
+// cancellation, never for a failure that merely wraps a cancellation.
+func (m *Main) fail(ctx context.Context, err error) int {
 	var ee exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	if errors.Is(err, context.Canceled) {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return 0
 	}
 	fmt.Fprintln(m.Stderr, "substate:", termLines(err.Error()))

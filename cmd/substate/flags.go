@@ -69,5 +69,5 @@ type StreamFlags struct {
 	DLQMaxAge       time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
 	ChangesMaxAge   time.Duration `default:"720h" help:"How long SUBSTATE_CHANGES (the change feed) keeps changes (0 = no limit)."`
 	ChangesMaxBytes int64         `default:"0" help:"Size cap of SUBSTATE_CHANGES in bytes, oldest discarded first (0 = no limit)."`
-	DedupeWindow    time.Duration `default:"24h" help:"Window in which JetStream drops a repeated source event id or change-feed sequence."`
+	DedupeWindow    time.Duration `default:"10m" help:"Window in which JetStream drops a repeated source event id or change-feed sequence, and a reused source id with another body is answered 409. JetStream keeps every id of the window in memory (about 220 bytes each): at 1,000 events/s, 10m holds about 130 MB. A repeat after the window changes nothing in the view."`
 }

@@ -77,13 +77,13 @@ func (w *Worker) openSteps() []func(context.Context) error {
 func (w *Worker) actors() []func(context.Context) error {
 	var out []func(context.Context) error
 	if w.normalizer != nil {
-		out = append(out, w.normalizer.Run)
+		out = append(out, w.normalizer.Run, w.watchBacklog)
 	}
 	if w.forwarder != nil {
 		out = append(out, w.forwarder.Run)
 	}
 	if w.projector != nil {
-		out = append(out, w.projector.Run, w.runReconcile, w.checkEvidence)
+		out = append(out, w.projector.Run, w.runReconcile, w.checkEvidence, w.watchStream)
 	}
 	if w.Flags.APIKeysFile != "" {
 		out = append(out, w.watchKeys)
@@ -91,7 +91,7 @@ func (w *Worker) actors() []func(context.Context) error {
 	if w.changes != nil {
 		out = append(out, w.changes.Run)
 	}
-	return append(out, w.watchLag)
+	return append(out, w.watchLag, w.watchBus, w.watchStore)
 }
 
 // pullConsumers returns the durable consumers the role reads.

@@ -42,6 +42,10 @@ type WorkerFlags struct {
 	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
 	ReadAPIFlags         `embed:""`
+	IngestMaxBacklog     uint64        `default:"100000" help:"Raw events waiting for the normalizer (SUBSTATE_RAW backlog) at which ingest answers 429 with Retry-After until it drains (0 = no bound)."`
+	IngestMaxInFlight    int64         `default:"4096" help:"Events whose publish ingest may await at once before it answers 429 with Retry-After (0 = no bound)."`
+	OnStreamLoss         string        `enum:"rebuild,refuse" default:"rebuild" help:"What to do when SUBSTATE_EVENTS no longer holds what the view was built from (deleted, created again, truncated): rebuild (move the view aside and refill it from what the stream holds) or refuse (exit non-zero naming the rebuild command)."`
+	StreamCheckEvery     time.Duration `hidden:"" default:"5s" help:"How often the running worker compares the view with SUBSTATE_EVENTS."`
 	ForwardFlags         `embed:""`
 	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
@@ -78,6 +82,9 @@ type Worker struct {
 	forwarder  *consumers.Forwarder   // nil without --eventbridge-bus
 	changes    *publishers.ChangeFeed // nil with --no-change-feed or without a view
 	caughtUp   atomic.Bool            // the view has caught up once; see checkDurable
+	streamErr  atomic.Pointer[error]  // the stream loss watchStream found
+	backlog    atomic.Uint64          // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
+	gapFirst   atomic.Uint64          // the first sequence of the last gap watchStream reported
 	reconcile  reconcile
 	closers    []func() error
 }
@@ -174,12 +181,14 @@ func (w *Worker) retrying(step func(context.Context) error) func(context.Context
 }
 
 // retry calls fn until it succeeds or limit passes: at start-up a NATS
-// cluster may still be electing leaders or placing streams.
+// cluster may still be electing leaders or placing streams. A stream loss
+// the worker refuses to start on is no reason to wait.
 func retry(limit time.Duration, fn func() error, log *slog.Logger) error {
 	deadline := time.Now().Add(limit)
 	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
 		err := fn()
-		if err == nil || time.Now().Add(wait).After(deadline) {
+		var loss *streamLoss
+		if err == nil || errors.As(err, &loss) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
 		log.Warn("nats not ready, retrying", "err", err, "in", wait)
@@ -248,6 +257,9 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 }
 
 func (w *Worker) openProjector(ctx context.Context) error {
+	if err := w.checkStream(ctx); err != nil {
+		return err
+	}
 	cp, err := w.View.Checkpoint(ctx)
 	if err != nil {
 		return err
@@ -287,8 +299,12 @@ func (w *Worker) openEngine(context.Context) error {
 func (w *Worker) openHTTP(ctx context.Context) error {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &consumers.Ingress{
-		Publisher: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
+		Publisher: pub, Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
 		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
+		Admission: &consumers.Admission{
+			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
+			RetryAfter: 5 * time.Second,
+		},
 	}
 	if s := w.Flags.RestateWebhookSecret; s != "" {
 		v, err := consumers.NewWebhookVerifier(s)
@@ -328,8 +344,8 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 // ready is the readiness check: NATS connected, streams and consumers in
 // place, view open and caught up once.
 func (w *Worker) ready() error {
-	if !w.Bus.Ready() {
-		return errors.New("nats is not connected")
+	if err := w.Bus.Health(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -344,7 +360,10 @@ func (w *Worker) ready() error {
 	if _, err := w.View.Checkpoint(ctx); err != nil {
 		return fmt.Errorf("view: %w", err)
 	}
-	return nil
+	if err := w.View.Health(); err != nil {
+		return err // names the file, the page and the rebuild command
+	}
+	return w.streamHealth()
 }
 
 // Run runs the consumers until ctx is done or one of them fails, then lets
@@ -352,25 +371,23 @@ func (w *Worker) ready() error {
 func (w *Worker) Run(ctx context.Context) error {
 	err := runGroup(ctx, w.actors()...)
 	w.drainChangeFeed()
-	return err
-}
-
-// watchLag updates the consumer lag gauges every few seconds.
-func (w *Worker) watchLag(ctx context.Context) error {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		for _, c := range w.pullConsumers() {
-			if info, err := c.Info(ctx); err == nil {
-				w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+	if !errors.Is(err, consumers.ErrPullStopped) {
+		return err
+	}
+	// A pull consumer stops when its connection closed or its stream went
+	// away; say which, rather than that it stopped. The connection's closed
+	// handler may run a moment after the consumer noticed.
+	select {
+	case <-w.Bus.Lost():
+		return w.Bus.LostErr()
+	case <-time.After(time.Second):
+	}
+	if w.projector != nil {
+		if lerr := w.compareRunning(context.WithoutCancel(ctx)); lerr != nil {
+			return lerr
 		}
 	}
+	return err
 }
 
 // Close stops HTTP, closes the view and NATS, in reverse order of opening.
@@ -384,18 +401,31 @@ func (w *Worker) Close() error {
 }
 
 // runGroup runs every actor until the first one returns, then cancels the
-// others and waits for them; it returns the first error.
+// others and waits for them; it returns the error of the first one to
+// return. An actor returns only when ctx is done or it failed: one that
+// returns nil while the group still runs stopped on its own, which is a
+// failure too (errStopped), so that a worker never exits 0 having lost a
+// part of itself.
 func runGroup(ctx context.Context, actors ...func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make([]error, len(actors))
-	for i, a := range actors {
+	var once sync.Once
+	var first error
+	for _, a := range actors {
 		wg.Go(func() {
-			defer cancel()
-			errs[i] = a(ctx)
+			err := a(ctx)
+			if err == nil && ctx.Err() == nil {
+				err = errStopped
+			}
+			once.Do(func() { first = err })
+			cancel()
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return first
 }
+
+// errStopped is the failure of a worker actor that returned while it
+// should still run.
+var errStopped = errors.New("a worker component stopped on its own")

@@ -1,0 +1,109 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Health returns nil while the bus can take writes: the connection is up
+// and, with the embedded server, its JetStream store reported no write
+// error at the last check (see WatchStore). Otherwise it says why.
+func (b *Bus) Health() error {
+	if b.Conn == nil || !b.Conn.IsConnected() {
+		return errors.New("nats is not connected")
+	}
+	if p := b.storeErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// WatchStore checks the embedded server's JetStream health every period
+// until ctx is done; without an embedded server it only waits for ctx. A
+// stream that failed a write (a full disk) keeps refusing writes in
+// nats-server even once space is free again; the bus then reports itself
+// unhealthy (Health) and, as soon as a probe write in the store directory
+// succeeds, restarts JetStream in the running server, which reloads every
+// stream from disk without the error. Acknowledged messages are kept;
+// consumers resume.
+func (b *Bus) WatchStore(ctx context.Context, period time.Duration) error {
+	if b.server == nil {
+		<-ctx.Done()
+		return nil
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		b.checkStore()
+	}
+}
+
+// checkStore runs one health check of the embedded server's JetStream.
+func (b *Bus) checkStore() {
+	hs := b.server.Healthz(&server.HealthzOptions{})
+	if hs.Status == "ok" {
+		if b.storeErr.Swap(nil) != nil {
+			b.logger.Info("nats store healthy again")
+		}
+		return
+	}
+	err := fmt.Errorf("nats store cannot take writes: %s", hs.Error)
+	if b.storeErr.Swap(&err) == nil {
+		b.logger.Error("nats store cannot take writes; ingest answers 503 until it can", "err", hs.Error)
+	}
+	if !strings.Contains(hs.Error, "write error") {
+		return // not a write error: nothing a restart of JetStream fixes
+	}
+	if perr := probeWrite(b.storeDir); perr != nil {
+		return // still full
+	}
+	if rerr := b.restartJetStream(); rerr != nil {
+		b.logger.Error("restarting jetstream after a store write error failed", "err", rerr)
+		return
+	}
+	b.logger.Warn("disk writable again: restarted jetstream, which reloaded its streams without the write error")
+}
+
+// probeWrite writes and syncs 1 MiB in dir and removes it: whether the
+// store has room again.
+func probeWrite(dir string) error {
+	f, err := os.CreateTemp(dir, ".substate-probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 1<<20)); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// restartJetStream shuts JetStream down in the running server and enables
+// it again with the same store.
+func (b *Bus) restartJetStream() error {
+	cfg := b.server.JetStreamConfig()
+	if cfg == nil {
+		return errors.New("jetstream is not enabled")
+	}
+	cfg.StoreDir = b.storeDir // JetStreamConfig's has /jetstream appended, which Enable appends again
+	if err := b.server.ShutdownJetStream(); err != nil {
+		return err
+	}
+	return b.server.EnableJetStream(cfg)
+}
+
+// storePath is the store directory the embedded server was given.
+func storePath(c Config) string { return filepath.Clean(c.StoreDir) }

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/publishers"
+)
+
+// FlatFlags select the flat-cost scenario of the bench, which runs alone:
+// many events over a fixed set of tenants, to show that what the worker
+// and the NATS server hold stays flat as history grows instead of growing
+// with it (the duplicate window, the view, the streams per event).
+type FlatFlags struct {
+	Flat      int           `help:"Run only the flat-cost scenario with this many events (10,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
+	FlatLimit time.Duration `default:"10m" help:"Stop the flat-cost scenario after this long, with as many events as fitted."`
+}
+
+// flatRow is the cost after a number of events of the flat-cost scenario.
+type flatRow struct {
+	Events        int     `json:"events"`
+	Seconds       float64 `json:"seconds"`
+	WorkerRSSMiB  float64 `json:"workerRssMiB"` // the worker, a child process
+	ServerRSSMiB  float64 `json:"serverRssMiB"` // the bench's process: the NATS server and the load generator
+	ViewFileMiB   float64 `json:"viewFileMiB"`
+	RawMiBPerM    float64 `json:"rawMiBPerMillion"`    // SUBSTATE_RAW bytes per million events
+	EventsMiBPerM float64 `json:"eventsMiBPerMillion"` // SUBSTATE_EVENTS bytes per million events
+}
+
+// flatReport is the flat-cost scenario's report.
+type flatReport struct {
+	Tenants      int       `json:"tenants"`
+	DedupeWindow string    `json:"dedupeWindow"`
+	Rows         []flatRow `json:"rows"`
+}
+
+// flatRows is how many times the flat-cost scenario measures: often enough
+// to see a trend on a slow machine that fits only part of --flat in its
+// time limit.
+const flatRows = 50
+
+// flat sends --flat events in flatRows chunks (or as many as fit --flat-limit)
+// to a worker in a child process on the bench's NATS server, and after
+// each chunk, once the view has applied it, measures both processes'
+// resident memory, the view file and the streams.
+func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatReport, err error) {
+	load := b.load
+	load.tenants = max(min(b.Tenants, b.Flat/flatRows), 1)
+	chunk := max(b.Flat/flatRows/load.tenants, 1) * load.tenants
+	dir := filepath.Join(b.root, "flat")
+	srv, err := b.openServer(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = firstErr(err, release(srv, srv.Close, dir, b.Keep)) }()
+	nkey := b.NATSNkey
+	if creds, ok := srv.Credentials(); ok {
+		nkey = creds.SeedFile(bus.Worker)
+	}
+	child, err := b.startChild(ctx, srv.JetStream, srv.ClientURL(), nkey, filepath.Join(dir, "worker"))
+	if err != nil {
+		return nil, err
+	}
+	defer child.kill()
+	rep := &flatReport{Tenants: load.tenants, DedupeWindow: b.DedupeWindow.String()}
+	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
+	start := time.Now()
+	deadline := time.After(b.FlatLimit)
+	for sent, over := 0, false; sent < b.Flat && !over; {
+		n := min(chunk, b.Flat-sent)
+		done, err := s.send(ctx, load.changes(n, sent/load.tenants), deadline)
+		if err != nil {
+			return nil, err
+		}
+		sent, over = sent+done, done < n
+		if done == 0 {
+			break // the time limit passed at a chunk's boundary: measured already
+		}
+		if err := child.waitApplied(ctx, uint64(sent), benchIdle); err != nil {
+			return nil, err
+		}
+		row, err := measureFlat(ctx, srv, child, sent, time.Since(start))
+		if err != nil {
+			return nil, err
+		}
+		rep.Rows = append(rep.Rows, row)
+		progress(fmt.Sprintf("flat cost: %d events, worker %.0f MiB, server %.0f MiB", sent, row.WorkerRSSMiB, row.ServerRSSMiB))
+	}
+	return rep, nil
+}
+
+// measureFlat reads the cost after sent events.
+func measureFlat(ctx context.Context, srv *bus.Bus, child *childWorker, sent int, elapsed time.Duration) (flatRow, error) {
+	row := flatRow{Events: sent, Seconds: elapsed.Seconds(), WorkerRSSMiB: mib(child.memory().rss), ServerRSSMiB: mib(readMemory().rss),
+		ViewFileMiB: mib(uint64(fileSize(filepath.Join(child.dir, viewFile("")))))}
+	perM := float64(sent) / 1e6
+	for _, s := range []struct {
+		name string
+		to   *float64
+	}{{substate.StreamRaw, &row.RawMiBPerM}, {substate.StreamEvents, &row.EventsMiBPerM}} {
+		st, err := srv.JetStream.Stream(ctx, s.name)
+		if err != nil {
+			return row, err
+		}
+		*s.to = mib(st.CachedInfo().State.Bytes) / perM
+	}
+	return row, nil
+}
+
+// print writes the flat-cost table.
+func (r *flatReport) print(w io.Writer) {
+	fmt.Fprintf(w, "flat cost: %d tenants, duplicate window %s\n", r.Tenants, r.DedupeWindow)
+	fmt.Fprintf(w, "%12s %8s %12s %12s %10s %14s %14s\n", "events", "seconds", "worker RSS", "server RSS", "view", "raw/M events", "events/M")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "%12d %8.0f %8.0f MiB %8.0f MiB %6.0f MiB %10.0f MiB %10.0f MiB\n", row.Events, row.Seconds,
+			row.WorkerRSSMiB, row.ServerRSSMiB, row.ViewFileMiB, row.RawMiBPerM, row.EventsMiBPerM)
+	}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// The flat-cost scenario's code path with a small count: every chunk is
+// applied by the worker before it is measured, and each row reports the
+// worker's and the server's memory, the view file and the streams' bytes
+// per million events. The documented figure runs --flat 10000000.
+func TestBenchFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a worker process")
+	}
+	code, out, errOut := runCLIFor(t, 3*time.Minute, "bench", "--json", "--data-dir", t.TempDir(),
+		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
+		"--flat", "5000", "--tenants", "50")
+	if code != 0 {
+		t.Fatalf("bench --flat exited with %d: %s", code, errOut)
+	}
+	var rep flatReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	if rep.Tenants != 50 || len(rep.Rows) != flatRows || rep.Rows[flatRows-1].Events != 5000 || rep.DedupeWindow != "10m0s" {
+		t.Fatalf("report %+v, want %d rows up to 5000 events over 50 tenants", rep, flatRows)
+	}
+	for _, r := range rep.Rows {
+		if r.WorkerRSSMiB <= 0 || r.ServerRSSMiB <= 0 || r.ViewFileMiB <= 0 || r.RawMiBPerM <= 0 || r.EventsMiBPerM <= 0 {
+			t.Errorf("row without a figure: %+v", r)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+)
+
+// What the worker does when SUBSTATE_EVENTS no longer holds what its view
+// was built from (--on-stream-loss).
+const (
+	// StreamLossRebuild moves the view aside and refills it from what the
+	// stream holds: the worker keeps running and `substate verify` agrees
+	// with it, but tenants whose events were lost are gone from it.
+	StreamLossRebuild = "rebuild"
+	// StreamLossRefuse refuses to start, naming the rebuild command.
+	StreamLossRefuse = "refuse"
+)
+
+// streamLoss says how SUBSTATE_EVENTS stopped matching the view's
+// checkpoint; nil means it matches.
+type streamLoss struct {
+	what string // what happened, for the log line and the error
+}
+
+func (l *streamLoss) Error() string { return l.what }
+
+// eventsStream reads SUBSTATE_EVENTS's creation time and sequences.
+type eventsStream struct {
+	mark        string // creation time, RFC 3339 with nanoseconds
+	first, last uint64
+	lost        []uint64 // sequences the server lost from its store (read at start-up only)
+}
+
+func readEventsStream(ctx context.Context, js jetstream.JetStream) (eventsStream, error) {
+	s, err := js.Stream(ctx, substate.StreamEvents)
+	if err != nil {
+		return eventsStream{}, fmt.Errorf("read %s: %w", substate.StreamEvents, err)
+	}
+	info := s.CachedInfo()
+	return eventsStream{mark: info.Created.UTC().Format(time.RFC3339Nano), first: info.State.FirstSeq, last: info.State.LastSeq}, nil
+}
+
+// lostAfter returns the sequences after cp that the server reports lost
+// from its store (garbage in a message block, found at its start): their
+// events never reached the view and never will.
+func lostAfter(ctx context.Context, js jetstream.JetStream, cp uint64) ([]uint64, error) {
+	s, err := js.Stream(ctx, substate.StreamEvents)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.Info(ctx, jetstream.WithDeletedDetails(true))
+	if err != nil || info.State.Lost == nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, seq := range info.State.Lost.Msgs {
+		if seq > cp {
+			out = append(out, seq)
+		}
+	}
+	return out, nil
+}
+
+// compareStream says whether a view at checkpoint cp that follows the
+// stream instance mark can continue on the stream as it is now: not when
+// the stream was created again, ends before the checkpoint, or lost
+// sequences the view never applied.
+func compareStream(mark string, cp uint64, s eventsStream) *streamLoss {
+	switch {
+	case mark != "" && mark != s.mark:
+		return &streamLoss{fmt.Sprintf("%s was deleted and created again (the view follows the stream created %s, this one was created %s); the view has applied sequences up to %d of the old one, the new one holds %d",
+			substate.StreamEvents, mark, s.mark, cp, s.last)}
+	case cp > s.last:
+		return &streamLoss{fmt.Sprintf("%s ends at sequence %d but the view has applied up to %d: sequences %d to %d are gone (the stream's store was deleted, truncated or restored from an older copy)",
+			substate.StreamEvents, s.last, cp, s.last+1, cp)}
+	case cp > 0 && s.first > cp+1:
+		return &streamLoss{fmt.Sprintf("%s starts at sequence %d but the view has applied only up to %d: sequences %d to %d were removed before the view applied them",
+			substate.StreamEvents, s.first, cp, cp+1, s.first-1)}
+	}
+	return nil
+}
+
+// checkStream compares the view with SUBSTATE_EVENTS at start-up. On a
+// loss it logs what happened, then per --on-stream-loss moves the view
+// aside and opens an empty one (rebuilt from the stream by the projector)
+// or returns an error naming the rebuild command. A view that matches
+// records the stream it follows.
+func (w *Worker) checkStream(ctx context.Context) error {
+	s, err := readEventsStream(ctx, w.Bus.JetStream)
+	if err != nil {
+		return err
+	}
+	cp, err := w.View.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	mark, err := w.View.StreamMark()
+	if err != nil {
+		return err
+	}
+	if loss := compareStream(mark, cp, s); loss != nil {
+		w.Metrics.StreamLosses.Inc()
+		if w.Flags.OnStreamLoss == StreamLossRefuse {
+			return fmt.Errorf("%w; refusing to start (--on-stream-loss=refuse): with the worker stopped, rebuild the view from what the stream holds with: substate rebuild --out %s --force, or start with --on-stream-loss=rebuild", loss, w.View.Path)
+		}
+		if err := w.rebuildAfterLoss(loss, s.mark); err != nil {
+			return err
+		}
+		return nil
+	}
+	if err := w.reportLost(ctx, cp); err != nil {
+		return err
+	}
+	if mark != s.mark {
+		return w.View.SetStreamMark(s.mark)
+	}
+	return nil
+}
+
+// reportLost logs the sequences after the checkpoint that the stream's
+// store lost; with --on-stream-loss=refuse it refuses to start instead.
+// A rebuild would not bring them back: the view goes on without them.
+func (w *Worker) reportLost(ctx context.Context, cp uint64) error {
+	lost, err := lostAfter(ctx, w.Bus.JetStream, cp)
+	if err != nil || len(lost) == 0 {
+		return err
+	}
+	w.Metrics.StreamLosses.Inc()
+	loss := &streamLoss{fmt.Sprintf("%s lost %d messages from its store after the view's checkpoint %d (sequences %d to %d): their events never reached the view",
+		substate.StreamEvents, len(lost), cp, lost[0], lost[len(lost)-1])}
+	if w.Flags.OnStreamLoss == StreamLossRefuse {
+		return fmt.Errorf("%w; refusing to start (--on-stream-loss=refuse): start with --on-stream-loss=rebuild to go on without them", loss)
+	}
+	w.Logger.Error("the event stream lost events the view had not applied; going on without them", "what", loss.what)
+	return nil
+}
+
+// rebuildAfterLoss moves the view file aside and opens an empty view that
+// follows the stream instance mark; the projector refills it from the
+// stream's first sequence.
+func (w *Worker) rebuildAfterLoss(loss *streamLoss, mark string) error {
+	path := w.View.Path
+	if err := w.View.Close(); err != nil {
+		return fmt.Errorf("close the view to rebuild it: %w", err)
+	}
+	aside := path + ".stream-lost-" + time.Now().UTC().Format("20060102T150405Z")
+	if err := os.Rename(path, aside); err != nil {
+		return fmt.Errorf("move the view aside to rebuild it: %w", err)
+	}
+	if err := w.View.Open(); err != nil {
+		return fmt.Errorf("open an empty view: %w", err)
+	}
+	w.Logger.Error("the event stream lost what the view was built from: moved the view aside and rebuilding it from what "+substate.StreamEvents+" holds (--on-stream-loss=rebuild)",
+		"what", loss.what, "view", path, "moved_to", aside)
+	return w.View.SetStreamMark(mark)
+}
+
+// watchStream checks SUBSTATE_EVENTS against the view every few seconds
+// while the worker runs: a stream deleted, created again or moved back
+// under a running view is fatal, so the worker exits non-zero and its
+// restart takes the start-up check (checkStream), which rebuilds or
+// refuses as --on-stream-loss says.
+func (w *Worker) watchStream(ctx context.Context) error {
+	t := time.NewTicker(w.streamCheckEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := w.compareRunning(ctx); err != nil {
+			w.streamErr.Store(&err)
+			return err
+		}
+	}
+}
+
+// compareRunning compares the running view with the stream once. A stream
+// that cannot be read for a moment (NATS away) is no loss; one that is not
+// found is.
+func (w *Worker) compareRunning(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := readEventsStream(cctx, w.Bus.JetStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%s was deleted under the running view; exiting so that the restart rebuilds the view or refuses (--on-stream-loss)", substate.StreamEvents)
+	} else if err != nil {
+		return nil
+	}
+	cp, err := w.View.Checkpoint(ctx)
+	if err != nil {
+		return nil
+	}
+	mark, err := w.View.StreamMark()
+	if err != nil {
+		return nil
+	}
+	loss := compareStream(mark, cp, s)
+	switch {
+	case loss == nil:
+	case s.mark != mark || cp > s.last:
+		return fmt.Errorf("%s; exiting so that the restart rebuilds the view or refuses (--on-stream-loss)", loss)
+	case w.gapFirst.Swap(s.first) != s.first:
+		// Sequences the view never applied were removed (retention outran
+		// the projector, or a purge): nothing brings them back, so say it
+		// once per gap and go on.
+		w.Metrics.StreamLosses.Inc()
+		w.Logger.Error("the event stream lost events the view had not applied; going on without them", "what", loss.what)
+	}
+	return nil
+}
+
+// streamCheckEvery is the period of watchStream.
+func (w *Worker) streamCheckEvery() time.Duration {
+	if w.Flags.StreamCheckEvery > 0 {
+		return w.Flags.StreamCheckEvery
+	}
+	return 5 * time.Second
+}
+
+// streamHealth is the readiness of the view against its stream: the loss
+// watchStream found, if any.
+func (w *Worker) streamHealth() error {
+	if p := w.streamErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// The worker's watchers: actors of its run group that keep an eye on NATS,
+// its store and its consumers.
+
+// watchBus returns when the NATS connection closed on its own (see
+// bus.Bus.Lost): the worker cannot do anything without it, so it exits
+// non-zero and its supervisor restarts it.
+func (w *Worker) watchBus(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-w.Bus.Lost():
+		return w.Bus.LostErr()
+	}
+}
+
+// watchStore lets the bus check the embedded server's store every second
+// and recover it after a full disk (see bus.Bus.WatchStore).
+func (w *Worker) watchStore(ctx context.Context) error { return w.Bus.WatchStore(ctx, time.Second) }
+
+// watchBacklog measures SUBSTATE_RAW's unprocessed backlog (what the
+// normalizer has not been given or not acknowledged) every second, for the
+// ingress's admission control.
+func (w *Worker) watchBacklog(ctx context.Context) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if info, err := w.normalizer.Consumer.Info(ctx); err == nil {
+			w.backlog.Store(info.NumPending + uint64(info.NumAckPending))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// watchLag updates the consumer lag gauges every few seconds.
+func (w *Worker) watchLag(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		for _, c := range w.pullConsumers() {
+			if info, err := c.Info(ctx); err == nil {
+				w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
