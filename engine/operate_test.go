@@ -30,22 +30,32 @@ states:
     type: Success
 `
 
-// TestOperateRedrive: a task fails, the execution is described as failed
-// and retryable, retry redrives it from the failed state with that state's
-// input, under the same id, and it succeeds.
-func TestOperateRedrive(t *testing.T) {
-	h := newHarness(t)
-	ctx := context.Background()
-	var open atomic.Bool
-	keys := make(chan string, 8)
+// gateService serves svc.gate: it fails with Closed until open is set,
+// then echoes its input; keys gets each request's idempotency key (the
+// first 64).
+func gateService(t *testing.T, h *harness) (open *atomic.Bool, keys chan string) {
+	open, keys = new(atomic.Bool), make(chan string, 64)
 	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) {
-		keys <- req.Headers().Get(substate.HeaderIdempotencyKey)
+		select {
+		case keys <- req.Headers().Get(substate.HeaderIdempotencyKey):
+		default:
+		}
 		if !open.Load() {
 			_ = req.Error("Closed", "the gate is closed", nil)
 			return
 		}
 		_ = req.Respond(req.Data())
 	})
+	return open, keys
+}
+
+// TestOperateRedrive: a task fails, the execution is described as failed
+// and retryable, retry redrives it from the failed state with that state's
+// input, under the same id, and it succeeds.
+func TestOperateRedrive(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	open, keys := gateService(t, h)
 	h.start(t, gateWorkflow, "g1", `{"orderId":"o-1"}`)
 	h.sleepers(t, 1)
 	h.clock.Advance(10 * time.Second)
@@ -160,16 +170,7 @@ states:
 func TestOperateRedriveFromCatch(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	var open atomic.Bool
-	keys := make(chan string, 8)
-	natstest.Service(t, h.nc, "svc", "gate", func(req micro.Request) {
-		keys <- req.Headers().Get(substate.HeaderIdempotencyKey)
-		if !open.Load() {
-			_ = req.Error("Closed", "the gate is closed", nil)
-			return
-		}
-		_ = req.Respond(req.Data())
-	})
+	open, _ := gateService(t, h)
 	h.start(t, caughtWorkflow, "c1", `{"orderId":"o-9"}`)
 	if ev := h.final(t, "c1"); ev.Status != substate.EngineFailed || ev.State != "giveUp" {
 		t.Fatalf("final %+v", ev)
