@@ -8,7 +8,8 @@ import (
 
 // The flat-cost scenario's code path with a small count: every chunk is
 // applied by the worker before it is measured, and each row reports the
-// worker's and the server's memory, the view file and the streams' bytes
+// worker's and the server's memory (the bench process's live Go heap no more
+// than what its runtime holds), the view file and the streams' bytes
 // per million events. The documented figure runs --flat 10000000.
 func TestBenchFlat(t *testing.T) {
 	if testing.Short() {
@@ -28,7 +29,7 @@ func TestBenchFlat(t *testing.T) {
 		t.Fatalf("report %+v, want %d rows up to 5000 events over 50 tenants", rep, flatRows)
 	}
 	for _, r := range rep.Rows {
-		if r.WorkerRSSMiB <= 0 || r.ServerRSSMiB <= 0 || r.ViewFileMiB <= 0 || r.RawMiBPerM <= 0 || r.EventsMiBPerM <= 0 {
+		if r.WorkerRSSMiB <= 0 || r.ServerRSSMiB <= 0 || r.HeapLiveMiB <= 0 || r.GoHeldMiB < r.HeapLiveMiB || r.ViewFileMiB <= 0 || r.RawMiBPerM <= 0 || r.EventsMiBPerM <= 0 {
 			t.Errorf("row without a figure: %+v", r)
 		}
 	}
