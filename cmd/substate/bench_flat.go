@@ -76,7 +76,7 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 		return nil, err
 	}
 	defer child.kill()
-	rep := &flatReport{Tenants: load.tenants, DedupeWindow: b.DedupeWindow.String()}
+	rep := &flatReport{Tenants: load.tenants}
 	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
 	start := time.Now()
 	deadline := time.After(b.FlatLimit)
@@ -101,6 +101,13 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 		progress(fmt.Sprintf("flat cost: %d events, worker %.0f MiB, server %.0f MiB (Go heap %.0f MiB live, %.0f MiB held)", sent,
 			row.WorkerRSSMiB, row.ServerRSSMiB, row.HeapLiveMiB, row.GoHeldMiB))
 	}
+	// The window the streams kept, as the server has it: a worker on other
+	// settings would have changed it.
+	st, err := srv.JetStream.Stream(ctx, substate.StreamRaw)
+	if err != nil {
+		return nil, err
+	}
+	rep.DedupeWindow = st.CachedInfo().Config.Duplicates.String()
 	if b.MemProfile != "" {
 		if err := writeHeapProfile(b.MemProfile); err != nil {
 			return nil, err
