@@ -22,7 +22,7 @@ type BenchCmd struct {
 	JSON       bool          `help:"Print the report as JSON."`
 	Keep       bool          `help:"Keep each scenario's data directory under <data-dir>/bench."`
 	Profile    string        `type:"path" placeholder:"FILE" help:"Write a CPU profile of the whole run to FILE (go tool pprof reads it)."`
-	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open."`
+	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open, or of the flat-cost scenario."`
 
 	FlatFlags   `embed:""`
 	WorkerFlags `embed:""`

@@ -187,20 +187,23 @@ func (w *Worker) watchStream(ctx context.Context) error {
 // that cannot be read for a moment (NATS away) is no loss; one that is not
 // found is.
 func (w *Worker) compareRunning(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	s, err := readEventsStream(cctx, w.Bus.JetStream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%s was deleted under the running view; exiting so that the restart rebuilds the view or refuses (--on-stream-loss)", substate.StreamEvents)
-	} else if err != nil {
-		return nil
-	}
+	// The view first, then the stream: the projector applies events while
+	// the stream is read, so a checkpoint read after the stream's last
+	// sequence can pass it with nothing lost.
 	cp, err := w.View.Checkpoint(ctx)
 	if err != nil {
 		return nil
 	}
 	mark, err := w.View.StreamMark()
 	if err != nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := readEventsStream(cctx, w.Bus.JetStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%s was deleted under the running view; exiting so that the restart rebuilds the view or refuses (--on-stream-loss)", substate.StreamEvents)
+	} else if err != nil {
 		return nil
 	}
 	loss := compareStream(mark, cp, s)
