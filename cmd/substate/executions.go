@@ -50,7 +50,7 @@ func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
 // ExecutionActFlags are the flags of every action.
 type ExecutionActFlags struct {
 	Tenant         string `arg:"" help:"Tenant id."`
-	Reason         string `help:"Why: recorded in the audit event; a stop's cause."`
+	Reason         string `help:"Why: recorded in the audit event; a stop's cause, which becomes the view's error (not on Restate, whose cancel and kill take no reason)."`
 	DryRun         bool   `name:"dry-run" help:"Check that the provider would accept the action, without taking it."`
 	ExecutionFlags `embed:""`
 }
