@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -171,11 +172,23 @@ func callWorker(ctx context.Context, method, base, path, key string, body, v any
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e)
-		return substate.Errorf(e.Error.Code, "%s (HTTP %d)", e.Error.Message, resp.StatusCode)
+		return answerError(resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// answerError is the error of a worker's answer other than 200: the code
+// and message of its JSON error body or, for any other body (a proxy's
+// page, a route the worker does not serve), the body's first line.
+func answerError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+		return substate.Errorf(e.Error.Code, "%s (HTTP %d)", e.Error.Message, resp.StatusCode)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return substate.Errorf(substate.EINTERNAL, "the worker answered HTTP %d %s: %s",
+		resp.StatusCode, http.StatusText(resp.StatusCode), clip(cmp.Or(line, "no body"), 200))
 }
