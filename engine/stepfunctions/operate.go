@@ -136,30 +136,33 @@ func (p *Provider) RestartExecution(ctx context.Context, id string) (string, err
 // old cut to leave room, "-r", and 8 random hexadecimal digits, within the
 // 80 characters Step Functions allows.
 func RestartName(old string) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	if r := []rune(old); len(r) > 70 {
 		old = string(r[:70])
 	}
-	return old + "-r" + hex.EncodeToString(b[:])
+	return old + "-r" + randomHex()
 }
 
 // GeneratedName returns an execution name for a start that gave none:
 // "substate-", the time to the second and 8 random hexadecimal digits.
 func GeneratedName(now time.Time) string {
+	return "substate-" + now.UTC().Format("20060102T150405Z") + "-" + randomHex()
+}
+
+// randomHex returns 8 random hexadecimal digits.
+func randomHex() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return "substate-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // wrapAction is wrap, with an AccessDeniedException turned into an
 // EFORBIDDEN error that names the IAM action the credentials lack.
 func wrapAction(op, action string, err error) error {
-	var api smithy.APIError
-	if errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException" {
+	if denied(err) {
 		return substate.WrapError(substate.EFORBIDDEN, err,
 			"stepfunctions: %s: access denied: the AWS credentials lack the IAM permission states:%s", op, action)
 	}
+	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ExecutionNotRedrivable" {
 		return substate.WrapError(substate.ECONFLICT, err, "stepfunctions: %s: not redrivable: %s", op, api.ErrorMessage())
 	}
