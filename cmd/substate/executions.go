@@ -25,9 +25,12 @@ type ExecutionsCmd struct {
 	Restart  ExecutionsRestartCmd  `cmd:"" help:"Start a new execution of a tenant's ended execution, with the same input."`
 }
 
-// ExecutionFlags say which worker to ask and with which key.
+// ExecutionFlags say which worker to ask and with which key: ServerFlags,
+// with the scopes the execution routes need in --api-key's help.
 type ExecutionFlags struct {
-	ServerFlags `embed:""` // --api-key: admin scope to act, read:raw to describe
+	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
+	APIKey string `name:"api-key" help:"API key, sent as Authorization: Bearer (needed once the worker has keys): admin scope to stop, retry or restart, read:raw to describe."`
+	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
 }
 
 // ExecutionsDescribeCmd is "substate executions describe TENANT".
