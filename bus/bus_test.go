@@ -107,6 +107,35 @@ func TestEnsureStreamsIdempotent(t *testing.T) {
 	}
 }
 
+// TestEnsureAuditStream: the audit trail keeps every action, whatever the
+// other streams' retention, and is put back when someone limits it.
+func TestEnsureAuditStream(t *testing.T) {
+	b := openBus(t)
+	ctx := context.Background()
+	topo := bus.DefaultTopology()
+	topo.Raw.MaxAge, topo.Events.MaxAge = time.Hour, time.Hour
+	if err := topo.EnsureAuditStream(ctx, b.JetStream); err != nil {
+		t.Fatal(err)
+	}
+	limited := topo.AuditStreamConfig()
+	limited.MaxAge, limited.MaxBytes = time.Hour, 1<<20
+	if _, err := b.JetStream.UpdateStream(ctx, limited); err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.EnsureAuditStream(ctx, b.JetStream); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.JetStream.Stream(ctx, substate.StreamAudit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.MaxAge != 0 || cfg.MaxBytes != -1 || cfg.MaxMsgs != -1 || cfg.Duplicates != topo.Duplicates ||
+		len(cfg.Subjects) != 1 || cfg.Subjects[0] != substate.SubjectAuditPrefix+">" {
+		t.Fatalf("audit stream %+v, want no limit, duplicates %s, on %s>", cfg, topo.Duplicates, substate.SubjectAuditPrefix)
+	}
+}
+
 func TestConsumerFrom(t *testing.T) {
 	b := openBus(t)
 	ctx := context.Background()

@@ -3,9 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -75,10 +73,7 @@ func (e *Engine) handleOperation(name string, req micro.Request) {
 		}
 	}
 	if err != nil {
-		var body controlError
-		body.Error.Code, body.Error.Message = substate.ErrorCode(err), substate.ErrorMessage(err)
-		data, _ := json.Marshal(body)
-		_ = req.Error(body.Error.Code, strings.ReplaceAll(body.Error.Message, "\n", "; "), data)
+		respondError(req, err)
 		return
 	}
 	_ = req.RespondJSON(reply)
@@ -124,26 +119,7 @@ func (o *RemoteOperator) RestartExecution(ctx context.Context, id string) (strin
 }
 
 func (o *RemoteOperator) request(ctx context.Context, subject string, cmd OperationCommand) (operationReply, error) {
-	data, err := json.Marshal(cmd)
-	if err != nil {
-		return operationReply{}, fmt.Errorf("encode command: %w", err)
-	}
-	resp, err := o.Conn.RequestWithContext(ctx, subject, data)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return operationReply{}, substate.Errorf(substate.EUNAVAILABLE, "no workflow engine is running")
-	} else if err != nil {
-		return operationReply{}, substate.WrapError(substate.EUNAVAILABLE, err, "ask the engine")
-	}
-	if resp.Header.Get(micro.ErrorCodeHeader) != "" {
-		var body controlError
-		if json.Unmarshal(resp.Data, &body) != nil || body.Error.Code == "" {
-			return operationReply{}, substate.Errorf(substate.EINTERNAL, "%s", resp.Header.Get(micro.ErrorHeader))
-		}
-		return operationReply{}, &substate.Error{Code: body.Error.Code, Message: body.Error.Message}
-	}
 	var r operationReply
-	if err := json.Unmarshal(resp.Data, &r); err != nil {
-		return operationReply{}, fmt.Errorf("decode engine reply: %w", err)
-	}
-	return r, nil
+	err := controlRequest(ctx, o.Conn, subject, cmd, &r)
+	return r, err
 }

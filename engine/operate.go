@@ -64,7 +64,9 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	defer e.opMu.Unlock()
 	rec, err := e.db.execution(id)
 	if err == nil && rec.Phase == phaseDone {
-		e.waitRunner(id) // it exits once the final events are out
+		if err := e.waitRunner(ctx, id); err != nil {
+			return err
+		}
 		rec, err = e.db.execution(id)
 	}
 	if err != nil {
@@ -121,12 +123,20 @@ func (e *Engine) RestartExecution(ctx context.Context, id string) (string, error
 
 // waitRunner waits until the execution's runner, if one runs, has exited;
 // only for a finished execution, whose runner exits once its events are
-// published.
-func (e *Engine) waitRunner(id string) {
+// published. While NATS refuses them that can take any time: ctx bounds
+// the wait.
+func (e *Engine) waitRunner(ctx context.Context, id string) error {
 	e.mu.Lock()
 	r := e.runners[id]
 	e.mu.Unlock()
-	if r != nil {
-		<-r.done
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return substate.WrapError(substate.EUNAVAILABLE, ctx.Err(),
+			"execution %q ended but its last events are not published yet: try again once NATS takes them", id)
 	}
 }

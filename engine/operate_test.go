@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -262,4 +264,54 @@ func TestOperateConcurrentRetries(t *testing.T) {
 	if ok != 1 || conflict != 1 {
 		t.Fatalf("%d retries done, %d refused; want one of each", ok, conflict)
 	}
+}
+
+// TestOperateRetryUnpublished: a retry of an execution that ended while
+// NATS refuses its last event returns when its context ends, instead of
+// waiting for NATS (and holding up every other action); once the event is
+// out the retry goes through.
+func TestOperateRetryUnpublished(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	gateService(t, h)
+	var down atomic.Bool
+	down.Store(true)
+	h.rec.Fail = func(ev substate.EngineEvent) error {
+		if ev.Status == substate.EngineFailed && down.Load() {
+			return errors.New("nats away")
+		}
+		return nil
+	}
+	h.start(t, gateWorkflow, "u1", `{}`)
+	h.sleepers(t, 1)
+	h.clock.Advance(10 * time.Second)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if info, err := h.eng.DescribeExecution(ctx, "u1"); err == nil && info.Ended {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("execution not ended: %+v %v", info, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		done <- h.eng.RetryExecution(short, "u1")
+	}()
+	select {
+	case err := <-done:
+		if substate.ErrorCode(err) != substate.EUNAVAILABLE || !strings.Contains(err.Error(), "not published yet") {
+			t.Fatalf("retry while the last event is unpublished: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("retry waits for NATS beyond its context")
+	}
+	down.Store(false)
+	h.final(t, "u1")
+	if err := h.eng.RetryExecution(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	h.rec.WaitFor(t, "u1", func(ev substate.EngineEvent) bool {
+		return ev.Status == substate.EngineRunning && ev.State == "call" && ev.Seq > 3
+	})
 }

@@ -65,15 +65,19 @@ func (e *Engine) handleStart(req micro.Request) {
 	defer cancel()
 	x, err := e.startCommand(ctx, req.Data())
 	if err != nil {
-		var body controlError
-		body.Error.Code, body.Error.Message = substate.ErrorCode(err), controlMessage(err)
-		data, _ := json.Marshal(body)
-		// Headers are one line: the full message travels in the body.
-		desc := strings.ReplaceAll(body.Error.Message, "\n", "; ")
-		_ = req.Error(body.Error.Code, desc, data)
+		respondError(req, err)
 		return
 	}
 	_ = req.RespondJSON(x)
+}
+
+// respondError answers a control request with err's code and caller-safe
+// message. Headers are one line: the full message travels in the body.
+func respondError(req micro.Request, err error) {
+	var body controlError
+	body.Error.Code, body.Error.Message = substate.ErrorCode(err), controlMessage(err)
+	data, _ := json.Marshal(body)
+	_ = req.Error(body.Error.Code, strings.ReplaceAll(body.Error.Message, "\n", "; "), data)
 }
 
 func (e *Engine) startCommand(ctx context.Context, data []byte) (Execution, error) {
@@ -101,26 +105,34 @@ func controlMessage(err error) string {
 // start an execution. Errors the engine reports come back as *substate.Error
 // with their code; no engine listening is EUNAVAILABLE.
 func RequestStart(ctx context.Context, nc *nats.Conn, cmd StartCommand) (Execution, error) {
+	var x Execution
+	err := controlRequest(ctx, nc, ControlSubject, cmd, &x)
+	return x, err
+}
+
+// controlRequest sends cmd as JSON to a control endpoint and decodes its
+// answer into reply. An error the engine answers comes back as
+// *substate.Error with its code; no engine listening is EUNAVAILABLE.
+func controlRequest(ctx context.Context, nc *nats.Conn, subject string, cmd, reply any) error {
 	data, err := json.Marshal(cmd)
 	if err != nil {
-		return Execution{}, fmt.Errorf("encode start command: %w", err)
+		return fmt.Errorf("encode control command: %w", err)
 	}
-	resp, err := nc.RequestWithContext(ctx, ControlSubject, data)
+	resp, err := nc.RequestWithContext(ctx, subject, data)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return Execution{}, substate.Errorf(substate.EUNAVAILABLE, "no workflow engine is running")
+		return substate.Errorf(substate.EUNAVAILABLE, "no workflow engine is running")
 	} else if err != nil {
-		return Execution{}, substate.WrapError(substate.EUNAVAILABLE, err, "request start")
+		return substate.WrapError(substate.EUNAVAILABLE, err, "ask the engine (%s)", subject)
 	}
 	if resp.Header.Get(micro.ErrorCodeHeader) != "" {
 		var body controlError
 		if json.Unmarshal(resp.Data, &body) != nil || body.Error.Code == "" {
-			return Execution{}, substate.Errorf(substate.EINTERNAL, "%s", resp.Header.Get(micro.ErrorHeader))
+			return substate.Errorf(substate.EINTERNAL, "%s", resp.Header.Get(micro.ErrorHeader))
 		}
-		return Execution{}, &substate.Error{Code: body.Error.Code, Message: body.Error.Message}
+		return &substate.Error{Code: body.Error.Code, Message: body.Error.Message}
 	}
-	var x Execution
-	if err := json.Unmarshal(resp.Data, &x); err != nil {
-		return Execution{}, fmt.Errorf("decode start reply: %w", err)
+	if err := json.Unmarshal(resp.Data, reply); err != nil {
+		return fmt.Errorf("decode engine reply: %w", err)
 	}
-	return x, nil
+	return nil
 }

@@ -35,7 +35,7 @@ const LoopbackOperator = "loopback"
 func Executions(svc substate.ExecutionService, auth *Authorizer, policy *redact.Policy, log *slog.Logger) map[string]http.Handler {
 	return map[string]http.Handler{
 		"GET /v1/tenants/{id}/execution":           describeExecution(svc, auth, policy, log),
-		"POST /v1/tenants/{id}/execution/{action}": RequireJSON(actOnExecution(svc, auth, log)),
+		"POST /v1/tenants/{id}/execution/{action}": RequireJSON(actOnExecution(svc, auth, policy, log)),
 	}
 }
 
@@ -52,10 +52,7 @@ func describeExecution(svc substate.ExecutionService, auth *Authorizer, policy *
 			httpx.Error(w, r, err, log)
 			return
 		}
-		if !p.Unredacted() {
-			info.Input, info.Output = redactJSON(info.Input, policy), redactJSON(info.Output, policy)
-		}
-		httpx.JSON(w, http.StatusOK, info)
+		httpx.JSON(w, http.StatusOK, redactExecution(info, p, policy))
 	})
 }
 
@@ -66,7 +63,7 @@ type actionBody struct {
 	DryRun bool   `json:"dryRun"`
 }
 
-func actOnExecution(svc substate.ExecutionService, auth *Authorizer, log *slog.Logger) http.Handler {
+func actOnExecution(svc substate.ExecutionService, auth *Authorizer, policy *redact.Policy, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		action, err := substate.ParseExecutionAction(r.PathValue("action"))
@@ -95,6 +92,7 @@ func actOnExecution(svc substate.ExecutionService, auth *Authorizer, log *slog.L
 			httpx.Error(w, r, err, log)
 			return
 		}
+		res.Execution = redactExecution(res.Execution, p, policy)
 		httpx.JSON(w, http.StatusOK, res)
 	})
 }
@@ -155,6 +153,16 @@ func writeAuthError(w http.ResponseWriter, r *http.Request, err error, log *slog
 		w.Header().Set("WWW-Authenticate", `Bearer realm="substate"`)
 	}
 	httpx.Error(w, r, err, log)
+}
+
+// redactExecution returns x with its input and output redacted by policy
+// unless p reads unredacted: an action's answer describes the execution
+// too, and must not show a loopback caller what describe hides.
+func redactExecution(x substate.ExecutionInfo, p Principal, policy *redact.Policy) substate.ExecutionInfo {
+	if !p.Unredacted() {
+		x.Input, x.Output = redactJSON(x.Input, policy), redactJSON(x.Output, policy)
+	}
+	return x
 }
 
 // redactJSON redacts an execution's input or output by policy.

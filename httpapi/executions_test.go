@@ -73,7 +73,9 @@ func recordingService(got *substate.ExecutionRequest) executionService {
 		},
 		act: func(_ context.Context, req substate.ExecutionRequest) (substate.ExecutionResult, error) {
 			*got = req
-			return substate.ExecutionResult{Action: req.Action, TenantID: req.TenantID, Who: req.Who, DryRun: req.DryRun}, nil
+			return substate.ExecutionResult{Action: req.Action, TenantID: req.TenantID, Who: req.Who, DryRun: req.DryRun,
+				Execution: substate.ExecutionInfo{TenantID: req.TenantID, Provider: substate.ProviderEngine, ExecutionID: "x1",
+					Input: json.RawMessage(`{"card":"4111","tenantId":"acme-1"}`)}}, nil
 		},
 	}
 }
@@ -153,6 +155,10 @@ func TestExecutionRoutesRedaction(t *testing.T) {
 	if !strings.Contains(body, `"card":"4111"`) {
 		t.Errorf("admin sees %s", body)
 	}
+	_, body = send(t, "POST", url+"/v1/tenants/acme-1/execution/stop?dryRun=true", "key-ops", "")
+	if !strings.Contains(body, `"card":"4111"`) {
+		t.Errorf("admin's action answer shows %s", body)
+	}
 }
 
 // TestExecutionRoutesLoopback: without keys on loopback every request is
@@ -170,5 +176,8 @@ func TestExecutionRoutesLoopback(t *testing.T) {
 	}
 	if _, body := send(t, "GET", url+"/v1/tenants/acme-1/execution", "", ""); strings.Contains(body, "4111") {
 		t.Errorf("anonymous describe shows the input: %s", body)
+	}
+	if _, body := send(t, "POST", url+"/v1/tenants/acme-1/execution/stop?dryRun=true", "", ""); strings.Contains(body, "4111") || !strings.Contains(body, "[redacted]") {
+		t.Errorf("anonymous dry run shows the input: %s", body)
 	}
 }

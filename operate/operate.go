@@ -22,6 +22,10 @@ import (
 // MaxReason bounds the reason of an action, in bytes.
 const MaxReason = 4096
 
+// ActionTimeout bounds an action taken, its audit event and the status read
+// after it. They do not end with the request that asked for them.
+const ActionTimeout = time.Minute
+
 // TenantReader returns one tenant's view (substate.ViewStore has it).
 type TenantReader interface {
 	Tenant(ctx context.Context, id string) (substate.TenantView, error)
@@ -105,6 +109,10 @@ func (s *Service) Act(ctx context.Context, req substate.ExecutionRequest) (subst
 	if err := precondition(req, info); err != nil || req.DryRun {
 		return res, err
 	}
+	// Once asked for, an action runs to its end and is recorded even when
+	// the caller goes away: a provider call cut off midway may have acted.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ActionTimeout)
+	defer cancel()
 	res.NewExecutionID, err = s.perform(ctx, op, req, info)
 	ev := s.auditEvent(req, res, err)
 	res.AuditID = ev.ID

@@ -27,17 +27,24 @@ func (v views) Tenant(_ context.Context, id string) (substate.TenantView, error)
 }
 
 type operator struct {
-	info  substate.ExecutionInfo
-	calls []string
-	fail  error
+	info   substate.ExecutionInfo
+	calls  []string
+	fail   error
+	onCall func() // called as a call reaches the provider
 }
 
 func (o *operator) DescribeExecution(context.Context, string) (substate.ExecutionInfo, error) {
 	return o.info, nil
 }
 
-func (o *operator) StopExecution(_ context.Context, _ string, opts substate.StopOptions) error {
+func (o *operator) StopExecution(ctx context.Context, _ string, opts substate.StopOptions) error {
 	o.calls = append(o.calls, "stop:"+opts.Cause)
+	if o.onCall != nil {
+		o.onCall()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return o.fail
 }
 
@@ -53,7 +60,11 @@ func (o *operator) RestartExecution(context.Context, string) (string, error) {
 
 type audit []substate.AuditEvent
 
-func (a *audit) PublishAudit(_ context.Context, ev substate.AuditEvent) error {
+// PublishAudit records ev; as a JetStream publish, not on a done context.
+func (a *audit) PublishAudit(ctx context.Context, ev substate.AuditEvent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	*a = append(*a, ev)
 	return nil
 }
@@ -138,6 +149,21 @@ func TestActRecords(t *testing.T) {
 		}
 		if ev := (*a)[0]; ev.Outcome != substate.AuditRefused || ev.ErrorCode != substate.EFORBIDDEN || !strings.Contains(ev.Error, "states:StopExecution") || ev.Reason != "r" {
 			t.Fatalf("audit %+v", ev)
+		}
+	})
+	t.Run("CallerGone", func(t *testing.T) {
+		// The caller hangs up while the provider acts: the action still
+		// completes and is recorded.
+		s, op, a := newService(running)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		op.onCall = cancel
+		res, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t1", Action: substate.ActionStop, Reason: "r", Who: "ops"})
+		if err != nil || len(op.calls) != 1 {
+			t.Fatalf("stop %+v %v, calls %v", res, err, op.calls)
+		}
+		if len(*a) != 1 || (*a)[0].ID != res.AuditID || (*a)[0].Outcome != substate.AuditDone {
+			t.Fatalf("audit %+v for %+v", *a, res)
 		}
 	})
 }

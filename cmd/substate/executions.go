@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,9 +25,12 @@ type ExecutionsCmd struct {
 	Restart  ExecutionsRestartCmd  `cmd:"" help:"Start a new execution of a tenant's ended execution, with the same input."`
 }
 
-// ExecutionFlags say which worker to ask and with which key.
+// ExecutionFlags say which worker to ask and with which key: ServerFlags,
+// with the scopes the execution routes need in --api-key's help.
 type ExecutionFlags struct {
-	ServerFlags `embed:""` // --api-key: admin scope to act, read:raw to describe
+	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
+	APIKey string `name:"api-key" help:"API key, sent as Authorization: Bearer (needed once the worker has keys): admin scope to stop, retry or restart, read:raw to describe."`
+	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
 }
 
 // ExecutionsDescribeCmd is "substate executions describe TENANT".
@@ -50,7 +54,7 @@ func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
 // ExecutionActFlags are the flags of every action.
 type ExecutionActFlags struct {
 	Tenant         string `arg:"" help:"Tenant id."`
-	Reason         string `help:"Why: recorded in the audit event; a stop's cause."`
+	Reason         string `help:"Why: recorded in the audit event; a stop's cause, which becomes the view's error (not on Restate, whose cancel and kill take no reason)."`
 	DryRun         bool   `name:"dry-run" help:"Check that the provider would accept the action, without taking it."`
 	ExecutionFlags `embed:""`
 }
@@ -171,11 +175,23 @@ func callWorker(ctx context.Context, method, base, path, key string, body, v any
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e)
-		return substate.Errorf(e.Error.Code, "%s (HTTP %d)", e.Error.Message, resp.StatusCode)
+		return answerError(resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// answerError is the error of a worker's answer other than 200: the code
+// and message of its JSON error body or, for any other body (a proxy's
+// page, a route the worker does not serve), the body's first line.
+func answerError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+		return substate.Errorf(e.Error.Code, "%s (HTTP %d)", e.Error.Message, resp.StatusCode)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return substate.Errorf(substate.EINTERNAL, "the worker answered HTTP %d %s: %s",
+		resp.StatusCode, http.StatusText(resp.StatusCode), clip(cmp.Or(line, "no body"), 200))
 }

@@ -18,10 +18,6 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// RedriveWindow is how long after an execution stopped Step Functions lets
-// it be redriven.
-const RedriveWindow = 14 * 24 * time.Hour
-
 // describeHistoryEvents is how many of the newest history events
 // DescribeExecution reads to find the current state and its attempts.
 const describeHistoryEvents = 100
@@ -45,7 +41,7 @@ func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.E
 		Redrives: int(aws.ToInt32(out.RedriveCount)),
 		Ended:    out.Status != types.ExecutionStatusRunning && out.Status != types.ExecutionStatusPendingRedrive,
 	}
-	info.Retryable, info.RetryRefusal = p.redrivable(out)
+	info.Retryable, info.RetryRefusal = redrivable(out)
 	hist, err := p.client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{
 		ExecutionArn: aws.String(id), ReverseOrder: true, MaxResults: describeHistoryEvents,
 		IncludeExecutionData: aws.Bool(false),
@@ -57,16 +53,16 @@ func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.E
 	return info, nil
 }
 
-// redrivable applies Step Functions' redrive rules: the service's own
-// redrive status, and no more than RedriveWindow after the stop.
-func (p *Provider) redrivable(out *sfn.DescribeExecutionOutput) (bool, string) {
+// redrivable applies Step Functions' redrive rules as the service reports
+// them: its redrive status, whose reason covers the 14 days after the stop
+// ("Execution redrivable period exceeded", by the service's clock), and the
+// statuses a redrive applies to.
+func redrivable(out *sfn.DescribeExecutionOutput) (bool, string) {
 	switch {
 	case out.RedriveStatus == types.ExecutionRedriveStatusNotRedrivable:
 		return false, "not redrivable: " + cmp.Or(aws.ToString(out.RedriveStatusReason), "Step Functions says so")
 	case out.Status != types.ExecutionStatusFailed && out.Status != types.ExecutionStatusTimedOut && out.Status != types.ExecutionStatusAborted:
 		return false, "not redrivable: execution is " + string(out.Status)
-	case out.StopDate != nil && p.Now().Sub(*out.StopDate) > RedriveWindow:
-		return false, "not redrivable: execution stopped more than 14 days ago"
 	}
 	return true, ""
 }
@@ -140,30 +136,33 @@ func (p *Provider) RestartExecution(ctx context.Context, id string) (string, err
 // old cut to leave room, "-r", and 8 random hexadecimal digits, within the
 // 80 characters Step Functions allows.
 func RestartName(old string) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	if r := []rune(old); len(r) > 70 {
 		old = string(r[:70])
 	}
-	return old + "-r" + hex.EncodeToString(b[:])
+	return old + "-r" + randomHex()
 }
 
 // GeneratedName returns an execution name for a start that gave none:
 // "substate-", the time to the second and 8 random hexadecimal digits.
 func GeneratedName(now time.Time) string {
+	return "substate-" + now.UTC().Format("20060102T150405Z") + "-" + randomHex()
+}
+
+// randomHex returns 8 random hexadecimal digits.
+func randomHex() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return "substate-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // wrapAction is wrap, with an AccessDeniedException turned into an
 // EFORBIDDEN error that names the IAM action the credentials lack.
 func wrapAction(op, action string, err error) error {
-	var api smithy.APIError
-	if errors.As(err, &api) && api.ErrorCode() == "AccessDeniedException" {
+	if denied(err) {
 		return substate.WrapError(substate.EFORBIDDEN, err,
 			"stepfunctions: %s: access denied: the AWS credentials lack the IAM permission states:%s", op, action)
 	}
+	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ExecutionNotRedrivable" {
 		return substate.WrapError(substate.ECONFLICT, err, "stepfunctions: %s: not redrivable: %s", op, api.ErrorMessage())
 	}

@@ -123,7 +123,8 @@ func TestOperate(t *testing.T) {
 }
 
 // TestRedriveWindow: an execution that stopped more than 14 days ago is
-// described as not retryable and its redrive is refused.
+// described as not retryable, with Step Functions' reason, and its redrive
+// is refused.
 func TestRedriveWindow(t *testing.T) {
 	ctx := context.Background()
 	srv, p := newProvider(t)
@@ -134,9 +135,8 @@ func TestRedriveWindow(t *testing.T) {
 	}
 	later := time.Now().Add(15 * 24 * time.Hour)
 	srv.Now = func() time.Time { return later }
-	p.Now = srv.Now
 	info, err := p.DescribeExecution(ctx, arn)
-	if err != nil || info.Retryable || !strings.Contains(info.RetryRefusal, "14 days") {
+	if err != nil || info.Retryable || info.RetryRefusal != "not redrivable: Execution redrivable period exceeded." {
 		t.Fatalf("describe %+v %v", info, err)
 	}
 	wantCode(t, p.RetryExecution(ctx, arn), substate.ECONFLICT)

@@ -35,7 +35,8 @@ func (s *Server) Deny(op string, n int) {
 		AccountID, op, op))
 }
 
-// redriveStatus is a DescribeExecution's redriveStatus and its reason.
+// redriveStatus is a DescribeExecution's redriveStatus and its reason, in
+// the words Step Functions' API reference gives for each.
 func redriveStatus(e *Execution, now time.Time) (status, reason string) {
 	switch e.Status {
 	case "FAILED", "TIMED_OUT", "ABORTED":
@@ -45,7 +46,7 @@ func redriveStatus(e *Execution, now time.Time) (status, reason string) {
 		return "NOT_REDRIVABLE", "Execution is " + e.Status + " and cannot be redriven"
 	}
 	if now.Sub(e.StopDate) > RedriveWindow {
-		return "NOT_REDRIVABLE", "Execution stopped more than 14 days ago and cannot be redriven"
+		return "NOT_REDRIVABLE", "Execution redrivable period exceeded."
 	}
 	return "REDRIVABLE", ""
 }
