@@ -101,4 +101,21 @@ func TestIngressBatchOutcomes(t *testing.T) {
 	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 1 {
 		t.Fatalf("dead letters %d, want the refused batch", n)
 	}
+	// A conflict does not drop the events after it: the sender does not
+	// retry a 409.
+	r = post(t, url, []byte("["+changed+","+withID("d")+","+changed+","+withID("e")+"]"), key)
+	if r.status != http.StatusConflict || !strings.Contains(r.errorMessage(), "event 0: source id \"c\"") ||
+		!strings.Contains(r.errorMessage(), "2 events of the request conflict, the other 2 were stored") {
+		t.Fatalf("conflicts around new events: %d %v, want 409 naming event 0 and counting the rest", r.status, r.body)
+	}
+	var ids []string
+	for _, m := range streamMsgs(t, b.JetStream, substate.StreamRaw) {
+		ids = append(ids, m.Header.Get(substate.HeaderMsgID))
+	}
+	if got, want := strings.Join(ids, ","), "a,b,c,d,e"; got != want {
+		t.Fatalf("raw stream ids %s, want %s", got, want)
+	}
+	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 2 {
+		t.Fatalf("dead letters %d, want both refused batches", n)
+	}
 }
