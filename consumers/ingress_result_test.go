@@ -2,13 +2,10 @@ package consumers_test
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/fixtures"
 )
 
@@ -29,18 +26,8 @@ func (r response) events() []string {
 func TestIngressReusedWebhookID(t *testing.T) {
 	b := newBus(t)
 	in, srv := newIngress(t, b)
-	v := loadVector(t)
-	wv, err := consumers.NewWebhookVerifier(v.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	wv.Now = func() time.Time { return now }
-	in.Webhook = wv
-	url := srv.URL + "/v1/ingest/restate"
-	sign := func(id string, body []byte) map[string]string {
-		return map[string]string{"webhook-id": id, "webhook-timestamp": strconv.FormatInt(now.Unix(), 10), "webhook-signature": signWebhook(t, v.Secret, id, now, body)}
-	}
+	url, now, signAt := signedRestate(t, in, srv)
+	sign := func(id string, body []byte) map[string]string { return signAt(id, now, body) }
 	row := fixtures.Provider("restate-invocation-running.json")
 	other := []byte(strings.Replace(string(row), `"running"`, `"suspended"`, 1))
 	if string(other) == string(row) {
