@@ -313,17 +313,11 @@ func (s *soak) check(ctx context.Context, res *soakResult) error {
 
 // tenant reads one tenant's view from the worker.
 func (s *soak) tenant(ctx context.Context, id string) (substate.TenantView, error) {
+	ctx, cancel := context.WithTimeout(ctx, soakClient.Timeout)
+	defer cancel()
 	var v substate.TenantView
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.http+"/v1/tenants/"+id, nil)
-	resp, err := soakClient.Do(req)
-	if err != nil {
-		return v, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("tenant %s: status %d", id, resp.StatusCode)
-	}
-	return v, json.NewDecoder(resp.Body).Decode(&v)
+	err := getJSON(ctx, "http://"+s.http, "", "/v1/tenants/"+id, &v)
+	return v, err
 }
 
 // waitIdle waits until the normalizer and the projector have nothing
