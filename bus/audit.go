@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,7 +15,6 @@ import (
 func (t Topology) AuditStreamConfig() jetstream.StreamConfig {
 	cfg := t.stream(substate.StreamAudit, substate.SubjectAuditPrefix+">", Retention{},
 		"actions taken on executions (stop, retry, restart): who, why, on what, and how it ended")
-	cfg.Duplicates = t.Duplicates
 	if cfg.Duplicates <= 0 {
 		cfg.Duplicates = DefaultTopology().Duplicates
 	}
@@ -26,12 +24,5 @@ func (t Topology) AuditStreamConfig() jetstream.StreamConfig {
 // EnsureAuditStream creates SUBSTATE_AUDIT, or updates it when its
 // configuration differs.
 func (t Topology) EnsureAuditStream(ctx context.Context, js jetstream.JetStream) error {
-	cfg := t.AuditStreamConfig()
-	if s, err := js.Stream(ctx, cfg.Name); err == nil && sameStream(s.CachedInfo().Config, cfg) {
-		return nil
-	}
-	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
-	}
-	return nil
+	return ensureStream(ctx, js, t.AuditStreamConfig())
 }

@@ -111,12 +111,21 @@ func nonZero(d time.Duration) time.Duration {
 // a worker starts even while a cluster cannot place a change (a node down).
 func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
 	for _, cfg := range t.StreamConfigs() {
-		if s, err := js.Stream(ctx, cfg.Name); err == nil && sameStream(s.CachedInfo().Config, cfg) {
-			continue
+		if err := ensureStream(ctx, js, cfg); err != nil {
+			return err
 		}
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
-		}
+	}
+	return nil
+}
+
+// ensureStream creates the stream cfg names, or updates it when its
+// configuration differs from cfg.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	if s, err := js.Stream(ctx, cfg.Name); err == nil && sameStream(s.CachedInfo().Config, cfg) {
+		return nil
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 	}
 	return nil
 }
