@@ -8,7 +8,7 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// RawStore is what the ingress uses, when it has one, to tell a
+// RawStore is where the ingress stores raw events, and how it tells a
 // redelivery from a reused id: the publish says whether JetStream already
 // held the id (and at which sequence), and the stored body can be read
 // back to compare. JetStream's own duplicate window keeps the ids; the
@@ -83,12 +83,6 @@ func (in *Ingress) publish(ctx context.Context, events []substate.RawEvent) (Ing
 // store publishes one event and reports whether it was a duplicate; a
 // duplicate whose stored body differs is an ECONFLICT error.
 func (in *Ingress) store(ctx context.Context, ev substate.RawEvent) (bool, error) {
-	if in.Store == nil {
-		if err := in.Publisher.PublishRaw(ctx, ev); err != nil {
-			return false, publishError(err)
-		}
-		return false, nil
-	}
 	seq, dup, err := in.Store.StoreRaw(ctx, ev)
 	if err != nil {
 		return false, publishError(err)

@@ -35,7 +35,7 @@ func eventBridgeBody(tb testing.TB) []byte {
 func newIngress(tb testing.TB, b *bus.Bus) (*consumers.Ingress, *httptest.Server) {
 	tb.Helper()
 	pub := publishers.NewJetStream(b.JetStream)
-	in := &consumers.Ingress{Publisher: pub, Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
+	in := &consumers.Ingress{Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	tb.Cleanup(srv.Close)
 	return in, srv
