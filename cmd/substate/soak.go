@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 )
@@ -326,16 +328,10 @@ func (s *soak) tenant(ctx context.Context, id string) (substate.TenantView, erro
 func waitIdle(ctx context.Context, b *bus.Bus, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		busy := ""
-		for _, c := range []struct{ stream, name string }{{substate.StreamRaw, bus.ConsumerNormalizer}, {substate.StreamEvents, bus.ProjectorConsumer("")}} {
-			info, err := consumerInfo(ctx, b.JetStream, c.stream, c.name)
-			if err != nil {
-				busy = err.Error()
-			} else if info.NumPending != 0 || info.NumAckPending != 0 {
-				busy = fmt.Sprintf("%s: %d pending, %d unacknowledged", c.name, info.NumPending, info.NumAckPending)
-			}
-		}
-		if busy == "" {
+		busy, err := pipelineBusy(ctx, b.JetStream)
+		if err != nil {
+			busy = err.Error()
+		} else if busy == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -347,6 +343,21 @@ func waitIdle(ctx context.Context, b *bus.Bus, limit time.Duration) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// pipelineBusy says what the normalizer or the projector still has to do
+// (messages pending or unacknowledged); "" when nothing.
+func pipelineBusy(ctx context.Context, js jetstream.JetStream) (string, error) {
+	for _, c := range []struct{ stream, name string }{{substate.StreamRaw, bus.ConsumerNormalizer}, {substate.StreamEvents, bus.ProjectorConsumer("")}} {
+		info, err := consumerInfo(ctx, js, c.stream, c.name)
+		if err != nil {
+			return "", err
+		}
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Sprintf("%s: %d pending, %d unacknowledged", c.name, info.NumPending, info.NumAckPending), nil
+		}
+	}
+	return "", nil
 }
 
 // printSoak prints the figures.
