@@ -32,7 +32,9 @@ func (b *Bus) Health() error {
 // unhealthy (Health) and, as soon as a probe write in the store directory
 // succeeds, restarts JetStream in the running server, which reloads every
 // stream from disk without the error. Acknowledged messages are kept;
-// consumers resume.
+// consumers resume. A restart that fails leaves the server without
+// JetStream, which nothing short of a new process mends: WatchStore then
+// returns the error, for the worker to exit non-zero.
 func (b *Bus) WatchStore(ctx context.Context, period time.Duration) error {
 	if b.server == nil {
 		<-ctx.Done()
@@ -46,34 +48,37 @@ func (b *Bus) WatchStore(ctx context.Context, period time.Duration) error {
 			return nil
 		case <-t.C:
 		}
-		b.checkStore()
+		if err := b.checkStore(); err != nil {
+			return err
+		}
 	}
 }
 
-// checkStore runs one health check of the embedded server's JetStream.
-func (b *Bus) checkStore() {
+// checkStore runs one health check of the embedded server's JetStream; it
+// returns an error only when restarting JetStream failed.
+func (b *Bus) checkStore() error {
 	hs := b.server.Healthz(&server.HealthzOptions{})
 	if hs.Status == "ok" {
 		if b.storeErr.Swap(nil) != nil {
 			b.logger.Info("nats store healthy again")
 		}
-		return
+		return nil
 	}
 	err := fmt.Errorf("nats store cannot take writes: %s", hs.Error)
 	if b.storeErr.Swap(&err) == nil {
 		b.logger.Error("nats store cannot take writes; ingest answers 503 until it can", "err", hs.Error)
 	}
 	if !strings.Contains(hs.Error, "write error") {
-		return // not a write error: nothing a restart of JetStream fixes
+		return nil // not a write error: nothing a restart of JetStream fixes
 	}
 	if perr := probeWrite(b.storeDir); perr != nil {
-		return // still full
+		return nil // still full
 	}
 	if rerr := b.restartJetStream(); rerr != nil {
-		b.logger.Error("restarting jetstream after a store write error failed", "err", rerr)
-		return
+		return fmt.Errorf("restart jetstream after a store write error: %w", rerr)
 	}
 	b.logger.Warn("disk writable again: restarted jetstream, which reloaded its streams without the write error")
+	return nil
 }
 
 // probeWrite writes and syncs 1 MiB in dir and removes it: whether the

@@ -26,10 +26,9 @@ const MaxIngestBody = 1 << 20
 // SUBSTATE_RAW. It answers 202 only after JetStream acknowledged every raw
 // event of the request, so a provider that retries on 5xx never loses one.
 type Ingress struct {
-	Publisher substate.RawPublisher
-	// Store, when set, is used instead of Publisher: it tells a redelivery
-	// (202, counted as a duplicate) from a reused id with another body
-	// (409 and a dead letter).
+	// Store stores the raw events and tells a redelivery (202, counted as
+	// a duplicate) from a reused id with another body (409 and a dead
+	// letter).
 	Store RawStore
 	// APIKey, when set, is the X-Api-Key every EventBridge delivery must carry.
 	APIKey string

@@ -14,16 +14,20 @@ import (
 	"github.com/substatehq/substate/consumers"
 )
 
-// capture is a RawPublisher and DeadLetterPublisher that keeps what it is
+// capture is a RawStore and DeadLetterPublisher that keeps what it is
 // given, so the fuzz target can run without a server.
 type capture struct {
 	raw  []substate.RawEvent
 	dead []substate.DeadLetter
 }
 
-func (c *capture) PublishRaw(_ context.Context, ev substate.RawEvent) error {
+func (c *capture) StoreRaw(_ context.Context, ev substate.RawEvent) (uint64, bool, error) {
 	c.raw = append(c.raw, ev)
-	return nil
+	return uint64(len(c.raw)), false, nil
+}
+
+func (c *capture) RawBody(_ context.Context, seq uint64) ([]byte, error) {
+	return c.raw[seq-1].Body, nil
 }
 
 func (c *capture) PublishDeadLetter(_ context.Context, d substate.DeadLetter) error {
@@ -49,7 +53,7 @@ func FuzzIngress(f *testing.F) {
 	wv.Now = func() time.Time { return time.Unix(ts, 0) }
 	f.Fuzz(func(t *testing.T, restate bool, body []byte, key, id, stamp, sig string) {
 		c := &capture{}
-		in := &consumers.Ingress{Publisher: c, DeadLetters: c, APIKey: testAPIKey}
+		in := &consumers.Ingress{Store: c, DeadLetters: c, APIKey: testAPIKey}
 		path := "/v1/ingest/eventbridge"
 		if restate {
 			in.Webhook, path = wv, "/v1/ingest/restate"

@@ -8,7 +8,7 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// RawStore is what the ingress uses, when it has one, to tell a
+// RawStore is where the ingress stores raw events, and how it tells a
 // redelivery from a reused id: the publish says whether JetStream already
 // held the id (and at which sequence), and the stored body can be read
 // back to compare. JetStream's own duplicate window keeps the ids; the
@@ -43,17 +43,25 @@ type EventResult struct {
 }
 
 // publish stores the events of a request in order. An id JetStream holds
-// already with another body is a conflict: the request stops there with
-// ECONFLICT (the events before it are stored, and a retry of the request
-// finds them as duplicates).
+// already with another body is a conflict: that event is not stored, the
+// others are all the same (a sender does not retry a 409, so an event
+// after the conflicting one would otherwise never arrive), and the request
+// ends with an ECONFLICT error naming the first conflicting event.
 func (in *Ingress) publish(ctx context.Context, events []substate.RawEvent) (IngestResult, error) {
 	res := IngestResult{Events: make([]EventResult, 0, len(events))}
+	var conflict error
+	conflicts := 0
 	for i, ev := range events {
 		dup, err := in.store(ctx, ev)
-		if err != nil {
-			if substate.ErrorCode(err) == substate.ECONFLICT && len(events) > 1 {
-				err = substate.WrapError(substate.ECONFLICT, err, "event %d: %s", i, substate.ErrorMessage(err))
+		if substate.ErrorCode(err) == substate.ECONFLICT {
+			if conflicts++; conflicts == 1 {
+				conflict = err
+				if len(events) > 1 {
+					conflict = substate.WrapError(substate.ECONFLICT, err, "event %d: %s", i, substate.ErrorMessage(err))
+				}
 			}
+			continue
+		} else if err != nil {
 			return res, err
 		}
 		r := EventResult{ID: ev.ID, Result: OutcomeAccepted}
@@ -65,18 +73,16 @@ func (in *Ingress) publish(ctx context.Context, events []substate.RawEvent) (Ing
 		}
 		res.Events = append(res.Events, r)
 	}
-	return res, nil
+	if conflicts > 1 {
+		conflict = substate.WrapError(substate.ECONFLICT, conflict, "%s; %d events of the request conflict, the other %d were stored",
+			substate.ErrorMessage(conflict), conflicts, len(events)-conflicts)
+	}
+	return res, conflict
 }
 
 // store publishes one event and reports whether it was a duplicate; a
 // duplicate whose stored body differs is an ECONFLICT error.
 func (in *Ingress) store(ctx context.Context, ev substate.RawEvent) (bool, error) {
-	if in.Store == nil {
-		if err := in.Publisher.PublishRaw(ctx, ev); err != nil {
-			return false, publishError(err)
-		}
-		return false, nil
-	}
 	seq, dup, err := in.Store.StoreRaw(ctx, ev)
 	if err != nil {
 		return false, publishError(err)

@@ -2,13 +2,10 @@ package consumers_test
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/fixtures"
 )
 
@@ -29,18 +26,8 @@ func (r response) events() []string {
 func TestIngressReusedWebhookID(t *testing.T) {
 	b := newBus(t)
 	in, srv := newIngress(t, b)
-	v := loadVector(t)
-	wv, err := consumers.NewWebhookVerifier(v.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	wv.Now = func() time.Time { return now }
-	in.Webhook = wv
-	url := srv.URL + "/v1/ingest/restate"
-	sign := func(id string, body []byte) map[string]string {
-		return map[string]string{"webhook-id": id, "webhook-timestamp": strconv.FormatInt(now.Unix(), 10), "webhook-signature": signWebhook(t, v.Secret, id, now, body)}
-	}
+	url, now, signAt := signedRestate(t, in, srv)
+	sign := func(id string, body []byte) map[string]string { return signAt(id, now, body) }
 	row := fixtures.Provider("restate-invocation-running.json")
 	other := []byte(strings.Replace(string(row), `"running"`, `"suspended"`, 1))
 	if string(other) == string(row) {
@@ -100,5 +87,22 @@ func TestIngressBatchOutcomes(t *testing.T) {
 	}
 	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 1 {
 		t.Fatalf("dead letters %d, want the refused batch", n)
+	}
+	// A conflict does not drop the events after it: the sender does not
+	// retry a 409.
+	r = post(t, url, []byte("["+changed+","+withID("d")+","+changed+","+withID("e")+"]"), key)
+	if r.status != http.StatusConflict || !strings.Contains(r.errorMessage(), "event 0: source id \"c\"") ||
+		!strings.Contains(r.errorMessage(), "2 events of the request conflict, the other 2 were stored") {
+		t.Fatalf("conflicts around new events: %d %v, want 409 naming event 0 and counting the rest", r.status, r.body)
+	}
+	var ids []string
+	for _, m := range streamMsgs(t, b.JetStream, substate.StreamRaw) {
+		ids = append(ids, m.Header.Get(substate.HeaderMsgID))
+	}
+	if got, want := strings.Join(ids, ","), "a,b,c,d,e"; got != want {
+		t.Fatalf("raw stream ids %s, want %s", got, want)
+	}
+	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 2 {
+		t.Fatalf("dead letters %d, want both refused batches", n)
 	}
 }

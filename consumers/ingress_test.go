@@ -35,7 +35,7 @@ func eventBridgeBody(tb testing.TB) []byte {
 func newIngress(tb testing.TB, b *bus.Bus) (*consumers.Ingress, *httptest.Server) {
 	tb.Helper()
 	pub := publishers.NewJetStream(b.JetStream)
-	in := &consumers.Ingress{Publisher: pub, Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
+	in := &consumers.Ingress{Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	tb.Cleanup(srv.Close)
 	return in, srv
@@ -291,23 +291,31 @@ func TestWebhookVerifierVector(t *testing.T) {
 	}
 }
 
+// signedRestate opens the Restate route of in with the test vector's
+// secret, at a clock stopped at now, and returns the route's URL and what
+// signs a delivery as the sender would: the Standard Webhooks headers of
+// body under id, sent at.
+func signedRestate(tb testing.TB, in *consumers.Ingress, srv *httptest.Server) (url string, now time.Time, sign func(id string, at time.Time, body []byte) map[string]string) {
+	tb.Helper()
+	v := loadVector(tb)
+	wv, err := consumers.NewWebhookVerifier(v.Secret)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	now = time.Now()
+	wv.Now = func() time.Time { return now }
+	in.Webhook = wv
+	return srv.URL + "/v1/ingest/restate", now, func(id string, at time.Time, body []byte) map[string]string {
+		sig := signWebhook(tb, v.Secret, id, at, body)
+		return map[string]string{"webhook-id": id, "webhook-timestamp": strconv.FormatInt(at.Unix(), 10), "webhook-signature": sig}
+	}
+}
+
 func TestIngressRestate(t *testing.T) {
 	b := newBus(t)
 	in, srv := newIngress(t, b)
-	v := loadVector(t)
-	wv, err := consumers.NewWebhookVerifier(v.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	wv.Now = func() time.Time { return now }
-	in.Webhook = wv
-	url := srv.URL + "/v1/ingest/restate"
+	url, now, sign := signedRestate(t, in, srv)
 	row := fixtures.Provider("restate-invocation-running.json")
-	sign := func(id string, at time.Time, body []byte) map[string]string {
-		sig := signWebhook(t, v.Secret, id, at, body)
-		return map[string]string{"webhook-id": id, "webhook-timestamp": strconv.FormatInt(at.Unix(), 10), "webhook-signature": sig}
-	}
 
 	if r := post(t, url, row, sign("msg_1", now, row)); r.status != http.StatusAccepted {
 		t.Fatalf("signed row: got %d %v", r.status, r.body)

@@ -26,7 +26,7 @@ func TestRestateRealServerWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := publishers.NewJetStream(r.bus.JetStream)
-	in := &consumers.Ingress{Publisher: pub, DeadLetters: pub, Webhook: wv, Ready: r.bus.Ready, Timeout: 5 * time.Second}
+	in := &consumers.Ingress{Store: pub, DeadLetters: pub, Webhook: wv, Ready: r.bus.Ready, Timeout: 5 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	t.Cleanup(srv.Close)
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +26,8 @@ type JetStream struct {
 	// SchemaBase is the worker's base URL (SchemaURL): events without a
 	// dataschema get the event schema there. Empty leaves them without.
 	SchemaBase string
+
+	raw atomic.Pointer[jetstream.Stream] // SUBSTATE_RAW, looked up once by RawBody
 }
 
 var (
@@ -68,9 +71,11 @@ func (p *JetStream) StoreRaw(ctx context.Context, ev substate.RawEvent) (uint64,
 	return ack.Sequence, ack.Duplicate, nil
 }
 
-// RawBody returns the body of the message at seq in SUBSTATE_RAW.
+// RawBody returns the body of the message at seq in SUBSTATE_RAW. The
+// ingress calls it for every repeated id, so the stream is looked up once
+// and each call is one direct get.
 func (p *JetStream) RawBody(ctx context.Context, seq uint64) ([]byte, error) {
-	s, err := p.JS.Stream(ctx, substate.StreamRaw)
+	s, err := p.rawStream(ctx)
 	if err != nil {
 		return nil, unavailable(err, "read raw stream")
 	}
@@ -78,9 +83,23 @@ func (p *JetStream) RawBody(ctx context.Context, seq uint64) ([]byte, error) {
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, substate.WrapError(substate.ENOTFOUND, err, "raw message %d", seq)
 	} else if err != nil {
+		p.raw.Store(nil) // the stream may have been created again: look it up anew
 		return nil, unavailable(err, "read raw message")
 	}
 	return m.Data, nil
+}
+
+// rawStream returns SUBSTATE_RAW, looked up on first use.
+func (p *JetStream) rawStream(ctx context.Context) (jetstream.Stream, error) {
+	if s := p.raw.Load(); s != nil {
+		return *s, nil
+	}
+	s, err := p.JS.Stream(ctx, substate.StreamRaw)
+	if err != nil {
+		return nil, err
+	}
+	p.raw.Store(&s)
+	return s, nil
 }
 
 // PublishRawAsync publishes a raw payload as PublishRaw does without

@@ -161,3 +161,40 @@ func TestPublishChanges(t *testing.T) {
 		t.Fatalf("change on %s: %+v", m.Subject, got)
 	}
 }
+
+// The ingress reads a duplicate's stored body back for every repeated id
+// (the 409 check): that costs one direct get, not a JetStream API request
+// (a stream lookup) each time.
+func TestRawBodyOfDuplicates(t *testing.T) {
+	b := bustest.Open(t)
+	p := publishers.NewJetStream(b.JetStream)
+	ctx := context.Background()
+	raw := substate.RawEvent{Kind: substate.RawEngine, ID: "exec-1/1", Body: []byte(`{"id":"exec-1/1"}`)}
+	if _, dup, err := p.StoreRaw(ctx, raw); err != nil || dup {
+		t.Fatalf("first store: duplicate %v, %v", dup, err)
+	}
+	apiRequests := func() uint64 {
+		info, err := b.JetStream.AccountInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.API.Total
+	}
+	before := apiRequests()
+	for range 20 {
+		seq, dup, err := p.StoreRaw(ctx, raw)
+		if err != nil || !dup {
+			t.Fatalf("repeat: duplicate %v, %v", dup, err)
+		}
+		body, err := p.RawBody(ctx, seq)
+		if err != nil || string(body) != string(raw.Body) {
+			t.Fatalf("stored body %q, %v", body, err)
+		}
+	}
+	if n := apiRequests() - before; n > 2 { // the stream looked up once, and the account info itself
+		t.Fatalf("%d JetStream API requests for 20 duplicates read back, want at most 2", n)
+	}
+	if _, err := p.RawBody(ctx, 99); substate.ErrorCode(err) != substate.ENOTFOUND {
+		t.Fatalf("a sequence not stored: %v, want ENOTFOUND", err)
+	}
+}

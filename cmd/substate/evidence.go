@@ -20,6 +20,7 @@ import (
 func (w *Worker) checkEvidence(ctx context.Context) error {
 	every := w.Flags.EvidenceCheckInterval
 	if every <= 0 {
+		<-ctx.Done() // off; returning would stop the worker (runGroup)
 		return nil
 	}
 	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)

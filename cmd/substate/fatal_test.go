@@ -73,6 +73,18 @@ func TestRunExitsNonZeroWhenNATSConnectionCloses(t *testing.T) {
 	}
 }
 
+// An actor that has nothing to do waits for the run group instead of
+// returning: one that returns stops the worker. With the evidence check
+// off the worker runs on.
+func TestRunKeepsRunningWithEvidenceCheckOff(t *testing.T) {
+	_, done, out := startWorkerMain(t, t.TempDir(), "--evidence-check-interval", "0")
+	select {
+	case code := <-done:
+		t.Fatalf("substate run exited with %d with the evidence check off:\n%s", code, out)
+	case <-time.After(2 * time.Second):
+	}
+}
+
 func TestRunGroup(t *testing.T) {
 	boom := errors.New("boom")
 	block := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }

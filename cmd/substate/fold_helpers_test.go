@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -39,13 +38,11 @@ func idle(tb testing.TB, js jetstream.JetStream) bool { return busy(tb, js) == "
 // nothing.
 func busy(tb testing.TB, js jetstream.JetStream) string {
 	tb.Helper()
-	for _, c := range []struct{ stream, name string }{{substate.StreamRaw, bus.ConsumerNormalizer}, {substate.StreamEvents, bus.ProjectorConsumer("")}} {
-		info := consumerState(tb, js, c.stream, c.name)
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Sprintf("%s: %d pending, %d unacked", c.name, info.NumPending, info.NumAckPending)
-		}
+	s, err := pipelineBusy(context.Background(), js)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return ""
+	return s
 }
 
 func consumerState(tb testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {

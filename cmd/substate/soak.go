@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 )
@@ -313,17 +315,11 @@ func (s *soak) check(ctx context.Context, res *soakResult) error {
 
 // tenant reads one tenant's view from the worker.
 func (s *soak) tenant(ctx context.Context, id string) (substate.TenantView, error) {
+	ctx, cancel := context.WithTimeout(ctx, soakClient.Timeout)
+	defer cancel()
 	var v substate.TenantView
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.http+"/v1/tenants/"+id, nil)
-	resp, err := soakClient.Do(req)
-	if err != nil {
-		return v, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("tenant %s: status %d", id, resp.StatusCode)
-	}
-	return v, json.NewDecoder(resp.Body).Decode(&v)
+	err := getJSON(ctx, "http://"+s.http, "", "/v1/tenants/"+id, &v)
+	return v, err
 }
 
 // waitIdle waits until the normalizer and the projector have nothing
@@ -332,16 +328,10 @@ func (s *soak) tenant(ctx context.Context, id string) (substate.TenantView, erro
 func waitIdle(ctx context.Context, b *bus.Bus, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		busy := ""
-		for _, c := range []struct{ stream, name string }{{substate.StreamRaw, bus.ConsumerNormalizer}, {substate.StreamEvents, bus.ProjectorConsumer("")}} {
-			info, err := consumerInfo(ctx, b.JetStream, c.stream, c.name)
-			if err != nil {
-				busy = err.Error()
-			} else if info.NumPending != 0 || info.NumAckPending != 0 {
-				busy = fmt.Sprintf("%s: %d pending, %d unacknowledged", c.name, info.NumPending, info.NumAckPending)
-			}
-		}
-		if busy == "" {
+		busy, err := pipelineBusy(ctx, b.JetStream)
+		if err != nil {
+			busy = err.Error()
+		} else if busy == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -353,6 +343,21 @@ func waitIdle(ctx context.Context, b *bus.Bus, limit time.Duration) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// pipelineBusy says what the normalizer or the projector still has to do
+// (messages pending or unacknowledged); "" when nothing.
+func pipelineBusy(ctx context.Context, js jetstream.JetStream) (string, error) {
+	for _, c := range []struct{ stream, name string }{{substate.StreamRaw, bus.ConsumerNormalizer}, {substate.StreamEvents, bus.ProjectorConsumer("")}} {
+		info, err := consumerInfo(ctx, js, c.stream, c.name)
+		if err != nil {
+			return "", err
+		}
+		if info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Sprintf("%s: %d pending, %d unacknowledged", c.name, info.NumPending, info.NumAckPending), nil
+		}
+	}
+	return "", nil
 }
 
 // printSoak prints the figures.

@@ -28,30 +28,30 @@ func (w *Worker) watchStore(ctx context.Context) error { return w.Bus.WatchStore
 // normalizer has not been given or not acknowledged) every second, for the
 // ingress's admission control.
 func (w *Worker) watchBacklog(ctx context.Context) error {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
+	return every(ctx, time.Second, func() {
 		if info, err := w.normalizer.Consumer.Info(ctx); err == nil {
 			w.backlog.Store(info.NumPending + uint64(info.NumAckPending))
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // watchLag updates the consumer lag gauges every few seconds.
 func (w *Worker) watchLag(ctx context.Context) error {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
+	return every(ctx, 5*time.Second, func() {
 		for _, c := range w.pullConsumers() {
 			if info, err := c.Info(ctx); err == nil {
 				w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
 			}
 		}
+	})
+}
+
+// every calls fn at once, then every period until ctx is done.
+func every(ctx context.Context, period time.Duration, fn func()) error {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		fn()
 		select {
 		case <-ctx.Done():
 			return nil

@@ -299,7 +299,7 @@ func (w *Worker) openEngine(context.Context) error {
 func (w *Worker) openHTTP(ctx context.Context) error {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &consumers.Ingress{
-		Publisher: pub, Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
+		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
 		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
 		Admission: &consumers.Admission{
 			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
