@@ -70,12 +70,15 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	err = d.run(ctx, c.Tenants, c.Timeout)
 	d.stopLive()
 	// An interrupted demo still reads the view for its summary.
-	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil)
-	if c.Stay && ctx.Err() == nil {
-		fmt.Fprintf(m.Stdout, "\nThe console stays at %s/ until you press Ctrl-C; from another terminal, try:\n  %s\n",
-			w.HTTP.URL(), retryHint(c.WorkerFlags))
-		<-ctx.Done()
+	stay := c.Stay && ctx.Err() == nil
+	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil, stay)
+	if !stay {
+		return err
 	}
+	if m.Ready != nil {
+		m.Ready(w)
+	}
+	<-ctx.Done()
 	return err
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,31 +12,39 @@ import (
 // one whose courier was down, retry it, and watch it succeed.
 func TestDemoStayRetry(t *testing.T) {
 	var out, errOut syncBuffer
-	m := &Main{Stdout: &out, Stderr: &errOut}
+	ready := make(chan *Worker, 1)
+	m := &Main{Stdout: &out, Stderr: &errOut, Ready: func(w *Worker) { ready <- w }}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	done := make(chan int, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"demo", "--stay", "--tenants", "5", "--data-dir", t.TempDir(),
-			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
-	}()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
 			t.Errorf("demo exited %d\n%s\n%s", code, out.String(), errOut.String())
 		}
 	})
-
-	stays := regexp.MustCompile(`The console stays at (http://127\.0\.0\.1:\d+)/`)
-	var server string
-	eventuallyWithin(t, 90*time.Second, func() string {
-		if m := stays.FindStringSubmatch(out.String()); m != nil {
-			server = m[1]
-			return ""
+	go func() {
+		done <- m.Run(ctx, []string{"demo", "--stay", "--tenants", "5", "--data-dir", t.TempDir(),
+			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
+	}()
+	var w *Worker
+	select {
+	case w = <-ready:
+	case code := <-done:
+		t.Fatalf("demo exited %d before it stayed\n%s\n%s", code, out.String(), errOut.String())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the demo did not settle:\n%s%s", out.String(), errOut.String())
+	}
+	server := w.HTTP.URL()
+	// What it suggests reaches the worker it keeps, on its real port.
+	for _, want := range []string{"The console stays at " + server + "/",
+		`substate executions retry cyberdyne --reason "the courier is back" --server ` + server + "\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the demo does not say %q:\n%s", want, out.String())
 		}
-		return "the demo did not settle:\n" + out.String() + errOut.String()
-	})
-	if !strings.Contains(out.String(), "executions retry cyberdyne") {
-		t.Errorf("the demo does not say how to retry its failed order:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "start the worker again") {
+		t.Errorf("the demo keeps its worker, yet says to start one:\n%s", out.String())
 	}
 
 	code, list, stderr := runCLI(t, "tenants", "list", "--sub-state", "failed", "--server", server)
@@ -58,4 +65,5 @@ func TestDemoStayRetry(t *testing.T) {
 		}
 		return ""
 	})
+
 }
