@@ -57,9 +57,10 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	}
 	defer w.Close()
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	var runErr error
+	exited := make(chan struct{})
+	go func() { runErr = w.Run(runCtx); close(exited) }()
+	defer func() { stop(); <-exited }()
 
 	d := &demoRun{w: w, out: m.Stdout, expect: map[string]string{}, current: map[string]substate.SubState{}, start: time.Now()}
 	stopTasks, err := d.serveTasks()
@@ -78,8 +79,14 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	if m.Ready != nil {
 		m.Ready(w)
 	}
-	<-ctx.Done()
-	return err
+	// The worker serves until interrupted, or until it fails: then the
+	// demo fails with it rather than keep a dead console open.
+	select {
+	case <-ctx.Done():
+		return err
+	case <-exited:
+		return firstErr(runErr, err)
+	}
 }
 
 // logFile sends the worker's logs to <data-dir>/demo.log, so the demo's

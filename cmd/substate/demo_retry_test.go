@@ -9,7 +9,8 @@ import (
 
 // TestDemoStayRetry walks the operator's story on the demo, as a new user
 // would: "substate demo --stay", then list the failed tenants, describe the
-// one whose courier was down, retry it, and watch it succeed.
+// one whose courier was down, retry it, and watch it succeed. The demo then
+// stays until its worker fails, and exits non-zero with it.
 func TestDemoStayRetry(t *testing.T) {
 	var out, errOut syncBuffer
 	ready := make(chan *Worker, 1)
@@ -17,12 +18,6 @@ func TestDemoStayRetry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	done := make(chan int, 1)
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("demo exited %d\n%s\n%s", code, out.String(), errOut.String())
-		}
-	})
 	go func() {
 		done <- m.Run(ctx, []string{"demo", "--stay", "--tenants", "5", "--data-dir", t.TempDir(),
 			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
@@ -66,4 +61,15 @@ func TestDemoStayRetry(t *testing.T) {
 		return ""
 	})
 
+	// A control line over the server's limit closes the worker's NATS
+	// connection for good: the demo must not keep a dead console open.
+	_ = w.Bus.Conn.Publish("substate."+strings.Repeat("a", 5000), nil)
+	select {
+	case code := <-done:
+		if code == 0 || !strings.Contains(errOut.String(), "nats connection closed") {
+			t.Errorf("demo exited %d after its worker failed; want non-zero with the reason:\n%s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the demo stayed after its worker failed:\n%s", errOut.String())
+	}
 }
