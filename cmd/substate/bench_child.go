@@ -44,14 +44,20 @@ type childWorker struct {
 	js   jetstream.JetStream
 }
 
-// startChild starts the worker on url, as the worker identity in nkey
-// when given, and waits until its durable consumers are in place.
-func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, nkey, dir string) (*childWorker, error) {
+// startChild starts the worker on the bench's NATS server srv, with its
+// data under dir, and waits until its durable consumers are in place. It
+// connects as the worker identity: the embedded server's, or --nats-nkey's
+// on an external one.
+func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*childWorker, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	f := b.WorkerFlags
+	url, nkey := srv.ClientURL(), f.NATSNkey
+	if creds, ok := srv.Credentials(); ok {
+		nkey = creds.SeedFile(bus.Worker)
+	}
 	args := []string{"run", "--nats-url", url, "--data-dir", dir, "--http-addr", addr, "--sfn-reconcile", "off",
 		"--batch-size", strconv.Itoa(f.BatchSize), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
 		"--replicas", strconv.Itoa(f.NATSReplicas),
@@ -77,7 +83,7 @@ func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: start worker: %w", err)
 	}
-	c := &childWorker{cmd: cmd, dir: dir, http: addr, js: js}
+	c := &childWorker{cmd: cmd, dir: dir, http: addr, js: srv.JetStream}
 	if err := c.waitReady(ctx); err != nil {
 		c.kill()
 		return nil, err

@@ -67,11 +67,7 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 		return nil, err
 	}
 	defer func() { err = firstErr(err, release(srv, srv.Close, dir, b.Keep)) }()
-	nkey := b.NATSNkey
-	if creds, ok := srv.Credentials(); ok {
-		nkey = creds.SeedFile(bus.Worker)
-	}
-	child, err := b.startChild(ctx, srv.JetStream, srv.ClientURL(), nkey, filepath.Join(dir, "worker"))
+	child, err := b.startChild(ctx, srv, filepath.Join(dir, "worker"))
 	if err != nil {
 		return nil, err
 	}
