@@ -60,15 +60,11 @@ func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*c
 	}
 	args := []string{"run", "--nats-url", url, "--data-dir", dir, "--http-addr", addr, "--sfn-reconcile", "off",
 		"--batch-size", strconv.Itoa(f.BatchSize), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
-		"--replicas", strconv.Itoa(f.NATSReplicas),
-		// The streams as the bench made them: a worker on other settings
-		// would update them (the default 10m duplicate window over a
-		// shorter --dedupe-window), and measure what was not asked.
-		"--dedupe-window", f.DedupeWindow.String(),
-		"--raw-max-age", f.RawMaxAge.String(), "--raw-max-bytes", strconv.FormatInt(f.RawMaxBytes, 10),
-		"--events-max-age", f.EventsMaxAge.String(), "--events-max-bytes", strconv.FormatInt(f.EventsMaxBytes, 10),
-		"--dlq-max-age", f.DLQMaxAge.String(),
-		"--changes-max-age", f.ChangesMaxAge.String(), "--changes-max-bytes", strconv.FormatInt(f.ChangesMaxBytes, 10)}
+		"--replicas", strconv.Itoa(f.NATSReplicas)}
+	// The streams as the bench made them: a worker on other settings
+	// would update them (the default 10m duplicate window over a shorter
+	// --dedupe-window), and measure what was not asked.
+	args = append(args, f.StreamFlags.args()...)
 	for _, o := range [...][2]string{{"--nats-creds", f.NATSCreds}, {"--nats-nkey", nkey}, {"--nats-tls-ca", f.NATSTLSCA}, {"--nats-tls-cert", f.NATSTLSCert}, {"--nats-tls-key", f.NATSTLSKey}} {
 		if o[1] != "" {
 			args = append(args, o[0], o[1])
