@@ -73,6 +73,22 @@ func TestRunExitsNonZeroWhenNATSConnectionCloses(t *testing.T) {
 	}
 }
 
+// A part of the worker a flag turns off is left out of the run group, not
+// run and returned at once: that would read as a part stopping on its own
+// and end the worker (--evidence-check-interval 0, "never", did).
+func TestRunWithPartsOff(t *testing.T) {
+	w, done, out := startWorkerMain(t, t.TempDir(), "--evidence-check-interval", "0",
+		"--ingest-max-backlog", "0", "--ingest-max-in-flight", "0", "--sfn-reconcile", "off")
+	select {
+	case code := <-done:
+		t.Fatalf("substate run exited %d with its optional parts off:\n%s", code, out)
+	case <-time.After(2 * time.Second):
+	}
+	if err := w.ready(); err != nil {
+		t.Errorf("not ready: %v", err)
+	}
+}
+
 func TestRunGroup(t *testing.T) {
 	boom := errors.New("boom")
 	block := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
