@@ -61,17 +61,11 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 	load := b.load
 	load.tenants = max(min(b.Tenants, b.Flat/flatRows), 1)
 	chunk := max(b.Flat/flatRows/load.tenants, 1) * load.tenants
-	dir := filepath.Join(b.root, "flat")
-	srv, err := b.openServer(ctx, dir)
+	srv, child, closeRun, err := b.openChildRun(ctx, "flat")
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = firstErr(err, release(srv, srv.Close, dir, b.Keep)) }()
-	child, err := b.startChild(ctx, srv, filepath.Join(dir, "worker"))
-	if err != nil {
-		return nil, err
-	}
-	defer child.kill()
+	defer func() { err = firstErr(err, closeRun()) }()
 	rep := &flatReport{Tenants: load.tenants}
 	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
 	start := time.Now()
