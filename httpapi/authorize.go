@@ -58,8 +58,9 @@ func PrincipalFrom(ctx context.Context) (p Principal, ok bool) {
 
 // Authorizer checks the key of each request to the read API: sent as
 // "Authorization: Bearer KEY", looked up in Keys. Without a key, a request
-// is the Anonymous principal when AllowAnonymous is set and 401 otherwise;
-// a key that is not configured is always 401.
+// is the Anonymous principal when AllowAnonymous is set and Keys holds no
+// key at that moment (keys a reload brings close the door), and 401
+// otherwise; a key that is not configured is always 401.
 type Authorizer struct {
 	Keys           *Keys
 	AllowAnonymous bool
@@ -70,11 +71,11 @@ type Authorizer struct {
 // zero-configuration default) and any other address is refused with an
 // error saying what to configure; with keys, every request needs one.
 func NewAuthorizer(addr string, keys *Keys) (*Authorizer, error) {
-	if keys.Set().Len() > 0 {
-		return &Authorizer{Keys: keys}, nil
-	}
 	if netx.Loopback(addr) {
 		return &Authorizer{Keys: keys, AllowAnonymous: true}, nil
+	}
+	if keys.Set().Len() > 0 {
+		return &Authorizer{Keys: keys}, nil
 	}
 	return nil, substate.Errorf(substate.EINVALID,
 		"refusing to serve the read API on non-loopback address %s without API keys: set --api-keys-file or --api-keys (see docs/security.md)", addr)
@@ -105,7 +106,7 @@ func (a *Authorizer) Require(scope Scope) func(http.Handler) http.Handler {
 // Authenticate returns the principal of a request.
 func (a *Authorizer) Authenticate(r *http.Request) (Principal, error) {
 	h := r.Header.Get("Authorization")
-	if h == "" && a.AllowAnonymous {
+	if h == "" && a.AllowAnonymous && a.Keys.Set().Len() == 0 {
 		return Anonymous, nil
 	}
 	key, ok := bearer(h)

@@ -240,6 +240,27 @@ func TestNewAuthorizer(t *testing.T) {
 			t.Errorf("no key: %v, want EUNAUTHORIZED", err)
 		}
 	})
+	t.Run("LoopbackKeysLoadedLater", func(t *testing.T) {
+		// A key file empty at start, filled and reloaded later: from then
+		// on every read needs a key, as when the keys were there at start.
+		keys := keyFile(t, "# no keys yet")
+		a, err := httpapi.NewAuthorizer("127.0.0.1:8080", keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := a.Authenticate(httptest.NewRequest("GET", "/", nil)); err != nil || p != httpapi.Anonymous {
+			t.Fatalf("no keys yet: %v %v, want anonymous", p, err)
+		}
+		if err := os.WriteFile(keys.File, []byte(keyLine("dash", "read", "*", "key-dash")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.Load(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Authenticate(httptest.NewRequest("GET", "/", nil)); substate.ErrorCode(err) != substate.EUNAUTHORIZED {
+			t.Errorf("no key once keys are loaded: %v, want EUNAUTHORIZED", err)
+		}
+	})
 }
 
 // Keys are reloaded when the file changes and on SIGHUP; a broken file

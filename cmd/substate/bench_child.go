@@ -44,25 +44,27 @@ type childWorker struct {
 	js   jetstream.JetStream
 }
 
-// startChild starts the worker on url, as the worker identity in nkey
-// when given, and waits until its durable consumers are in place.
-func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, nkey, dir string) (*childWorker, error) {
+// startChild starts the worker on the bench's NATS server srv, with its
+// data under dir, and waits until its durable consumers are in place. It
+// connects as the worker identity: the embedded server's, or --nats-nkey's
+// on an external one.
+func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*childWorker, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	f := b.WorkerFlags
+	url, nkey := srv.ClientURL(), f.NATSNkey
+	if creds, ok := srv.Credentials(); ok {
+		nkey = creds.SeedFile(bus.Worker)
+	}
 	args := []string{"run", "--nats-url", url, "--data-dir", dir, "--http-addr", addr, "--sfn-reconcile", "off",
 		"--batch-size", strconv.Itoa(f.BatchSize), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
-		"--replicas", strconv.Itoa(f.NATSReplicas),
-		// The streams as the bench made them: a worker on other settings
-		// would update them (the default 10m duplicate window over a
-		// shorter --dedupe-window), and measure what was not asked.
-		"--dedupe-window", f.DedupeWindow.String(),
-		"--raw-max-age", f.RawMaxAge.String(), "--raw-max-bytes", strconv.FormatInt(f.RawMaxBytes, 10),
-		"--events-max-age", f.EventsMaxAge.String(), "--events-max-bytes", strconv.FormatInt(f.EventsMaxBytes, 10),
-		"--dlq-max-age", f.DLQMaxAge.String(),
-		"--changes-max-age", f.ChangesMaxAge.String(), "--changes-max-bytes", strconv.FormatInt(f.ChangesMaxBytes, 10)}
+		"--replicas", strconv.Itoa(f.NATSReplicas)}
+	// The streams as the bench made them: a worker on other settings
+	// would update them (the default 10m duplicate window over a shorter
+	// --dedupe-window), and measure what was not asked.
+	args = append(args, f.StreamFlags.args()...)
 	for _, o := range [...][2]string{{"--nats-creds", f.NATSCreds}, {"--nats-nkey", nkey}, {"--nats-tls-ca", f.NATSTLSCA}, {"--nats-tls-cert", f.NATSTLSCert}, {"--nats-tls-key", f.NATSTLSKey}} {
 		if o[1] != "" {
 			args = append(args, o[0], o[1])
@@ -77,7 +79,7 @@ func (b *benchRun) startChild(ctx context.Context, js jetstream.JetStream, url, 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: start worker: %w", err)
 	}
-	c := &childWorker{cmd: cmd, dir: dir, http: addr, js: js}
+	c := &childWorker{cmd: cmd, dir: dir, http: addr, js: srv.JetStream}
 	if err := c.waitReady(ctx); err != nil {
 		c.kill()
 		return nil, err

@@ -41,8 +41,7 @@ func openConsoleFans(url string, n int) (*consoleFans, error) {
 			return f, nil
 		}
 		if time.Now().After(deadline) {
-			f.cancel()
-			f.wg.Wait()
+			f.close()
 			return nil, fmt.Errorf("bench: %d console streams open of %d (%v)", o.Streams.Open, n, err)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -68,12 +67,18 @@ func (f *consoleFans) delivered(want int64, limit time.Duration) float64 {
 	for f.received.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.cancel()
-	f.wg.Wait()
+	f.close()
 	if want == 0 {
 		return 1
 	}
 	return float64(f.received.Load()) / float64(want)
+}
+
+// close closes the streams and waits for their readers; closing again
+// does nothing.
+func (f *consoleFans) close() {
+	f.cancel()
+	f.wg.Wait()
 }
 
 // followChanges reads the change stream as a browser's EventSource does:

@@ -20,7 +20,7 @@ import (
 // with it (the duplicate window, the view, the streams per event).
 type FlatFlags struct {
 	Flat      int           `help:"Run only the flat-cost scenario with this many events (10,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
-	FlatLimit time.Duration `default:"10m" help:"Stop the flat-cost scenario after this long, with as many events as fitted."`
+	FlatLimit time.Duration `default:"10m" help:"Stop the flat-cost scenario after this long, with as many events as fitted (0 = no limit)."`
 }
 
 // flatRow is the cost after a number of events of the flat-cost scenario.
@@ -61,25 +61,18 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 	load := b.load
 	load.tenants = max(min(b.Tenants, b.Flat/flatRows), 1)
 	chunk := max(b.Flat/flatRows/load.tenants, 1) * load.tenants
-	dir := filepath.Join(b.root, "flat")
-	srv, err := b.openServer(ctx, dir)
+	srv, child, closeRun, err := b.openChildRun(ctx, "flat")
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = firstErr(err, release(srv, srv.Close, dir, b.Keep)) }()
-	nkey := b.NATSNkey
-	if creds, ok := srv.Credentials(); ok {
-		nkey = creds.SeedFile(bus.Worker)
-	}
-	child, err := b.startChild(ctx, srv.JetStream, srv.ClientURL(), nkey, filepath.Join(dir, "worker"))
-	if err != nil {
-		return nil, err
-	}
-	defer child.kill()
+	defer func() { err = firstErr(err, closeRun()) }()
 	rep := &flatReport{Tenants: load.tenants}
 	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
 	start := time.Now()
-	deadline := time.After(b.FlatLimit)
+	var deadline <-chan time.Time // none: every event
+	if b.FlatLimit > 0 {
+		deadline = time.After(b.FlatLimit)
+	}
 	for sent, over := 0, false; sent < b.Flat && !over; {
 		n := min(chunk, b.Flat-sent)
 		done, err := s.send(ctx, load.changes(n, sent/load.tenants), deadline)

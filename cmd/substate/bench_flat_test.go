@@ -11,13 +11,14 @@ import (
 // worker's and the server's memory (the bench process's live Go heap no more
 // than what its runtime holds), the view file and the streams' bytes
 // per million events. The documented figure runs --flat 10000000.
+// --flat-limit 0 sets no time limit: every event is sent.
 func TestBenchFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a worker process")
 	}
 	code, out, errOut := runCLIFor(t, 3*time.Minute, "bench", "--json", "--data-dir", t.TempDir(),
 		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
-		"--flat", "5000", "--tenants", "50", "--dedupe-window", "2m")
+		"--flat", "5000", "--tenants", "50", "--dedupe-window", "2m", "--flat-limit", "0")
 	// The report's window is the streams', so a worker that set its own
 	// default over the bench's --dedupe-window fails here.
 	if code != 0 {

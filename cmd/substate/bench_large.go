@@ -28,21 +28,11 @@ func (b *benchRun) largeView(ctx context.Context) (_ *scenarioResult, err error)
 	load := b.load
 	load.tenants = b.Tenants
 	fill, events := load.changes(b.Tenants, 0), load.changes(b.Events, 1)
-	dir := filepath.Join(b.root, "large-view")
-	srv, err := b.openServer(ctx, dir)
+	srv, child, closeRun, err := b.openChildRun(ctx, "large-view")
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = firstErr(err, release(srv, srv.Close, dir, b.Keep)) }()
-	nkey := b.NATSNkey
-	if creds, ok := srv.Credentials(); ok {
-		nkey = creds.SeedFile(bus.Worker)
-	}
-	child, err := b.startChild(ctx, srv.JetStream, srv.ClientURL(), nkey, filepath.Join(dir, "worker"))
-	if err != nil {
-		return nil, err
-	}
-	defer child.kill()
+	defer func() { err = firstErr(err, closeRun()) }()
 	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
 	if _, err := s.send(ctx, fill, nil); err != nil {
 		return nil, err
@@ -103,24 +93,29 @@ func (b *benchRun) measureChild(ctx context.Context, child *childWorker, s *send
 	return res, nil
 }
 
-// openServer opens the bench's NATS for a scenario with a child worker:
-// the embedded server storing under dir, or --nats-url; with the streams.
-func (b *benchRun) openServer(ctx context.Context, dir string) (*bus.Bus, error) {
+// openChildRun opens the bench's NATS for the scenario name, with the
+// streams (the embedded server storing under the scenario's directory, or
+// --nats-url), and starts a worker in a child process on it. closeRun
+// kills the child, then releases the server and the directory.
+func (b *benchRun) openChildRun(ctx context.Context, name string) (srv *bus.Bus, child *childWorker, closeRun func() error, err error) {
+	dir := filepath.Join(b.root, name)
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	debug.FreeOSMemory() // see open
 	f := b.WorkerFlags
 	f.DataDir = dir
-	srv, err := bus.Open(f.busConfig(f.loggerTo(b.logs)))
-	if err != nil {
-		return nil, err
+	if srv, err = bus.Open(f.busConfig(f.loggerTo(b.logs))); err != nil {
+		return nil, nil, nil, err
 	}
+	free := func() error { return release(srv, srv.Close, dir, b.Keep) }
 	if err := f.topology().EnsureStreams(ctx, srv.JetStream); err != nil {
-		srv.Close()
-		return nil, err
+		return nil, nil, nil, firstErr(err, free())
 	}
-	return srv, nil
+	if child, err = b.startChild(ctx, srv, filepath.Join(dir, "worker")); err != nil {
+		return nil, nil, nil, firstErr(err, free())
+	}
+	return srv, child, func() error { child.kill(); return free() }, nil
 }
 
 // fileSize returns the size of a file, 0 when it cannot be read.

@@ -84,6 +84,7 @@ func (b *benchRun) scenario(ctx context.Context, name string, batch int, load be
 		if fans, err = openConsoleFans(p.w.HTTP.URL(), d.consoles); err != nil {
 			return nil, firstErr(err, stop())
 		}
+		defer fans.close() // when measuring failed: they would reconnect forever
 	}
 	res, err = b.measure(ctx, p, name, load, events, d)
 	if fans != nil && err == nil {

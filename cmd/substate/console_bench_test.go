@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -26,13 +23,11 @@ func benchFanOut(b *testing.B, streams int) {
 	const perIter = 500
 	w := startWorker(b, b.TempDir())
 	url := w.HTTP.URL()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var received atomic.Int64
-	var wg sync.WaitGroup
-	for range streams {
-		wg.Go(func() { followChanges(ctx, url, &received) })
+	fans, err := openConsoleFans(url, streams) // open before the first change
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer fans.close()
 	t0 := time.Now().Add(-time.Hour)
 	n := 0
 	var elapsed time.Duration
@@ -59,20 +54,15 @@ func benchFanOut(b *testing.B, streams int) {
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "changes/s")
 	if streams > 0 {
-		deadline := time.Now().Add(10 * time.Second)
-		for received.Load() < int64(n*streams) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		b.ReportMetric(float64(received.Load())/float64(n*streams), "delivered-fraction")
+		delivered := fans.delivered(int64(n*streams), 10*time.Second)
+		b.ReportMetric(delivered, "delivered-fraction")
 		var o struct {
 			Streams struct{ Open, Dropped int }
 		}
 		fetchJSON(b, url+"/console/api/overview", &o)
 		b.ReportMetric(float64(o.Streams.Dropped), "streams-dropped")
-		if got := received.Load(); got != int64(n*streams) {
-			b.Errorf("streams received %d of %d changes (%d drops)", got, n*streams, o.Streams.Dropped)
+		if delivered != 1 {
+			b.Errorf("streams received %.4f of %d changes (%d drops)", delivered, n*streams, o.Streams.Dropped)
 		}
 	}
-	cancel()
-	wg.Wait()
 }

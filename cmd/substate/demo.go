@@ -57,9 +57,10 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	}
 	defer w.Close()
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	var runErr error
+	exited := make(chan struct{})
+	go func() { runErr = w.Run(runCtx); close(exited) }()
+	defer func() { stop(); <-exited }()
 
 	d := &demoRun{w: w, out: m.Stdout, expect: map[string]string{}, current: map[string]substate.SubState{}, start: time.Now()}
 	stopTasks, err := d.serveTasks()
@@ -70,13 +71,22 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 	err = d.run(ctx, c.Tenants, c.Timeout)
 	d.stopLive()
 	// An interrupted demo still reads the view for its summary.
-	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil)
-	if c.Stay && ctx.Err() == nil {
-		fmt.Fprintf(m.Stdout, "\nThe console stays at %s/ until you press Ctrl-C; from another terminal, try:\n  %s\n",
-			w.HTTP.URL(), retryHint(c.WorkerFlags))
-		<-ctx.Done()
+	stay := c.Stay && ctx.Err() == nil
+	d.summary(context.WithoutCancel(ctx), ctx.Err() != nil, stay)
+	if !stay {
+		return err
 	}
-	return err
+	if m.Ready != nil {
+		m.Ready(w)
+	}
+	// The worker serves until interrupted, or until it fails: then the
+	// demo fails with it rather than keep a dead console open.
+	select {
+	case <-ctx.Done():
+		return err
+	case <-exited:
+		return firstErr(runErr, err)
+	}
 }
 
 // logFile sends the worker's logs to <data-dir>/demo.log, so the demo's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -10,34 +9,37 @@ import (
 
 // TestDemoStayRetry walks the operator's story on the demo, as a new user
 // would: "substate demo --stay", then list the failed tenants, describe the
-// one whose courier was down, retry it, and watch it succeed.
+// one whose courier was down, retry it, and watch it succeed. The demo then
+// stays until its worker fails, and exits non-zero with it.
 func TestDemoStayRetry(t *testing.T) {
 	var out, errOut syncBuffer
-	m := &Main{Stdout: &out, Stderr: &errOut}
+	ready := make(chan *Worker, 1)
+	m := &Main{Stdout: &out, Stderr: &errOut, Ready: func(w *Worker) { ready <- w }}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	done := make(chan int, 1)
 	go func() {
 		done <- m.Run(ctx, []string{"demo", "--stay", "--tenants", "5", "--data-dir", t.TempDir(),
 			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("demo exited %d\n%s\n%s", code, out.String(), errOut.String())
+	var w *Worker
+	select {
+	case w = <-ready:
+	case code := <-done:
+		t.Fatalf("demo exited %d before it stayed\n%s\n%s", code, out.String(), errOut.String())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the demo did not settle:\n%s%s", out.String(), errOut.String())
+	}
+	server := w.HTTP.URL()
+	// What it suggests reaches the worker it keeps, on its real port.
+	for _, want := range []string{"The console stays at " + server + "/",
+		`substate executions retry cyberdyne --reason "the courier is back" --server ` + server + "\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the demo does not say %q:\n%s", want, out.String())
 		}
-	})
-
-	stays := regexp.MustCompile(`The console stays at (http://127\.0\.0\.1:\d+)/`)
-	var server string
-	eventuallyWithin(t, 90*time.Second, func() string {
-		if m := stays.FindStringSubmatch(out.String()); m != nil {
-			server = m[1]
-			return ""
-		}
-		return "the demo did not settle:\n" + out.String() + errOut.String()
-	})
-	if !strings.Contains(out.String(), "executions retry cyberdyne") {
-		t.Errorf("the demo does not say how to retry its failed order:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "start the worker again") {
+		t.Errorf("the demo keeps its worker, yet says to start one:\n%s", out.String())
 	}
 
 	code, list, stderr := runCLI(t, "tenants", "list", "--sub-state", "failed", "--server", server)
@@ -58,4 +60,16 @@ func TestDemoStayRetry(t *testing.T) {
 		}
 		return ""
 	})
+
+	// A control line over the server's limit closes the worker's NATS
+	// connection for good: the demo must not keep a dead console open.
+	_ = w.Bus.Conn.Publish("substate."+strings.Repeat("a", 5000), nil)
+	select {
+	case code := <-done:
+		if code == 0 || !strings.Contains(errOut.String(), "nats connection closed") {
+			t.Errorf("demo exited %d after its worker failed; want non-zero with the reason:\n%s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the demo stayed after its worker failed:\n%s", errOut.String())
+	}
 }

@@ -14,8 +14,10 @@ import (
 
 // summary prints the final view of the demo's tenants and the count of
 // tenants by sub-state, and says whether each settled as expected (or,
-// when the demo was interrupted, how many had not settled yet).
-func (d *demoRun) summary(ctx context.Context, interrupted bool) {
+// when the demo was interrupted, how many had not settled yet). Then it
+// says what to try next: with stay, against the worker still running;
+// otherwise, how to start it again on the demo's data.
+func (d *demoRun) summary(ctx context.Context, interrupted, stay bool) {
 	var views []substate.TenantView
 	bySubState := map[substate.SubState]int{}
 	wrong := 0
@@ -53,7 +55,15 @@ func (d *demoRun) summary(ctx context.Context, interrupted bool) {
 		d.printf("%s did not settle as expected.\n", plural(wrong, "tenant"))
 	}
 	d.printf("(The view, the streams and the worker log, demo.log, are kept under %s.)\n", d.w.Flags.DataDir)
-	d.printf("%s", exploreHint(d.w.Flags, storyTenant(views)))
+	retry := courierDownTenant()
+	if _, ran := d.expect[retry]; !ran {
+		retry = ""
+	}
+	if stay {
+		d.printf("%s", stayHint(d.w.HTTP.URL(), retry))
+		return
+	}
+	d.printf("%s", exploreHint(d.w.Flags, storyTenant(views), retry))
 }
 
 // The defaults of --http-addr and --nats-listen (struct tags cannot name
@@ -81,8 +91,10 @@ func storyTenant(views []substate.TenantView) string {
 // exploreHint says how to look at the demo's data once it has ended: the
 // worker is stopped with the demo, so it is started again on the same data
 // and addresses, and the commands are given the addresses that are not
-// their defaults.
-func exploreHint(f WorkerFlags, tenant string) string {
+// their defaults. retry, when not empty, is the tenant whose courier was
+// down: its retry needs the demo's own task services, which remember that
+// the courier already failed once, so it is shown with --stay.
+func exploreHint(f WorkerFlags, tenant, retry string) string {
 	run := "substate run --data-dir " + shellQuote(f.DataDir)
 	var server, nats string
 	if f.HTTPAddr != defaultHTTPAddr {
@@ -100,35 +112,49 @@ func exploreHint(f WorkerFlags, tenant string) string {
 	if f.NATSURL == "" && filepath.Clean(f.DataDir) != "data" {
 		nats += " --data-dir " + shellQuote(f.DataDir) // where the embedded server's credentials are
 	}
-	return "\nTo look around, start the worker again on the demo's data, then ask it from another terminal:\n" +
+	hint := "\nTo look around, start the worker again on the demo's data, then ask it from another terminal:\n" +
 		"  " + run + "\n" +
 		"  substate tenants list --has-error" + server + "\n" +
 		"  substate audit --tenant " + shellQuote(tenant) + nats + "\n" +
-		"  substate verify" + server + nats + "\n" +
-		"To retry the order that failed because the courier was down, serve the task services, then retry it:\n" +
-		"  substate workflow demo-services" + nats + "\n" +
-		"  " + retryHint(f) + "\n"
+		"  substate verify" + server + nats + "\n"
+	if retry != "" {
+		hint += "To retry the order that failed because the courier was down, run the demo with --stay and, from another terminal:\n" +
+			"  " + retryCommand(retry, server) + "\n"
+	}
+	return hint
 }
 
-// retryHint is the command that retries the demo's order whose courier
-// was down (demo.CourierDownOrder), against the worker at f's address.
-func retryHint(f WorkerFlags) string {
-	cmd := "substate executions retry " + courierDownTenant() + ` --reason "the courier is back"`
-	if f.HTTPAddr != defaultHTTPAddr {
-		cmd += " --server http://" + f.HTTPAddr
+// stayHint says what to try against the demo's worker, still running at
+// url: retry, when not empty, is the tenant whose courier was down.
+func stayHint(url, retry string) string {
+	server := ""
+	if url != "http://"+defaultHTTPAddr {
+		server = " --server " + url
 	}
-	return cmd
+	hint := "\nThe console stays at " + url + "/ until you press Ctrl-C; from another terminal, try:\n" +
+		"  substate tenants list --sub-state failed" + server + "\n"
+	if retry != "" {
+		hint += "  substate executions describe " + shellQuote(retry) + server + "\n" +
+			"  " + retryCommand(retry, server) + "\n"
+	}
+	return hint
+}
+
+// retryCommand retries the order of tenant whose courier was down; server
+// is the --server flag, or empty for the default.
+func retryCommand(tenant, server string) string {
+	return "substate executions retry " + shellQuote(tenant) + ` --reason "the courier is back"` + server
 }
 
 // courierDownTenant is the tenant of the demo's order whose courier was
-// down.
+// down (demo.CourierDownOrder).
 func courierDownTenant() string {
 	for _, s := range demo.Scenarios {
 		if strings.Contains(string(s.Input), demo.CourierDownOrder) {
 			return s.TenantID
 		}
 	}
-	return "TENANT"
+	return ""
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but letters,

@@ -49,6 +49,9 @@ func TestDemo(t *testing.T) {
 					t.Errorf("demo output lacks %q:\n%s", want, out)
 				}
 			}
+			if strings.Contains(out, "executions retry") {
+				t.Errorf("four tenants do not reach the courier's order, yet the demo says to retry it:\n%s", out)
+			}
 			if _, tty := run.out.(*ttyBuffer); tty != strings.Contains(out, "now: ") {
 				t.Errorf("status line shown %v on a terminal %v:\n%q", !tty, tty, out)
 			}
@@ -111,11 +114,10 @@ To look around, start the worker again on the demo's data, then ask it from anot
   substate tenants list --has-error
   substate audit --tenant initech
   substate verify
-To retry the order that failed because the courier was down, serve the task services, then retry it:
-  substate workflow demo-services
+To retry the order that failed because the courier was down, run the demo with --stay and, from another terminal:
   substate executions retry cyberdyne --reason "the courier is back"
 `
-	if got := exploreHint(f, "initech"); got != want {
+	if got := exploreHint(f, "initech", "cyberdyne"); got != want {
 		t.Errorf("defaults:\n%s\nwant\n%s", got, want)
 	}
 
@@ -127,11 +129,36 @@ To look around, start the worker again on the demo's data, then ask it from anot
   substate tenants list --has-error --server http://127.0.0.1:28080
   substate audit --tenant 'acme corp' --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
   substate verify --server http://127.0.0.1:28080 --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
-To retry the order that failed because the courier was down, serve the task services, then retry it:
-  substate workflow demo-services --nats-url nats://127.0.0.1:24222 --data-dir '/tmp/my demo'
+To retry the order that failed because the courier was down, run the demo with --stay and, from another terminal:
   substate executions retry cyberdyne --reason "the courier is back" --server http://127.0.0.1:28080
 `
-	if got := exploreHint(f, "acme corp"); got != want {
+	if got := exploreHint(f, "acme corp", "cyberdyne"); got != want {
 		t.Errorf("other addresses:\n%s\nwant\n%s", got, want)
+	}
+
+	// A demo too short to run the courier's order has nothing to retry.
+	if got := exploreHint(f, "acme corp", ""); strings.Contains(got, "retry") {
+		t.Errorf("no order to retry, yet:\n%s", got)
+	}
+}
+
+// TestStayHint checks the commands "demo --stay" suggests: they reach the
+// worker still running, at the address it listens on.
+func TestStayHint(t *testing.T) {
+	want := `
+The console stays at http://127.0.0.1:8080/ until you press Ctrl-C; from another terminal, try:
+  substate tenants list --sub-state failed
+  substate executions describe cyberdyne
+  substate executions retry cyberdyne --reason "the courier is back"
+`
+	if got := stayHint("http://"+defaultHTTPAddr, "cyberdyne"); got != want {
+		t.Errorf("default address:\n%s\nwant\n%s", got, want)
+	}
+	want = `
+The console stays at http://127.0.0.1:41234/ until you press Ctrl-C; from another terminal, try:
+  substate tenants list --sub-state failed --server http://127.0.0.1:41234
+`
+	if got := stayHint("http://127.0.0.1:41234", ""); got != want {
+		t.Errorf("other address, nothing to retry:\n%s\nwant\n%s", got, want)
 	}
 }

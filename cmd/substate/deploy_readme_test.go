@@ -12,12 +12,21 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// commandLine matches a substate command in a README code block.
-var commandLine = regexp.MustCompile("^(?:\\$ )?substate ((?:run|tenants|events|deploy)\\b.*)$")
+// commandLine matches a substate command in a README code block, as the
+// installed binary or with go run.
+var commandLine = regexp.MustCompile("^(?:\\$ )?(?:substate|go run \\./cmd/substate) ((?:run|demo|tenants|events|executions|audit|verify|rebuild|renormalize|bench|soak|deploy)\\b.*)$")
 
-func TestDeployReadme(t *testing.T) {
+// The READMEs show commands and name flags and variables that exist: each
+// command in a code block parses, and each `--flag` and SUBSTATE_ name in
+// the text is some command's.
+func TestReadmes(t *testing.T) {
+	for _, path := range []string{filepath.Join(deployDir, "README.md"), "../../README.md"} {
+		t.Run(strings.TrimPrefix(path, "../../"), func(t *testing.T) { checkReadme(t, path) })
+	}
+}
+
+func checkReadme(t *testing.T, path string) {
 	_, names := cliFlags(t, "run")
-	path := filepath.Join(deployDir, "README.md")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +53,11 @@ func TestDeployReadme(t *testing.T) {
 		if inBlock {
 			continue
 		}
-		for _, m := range regexp.MustCompile("`(?:substate [a-z ]+)?--([a-z][a-z0-9-]*)").FindAllStringSubmatch(l, -1) {
-			if !names[m[1]] {
-				t.Errorf("%s names --%s, which no substate command has", path, m[1])
+		for _, span := range codeSpan.FindAllString(l, -1) {
+			for _, m := range flagName.FindAllStringSubmatch(span, -1) {
+				if !names[m[1]] {
+					t.Errorf("%s names --%s, which no substate command has", path, m[1])
+				}
 			}
 		}
 	}
@@ -61,8 +72,14 @@ func TestDeployReadme(t *testing.T) {
 	}
 }
 
+// codeSpan is a `code span` of Markdown text, and flagName a flag in one.
+var (
+	codeSpan = regexp.MustCompile("`[^`]+`")
+	flagName = regexp.MustCompile("(?:^|[\\s`\\[(|])--([a-z][a-z0-9-]*)")
+)
+
 // streams are the stream names, which look like variables.
-var streams = map[string]bool{substate.StreamRaw: true, substate.StreamEvents: true, substate.StreamDLQ: true, substate.StreamChanges: true}
+var streams = map[string]bool{substate.StreamRaw: true, substate.StreamEvents: true, substate.StreamDLQ: true, substate.StreamChanges: true, substate.StreamAudit: true}
 
 // allEnvs returns the environment variables of every command's flags.
 func allEnvs(t *testing.T) map[string]bool {

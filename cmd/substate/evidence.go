@@ -16,13 +16,8 @@ import (
 // anyone but the normalizer is counted forged or missing, and logged. It
 // starts after the view's checkpoint, so events that came while the
 // worker was down are checked too, and a restart does not check the whole
-// stream again.
+// stream again. It runs only with a positive interval (see actors).
 func (w *Worker) checkEvidence(ctx context.Context) error {
-	every := w.Flags.EvidenceCheckInterval
-	if every <= 0 {
-		<-ctx.Done() // off; returning would stop the worker (runGroup)
-		return nil
-	}
 	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
 	if err != nil {
 		return err
@@ -37,7 +32,7 @@ func (w *Worker) checkEvidence(ctx context.Context) error {
 		return err
 	}
 	next++
-	t := time.NewTicker(every)
+	t := time.NewTicker(w.Flags.EvidenceCheckInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -73,15 +73,19 @@ func TestRunExitsNonZeroWhenNATSConnectionCloses(t *testing.T) {
 	}
 }
 
-// An actor that has nothing to do waits for the run group instead of
-// returning: one that returns stops the worker. With the evidence check
-// off the worker runs on.
-func TestRunKeepsRunningWithEvidenceCheckOff(t *testing.T) {
-	_, done, out := startWorkerMain(t, t.TempDir(), "--evidence-check-interval", "0")
+// A part of the worker a flag turns off is left out of the run group, not
+// run and returned at once: that would read as a part stopping on its own
+// and end the worker (--evidence-check-interval 0, "never", did).
+func TestRunWithPartsOff(t *testing.T) {
+	w, done, out := startWorkerMain(t, t.TempDir(), "--evidence-check-interval", "0",
+		"--ingest-max-backlog", "0", "--ingest-max-in-flight", "0", "--sfn-reconcile", "off")
 	select {
 	case code := <-done:
-		t.Fatalf("substate run exited with %d with the evidence check off:\n%s", code, out)
+		t.Fatalf("substate run exited %d with its optional parts off:\n%s", code, out)
 	case <-time.After(2 * time.Second):
+	}
+	if err := w.ready(); err != nil {
+		t.Errorf("not ready: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -70,4 +71,17 @@ type StreamFlags struct {
 	ChangesMaxAge   time.Duration `default:"720h" help:"How long SUBSTATE_CHANGES (the change feed) keeps changes (0 = no limit)."`
 	ChangesMaxBytes int64         `default:"0" help:"Size cap of SUBSTATE_CHANGES in bytes, oldest discarded first (0 = no limit)."`
 	DedupeWindow    time.Duration `default:"10m" help:"Window in which JetStream drops a repeated source event id or change-feed sequence, and a reused source id with another body is answered 409. JetStream keeps every id of the window in memory (about 220 bytes each): at 1,000 events/s, 10m holds about 130 MB. A repeat after the window changes nothing in the view."`
+}
+
+// args returns the command-line flags that give another worker process
+// these stream settings: one that declares the streams otherwise would
+// update them to its own.
+func (f StreamFlags) args() []string {
+	return []string{
+		"--raw-max-age", f.RawMaxAge.String(), "--raw-max-bytes", strconv.FormatInt(f.RawMaxBytes, 10),
+		"--events-max-age", f.EventsMaxAge.String(), "--events-max-bytes", strconv.FormatInt(f.EventsMaxBytes, 10),
+		"--dlq-max-age", f.DLQMaxAge.String(),
+		"--changes-max-age", f.ChangesMaxAge.String(), "--changes-max-bytes", strconv.FormatInt(f.ChangesMaxBytes, 10),
+		"--dedupe-window", f.DedupeWindow.String(),
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,25 +39,6 @@ func TestMain(m *testing.M) {
 		return
 	}
 	contracttest.Main(m) // every response from a worker must match contract/openapi.json
-}
-
-// syncBuffer is a bytes.Buffer safe to write from the command and read
-// from the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // runCLI runs one command in process and returns its exit code and output.

@@ -83,7 +83,10 @@ func (w *Worker) actors() []func(context.Context) error {
 		out = append(out, w.forwarder.Run)
 	}
 	if w.projector != nil {
-		out = append(out, w.projector.Run, w.runReconcile, w.checkEvidence, w.watchStream)
+		out = append(out, w.projector.Run, w.runReconcile, w.watchStream)
+		if w.Flags.EvidenceCheckInterval > 0 {
+			out = append(out, w.checkEvidence)
+		}
 	}
 	if w.Flags.APIKeysFile != "" {
 		out = append(out, w.watchKeys)

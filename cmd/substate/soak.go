@@ -92,7 +92,7 @@ type soak struct {
 	restarts  []float64
 	worker    *exec.Cmd
 	exited    chan error // the worker's exit
-	workerLog *logBuffer
+	workerLog *syncBuffer
 }
 
 func newSoak(c *SoakCmd, dir string) (*soak, error) {
@@ -165,7 +165,7 @@ func (s *soak) startWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.workerLog = &logBuffer{}
+	s.workerLog = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.workerLog
 	dieWithParent(cmd)
 	began := time.Now()
@@ -380,22 +380,23 @@ func printSoak(w io.Writer, r soakResult, asJSON bool) {
 	fmt.Fprintf(w, "verify                  %s\n", verdict)
 }
 
-// logBuffer keeps a child's output, safe to read while it writes.
-type logBuffer struct {
+// syncBuffer is a bytes.Buffer safe to read while another goroutine
+// writes to it: a child worker's output, or a command's under test.
+type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
 }
 
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // lastLines returns the last n lines of s.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -399,33 +398,3 @@ func (w *Worker) Close() error {
 	w.closers = nil
 	return errors.Join(errs...)
 }
-
-// runGroup runs every actor until the first one returns, then cancels the
-// others and waits for them; it returns the error of the first one to
-// return. An actor returns only when ctx is done or it failed: one that
-// returns nil while the group still runs stopped on its own, which is a
-// failure too (errStopped), so that a worker never exits 0 having lost a
-// part of itself.
-func runGroup(ctx context.Context, actors ...func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	for _, a := range actors {
-		wg.Go(func() {
-			err := a(ctx)
-			if err == nil && ctx.Err() == nil {
-				err = errStopped
-			}
-			once.Do(func() { first = err })
-			cancel()
-		})
-	}
-	wg.Wait()
-	return first
-}
-
-// errStopped is the failure of a worker actor that returned while it
-// should still run.
-var errStopped = errors.New("a worker component stopped on its own")

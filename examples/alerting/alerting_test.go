@@ -337,6 +337,12 @@ func (w *worker) feed(tb testing.TB) []substate.Change {
 	return out
 }
 
+// eventually, freeAddr and syncBuffer repeat helpers of substate's own
+// tests on purpose: the example builds on substate's public packages
+// alone, as a service outside this repository would, so it cannot share
+// a helper under internal/.
+
+// eventually runs fn until it returns "" or a minute passes.
 func eventually(tb testing.TB, fn func() string) {
 	tb.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -362,6 +368,7 @@ func freeAddr(tb testing.TB) string {
 	return l.Addr().String()
 }
 
+// syncBuffer is a bytes.Buffer safe to read while the binary writes to it.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
