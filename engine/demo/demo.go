@@ -10,8 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -103,22 +103,30 @@ func reserve(o order, key string) (any, string, string) {
 	return map[string]any{"reservationId": "res-" + o.OrderID}, "", ""
 }
 
-// courierAsked remembers, per execution, the first visit of
-// CourierDownOrder's shipment: the courier is down for that visit only.
-var courierAsked sync.Map
+// courierBackStep is the first step at which the courier ships
+// CourierDownOrder. The idempotency key carries the step, the number of
+// states the execution entered: the order workflow enters fulfill_order at
+// step 6, and an operator's redrive enters it again at a later one. Any
+// demo services process, a new one included, answers the same.
+const courierBackStep = 7
 
 // ship ships an order; CourierDownOrder's first visit finds the courier down.
-// A visit is the idempotency key ("execution/step/state/attempt") without
-// its attempt, so a redrive, which enters the state again, is a new visit.
 func ship(o order, key string) (any, string, string) {
-	if o.OrderID == CourierDownOrder {
-		visit := key[:max(strings.LastIndexByte(key, '/'), 0)]
-		exec := visit[:max(strings.IndexByte(visit, '/'), 0)]
-		if first, _ := courierAsked.LoadOrStore(exec, visit); first == visit {
-			return nil, "CourierUnavailable", "the courier's API answered 503: no pickup could be booked"
-		}
+	if o.OrderID == CourierDownOrder && keyStep(key) < courierBackStep {
+		return nil, "CourierUnavailable", "the courier's API answered 503: no pickup could be booked"
 	}
 	return map[string]any{"trackingNumber": "trk-" + o.OrderID}, "", ""
+}
+
+// keyStep is the step of an idempotency key "execution/step/state/attempt"
+// (the execution name has no slash), or 0.
+func keyStep(key string) int {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
 }
 
 func charge(o order, _ string) (any, string, string) {
