@@ -37,7 +37,7 @@ func (w *Worker) openConsole() *console.Console {
 	sweeps := &sweepWatch{reg: w.registry}
 	c := &console.Console{
 		Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
-		Consumers: w.consoleDurables(), Requeue: w.requeueRaw, Auth: w.Auth, Logger: log,
+		Consumers: w.consoleDurables(), Requeue: w.requeueRaw, Auth: w.Auth, Redact: w.Redaction, Logger: log,
 	}
 	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {
 		c.LastSweep = sweeps.last

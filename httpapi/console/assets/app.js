@@ -348,7 +348,7 @@
     const tbody = el("tbody");
     const msg = el("div", { id: "dlq-note" });
     main.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Dead letters, newest first"), msg,
-      el("p", { class: "muted" }, "Payloads are redacted unless your key is admin. Requeue maps a raw message again and needs an admin key."),
+      el("p", { class: "muted" }, "Payloads are shown to read:raw keys, redacted unless your key is admin. Requeue maps a raw message again and needs an admin key."),
       el("div", { class: "scroll" }, el("table", { id: "deadletters" }, el("thead", {}, el("tr", {}, ["Time", "Stage", "Reason", "Tenant", "Payload", ""].map((h) => el("th", {}, h)))), tbody)),
       el("div", { class: "pager", id: "dlq-pager" })));
     try {
@@ -356,7 +356,8 @@
       tbody.replaceChildren(...page.deadLetters.map((d) => el("tr", { dataset: { seq: String(d.seq) } },
         el("td", {}, timeCell(d.time)), el("td", {}, d.stage), el("td", { class: "err" }, d.reason),
         el("td", { class: "id" }, d.tenantId ? el("a", { href: "#/tenant/" + encodeURIComponent(d.tenantId) }, d.tenantId) : "–"),
-        el("td", {}, el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
+        el("td", {}, d.payload === undefined ? el("span", { class: "muted" }, "payload needs a read:raw key") :
+          el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
         el("td", {}, d.rawSeq ? el("button", { type: "button", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
       if (!page.deadLetters.length) msg.replaceChildren(notice("No dead letters."));
       if (page.before) document.getElementById("dlq-pager").replaceChildren(el("a", { href: "#/deadletters?before=" + page.before }, "Older →"));
