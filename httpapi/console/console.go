@@ -5,10 +5,12 @@
 // letters and their requeue) and the Server-Sent Events stream that carries
 // the change feed to open pages.
 //
-// Every route goes through the read API's Authorizer: the page, its assets
-// and its data need ScopeRead, a key's tenant prefix narrows what it shows,
-// dead-letter payloads are redacted unless the caller is admin, and a
-// requeue needs admin. On a loopback address without keys everything is
+// The page and its assets hold no data and are served to anyone: a browser
+// cannot send a key with a navigation, and the page is where one enters
+// it. Every data route goes through the read API's Authorizer: they need
+// ScopeRead, a key's tenant prefix narrows what they show, dead-letter
+// payloads need read:raw and are redacted unless the caller is admin, and
+// a requeue needs admin. On a loopback address without keys everything is
 // open, as the rest of the read API is.
 package console
 
@@ -132,8 +134,8 @@ func (c *Console) Routes() map[string]http.Handler {
 	files := http.FileServerFS(static)
 	read := c.guard(httpapi.ScopeRead)
 	return map[string]http.Handler{
-		"GET /{$}":                                    read(page(static)),
-		"GET /console/assets/":                        read(http.StripPrefix("/console/assets/", noStore(files))),
+		"GET /{$}":                                    page(static),
+		"GET /console/assets/":                        http.StripPrefix("/console/assets/", noStore(files)),
 		"GET /console/api/overview":                   read(http.HandlerFunc(c.overview)),
 		"GET /console/api/deadletters":                read(http.HandlerFunc(c.deadLetters)),
 		"POST /console/api/deadletters/{seq}/requeue": c.guard(httpapi.ScopeAdmin)(http.HandlerFunc(c.requeue)),

@@ -336,7 +336,26 @@
         el("td", { class: "step" }, t.new.step || ""),
         el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
         el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
-        el("td", {}, el("a", { href: "/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1), target: "_blank", rel: "noopener" }, "raw")));
+        el("td", { class: "evidence" }, evidence("/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1))));
+  }
+
+  // evidence is a transition's raw provider evidence, fetched with the
+  // page's key when opened (a link would go without it).
+  function evidence(path) {
+    const pre = el("pre");
+    const d = el("details", { dataset: { path } }, el("summary", {}, "raw"), pre);
+    d.addEventListener("toggle", async () => {
+      if (!d.open || d.dataset.loaded) return;
+      try {
+        const page = await api(path);
+        const tr = page.transitions[0];
+        pre.textContent = JSON.stringify(tr && tr.raw ? tr.raw : null, null, 2);
+        d.dataset.loaded = "ok";
+      } catch (e) {
+        pre.replaceChildren(el("span", { class: "bad" }, e.message));
+      }
+    });
+    return d;
   }
 
   // ---- dead letters ----
