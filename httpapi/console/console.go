@@ -57,8 +57,8 @@ type Console struct {
 	// (renormalize) and returns how many events it published; nil leaves
 	// requeue out.
 	Requeue func(ctx context.Context, rawSeq uint64) (int, error)
-	// Auth guards every route; nil lets every request in as
-	// httpapi.Anonymous (the loopback default).
+	// Auth guards every data route; nil is the loopback default of a
+	// worker without keys: a request without a key is httpapi.Anonymous.
 	Auth *httpapi.Authorizer
 	// Redact redacts dead-letter payloads for callers that are not admin;
 	// nil hides all provider input and output.
@@ -145,18 +145,7 @@ func (c *Console) Routes() map[string]http.Handler {
 
 // guard requires scope of a request, with its principal on the context.
 func (c *Console) guard(scope httpapi.Scope) func(http.Handler) http.Handler {
-	if c.Auth == nil {
-		return func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if !httpapi.Anonymous.Can(scope) {
-					(&httpapi.Authorizer{}).Require(scope)(next).ServeHTTP(w, r)
-					return
-				}
-				next.ServeHTTP(w, r.WithContext(httpapi.WithPrincipal(r.Context(), httpapi.Anonymous)))
-			})
-		}
-	}
-	return c.Auth.Require(scope)
+	return cmp.Or(c.Auth, &httpapi.Authorizer{AllowAnonymous: true}).Require(scope)
 }
 
 // keyCookie is where a page keeps the key it was given, for the one route

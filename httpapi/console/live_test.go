@@ -246,6 +246,46 @@ func TestChangesStream(t *testing.T) {
 	})
 }
 
+// TestNilAuth: a console without an Authorizer is what a worker on
+// loopback without keys serves: a request without a key reads as the
+// anonymous read:raw principal, an unknown key is refused, and a requeue
+// (admin) is not anonymous.
+func TestNilAuth(t *testing.T) {
+	c := &Console{}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mux := http.NewServeMux()
+	for p, h := range c.Routes() {
+		mux.Handle(p, h)
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, tc := range []struct {
+		method, path, key string
+		want              int
+	}{
+		{http.MethodGet, "/console/api/overview", "", http.StatusOK},
+		{http.MethodGet, "/console/api/overview", "not-a-key", http.StatusUnauthorized},
+		{http.MethodPost, "/console/api/deadletters/1/requeue", "", http.StatusForbidden},
+		{http.MethodGet, "/", "", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		if tc.key != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s (key %q): %d, want %d", tc.method, tc.path, tc.key, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 // BenchmarkHubPublish is the cost of one change to the console with a
 // full resume ring and no page open.
 func BenchmarkHubPublish(b *testing.B) {
