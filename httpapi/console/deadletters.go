@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,10 @@ import (
 const (
 	defaultDLQLimit = 50
 	maxDLQLimit     = 200
+	// maxListedPayload is the largest payload a page carries: with up to
+	// 1 MiB a message, a page of 200 could otherwise be hundreds of MB,
+	// and a payload that size is no use inline anyway.
+	maxListedPayload = 64 << 10
 )
 
 // DeadLetter is one entry of SUBSTATE_DLQ as the console lists it.
@@ -35,6 +40,9 @@ type DeadLetter struct {
 	// dead payload is provider evidence.
 	Payload  json.RawMessage `json:"payload,omitempty"`
 	Redacted bool            `json:"redacted"`
+	// PayloadOmitted says why there is no payload: the caller may not read
+	// raw evidence, or it is larger than a page carries.
+	PayloadOmitted string `json:"payloadOmitted,omitempty"`
 }
 
 // DeadLetterPage is a page of dead letters, newest first.
@@ -115,7 +123,9 @@ func (c *Console) deadLetter(m replay.Message, p httpapi.Principal) DeadLetter {
 	}
 	switch {
 	case !p.Can(httpapi.ScopeReadRaw):
-		d.Redacted = true
+		d.Redacted, d.PayloadOmitted = true, "the payload is provider evidence: it needs a read:raw key"
+	case len(m.Data) > maxListedPayload:
+		d.PayloadOmitted = fmt.Sprintf("%d bytes, more than the %d KiB a page lists: substate events dlq --json prints it", len(m.Data), maxListedPayload>>10)
 	case !json.Valid(m.Data):
 		d.Payload, _ = json.Marshal(strings.ToValidUTF8(string(m.Data), "\uFFFD"))
 	default:

@@ -375,7 +375,7 @@
       tbody.replaceChildren(...page.deadLetters.map((d) => el("tr", { dataset: { seq: String(d.seq) } },
         el("td", {}, timeCell(d.time)), el("td", {}, d.stage), el("td", { class: "err" }, d.reason),
         el("td", { class: "id" }, d.tenantId ? el("a", { href: "#/tenant/" + encodeURIComponent(d.tenantId) }, d.tenantId) : "–"),
-        el("td", {}, d.payload === undefined ? el("span", { class: "muted" }, "payload needs a read:raw key") :
+        el("td", {}, d.payload === undefined ? el("span", { class: "muted payload-omitted" }, d.payloadOmitted || "no payload") :
           el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
         el("td", {}, d.rawSeq ? el("button", { type: "button", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
       if (!page.deadLetters.length) msg.replaceChildren(notice("No dead letters."));
