@@ -69,12 +69,19 @@ type Console struct {
 	// Resume is how many recent changes are kept for a page that
 	// reconnects with Last-Event-ID; 0 means DefaultResume.
 	Resume int
+	// MaxStreams is how many change streams may be open at once; 0 means
+	// DefaultMaxStreams. A stream holds its connection for as long as the
+	// page is open, beyond the server's timeouts, so without a cap open
+	// pages could take every connection the server allows (ingest
+	// included). Above it a page is answered 503 and tries again.
+	MaxStreams int
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 
 	hub      *hub
-	servers  sync.Map // *http.Server → true, once it ends the streams on shutdown
+	streams  chan struct{} // one token per stream being served
+	servers  sync.Map      // *http.Server → true, once it ends the streams on shutdown
 	sub      *nats.Subscription
 	activity *activity
 }
@@ -86,11 +93,13 @@ type Durable struct{ Stream, Name string }
 const (
 	DefaultClientBuffer = 2048 // above a projector batch (512 by default), so one batch never drops a page
 	DefaultResume       = 4096
+	DefaultMaxStreams   = 1024 // a quarter of the HTTP server's default connection cap
 )
 
 // Open subscribes to the change feed.
 func (c *Console) Open() error {
 	c.hub = newHub(cmp.Or(c.Resume, DefaultResume), cmp.Or(c.ClientBuffer, DefaultClientBuffer))
+	c.streams = make(chan struct{}, cmp.Or(c.MaxStreams, DefaultMaxStreams))
 	c.activity = &activity{js: c.JS, now: c.now}
 	if c.Conn == nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/httpx"
 )
 
 // decodeChange reads one change-feed message, a CloudEvent around the
@@ -189,6 +191,14 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.ParseUint(s, 10, 64)
 		resuming, lastID = err == nil, n
 	}
+	select {
+	case c.streams <- struct{}{}:
+		defer func() { <-c.streams }()
+	default:
+		httpx.Error(w, r, substate.Errorf(substate.EUNAVAILABLE,
+			"%d console streams are open, as many as this worker serves; the page tries again", cap(c.streams)), nil)
+		return
+	}
 	c.endOnShutdown(r)
 	cl, missed, resumable := c.hub.subscribe(lastID, resuming)
 	defer c.hub.unsubscribe(cl)
@@ -204,7 +214,7 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range missed {
 		writeEvent(w, p, ev)
 	}
-	if err := rc.Flush(); err != nil {
+	if err := flushStream(rc, nil); err != nil {
 		return
 	}
 	stream(r.Context(), w, rc, p, cl)
@@ -244,11 +254,30 @@ func stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseControl
 			}
 		case <-flush:
 			flush = nil
-			if bw.Flush() != nil || rc.Flush() != nil {
+			if flushStream(rc, bw) != nil {
 				return
 			}
 		}
 	}
+}
+
+// streamWriteTimeout bounds each flush of a stream: a page that stops
+// reading (its connection's buffers full) is closed after it instead of
+// holding the connection and its goroutine for good.
+var streamWriteTimeout = 10 * time.Second
+
+// flushStream writes what bw holds (nil: nothing buffered) and flushes the
+// response, within streamWriteTimeout.
+func flushStream(rc *http.ResponseController, bw *bufio.Writer) error {
+	if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if bw != nil {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	}
+	return rc.Flush()
 }
 
 // endOnShutdown makes the server that serves r end every stream when it

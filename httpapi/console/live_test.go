@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -295,5 +296,62 @@ func BenchmarkHubPublish(b *testing.B) {
 	for i := range b.N {
 		ch.Seq = uint64(i + 1)
 		h.publish(ch)
+	}
+}
+
+// TestStreamLimits: open streams are capped, and a page that stops
+// reading is closed once a write has waited streamWriteTimeout, instead of
+// holding its connection and goroutine for good.
+func TestStreamLimits(t *testing.T) {
+	defer func(d time.Duration) { streamWriteTimeout = d }(streamWriteTimeout)
+	streamWriteTimeout = 200 * time.Millisecond
+	c := &Console{MaxStreams: 1, ClientBuffer: 1 << 16}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mux := http.NewServeMux()
+	for p, h := range c.Routes() {
+		mux.Handle(p, h)
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	// A client that sends its request and never reads.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(1024)
+	if _, err := conn.Write([]byte("GET /console/api/changes HTTP/1.1\r\nHost: console\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(c.streams) == 1 })
+
+	resp, err := http.Get(srv.URL + "/console/api/changes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a second stream over a cap of 1: %d, want 503", resp.StatusCode)
+	}
+
+	long := strings.Repeat("x", 8<<10)
+	for i := uint64(1); i <= 8000; i++ {
+		ch := change(i, "acme-1")
+		ch.New.WorkflowErrorMessage = long
+		c.hub.publish(ch)
+	}
+	waitFor(t, func() bool { return len(c.streams) == 0 })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("waited 10s")
+		}
 	}
 }

@@ -287,7 +287,13 @@
     const live = document.getElementById("live");
     source = new EventSource("/console/api/changes");
     source.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; loadOverview(); });
-    source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "live off"; });
+    const mine = source;
+    source.addEventListener("error", () => {
+      live.textContent = "reconnecting…"; live.className = "live off";
+      // The browser reconnects by itself, except after an answer that is
+      // not a stream (a worker at its cap of streams answers 503).
+      if (mine.readyState === EventSource.CLOSED) setTimeout(() => { if (source === mine) connect(); }, 5000);
+    });
     source.addEventListener("change", (e) => { try { onChange(JSON.parse(e.data)); } catch (err) { /* ignore a bad event */ } });
     source.addEventListener("reset", () => { if (state.view === "overview") { loadOverview(); loadTable(); } else route(); });
   }
