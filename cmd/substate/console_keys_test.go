@@ -15,8 +15,9 @@ import (
 // as every worker off loopback must: the page opens without a key (a
 // browser cannot send one with a navigation), its data is refused until
 // the operator enters a key with the Key button, and then the table, the
-// live stream (whose key travels in a cookie) and a transition's raw
-// evidence (redacted for a read:raw key) all work.
+// live stream (whose key travels in a cookie), a transition's raw
+// evidence (redacted for a read:raw key) and a long history's next page
+// all work.
 func TestConsoleWithKeys(t *testing.T) {
 	const key = "viewer-key-0123456789abcdef0123456789"
 	w := startWorker(t, t.TempDir(), "--api-keys", "viewer read,read:raw * sha256:"+hashHex(key))
@@ -58,4 +59,26 @@ func TestConsoleWithKeys(t *testing.T) {
 	if !strings.Contains(raw, "[redacted]") || strings.Contains(raw, "hunter2") || !strings.Contains(raw, "run-acme-1") {
 		t.Fatalf("the raw evidence a read:raw key sees:\n%s", raw)
 	}
+
+	// A history longer than the page's first 1,000: the rest is fetched
+	// with the key too.
+	for batch := range 2 {
+		var events []string
+		for i := range 500 {
+			events = append(events, string(sfnEvent(fmt.Sprintf("late-%d-%d", batch, i), "acme-1", "run-acme-1", "RUNNING", cw.t0, cw.t0, "")))
+		}
+		if code := postBytes(t, cw.url+"/v1/ingest/eventbridge", []byte("["+strings.Join(events, ",")+"]"), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+			t.Fatalf("ingest a batch: %d", code)
+		}
+	}
+	eventually(t, func() string {
+		if code, _, body := apiGet(t, cw.url+"/v1/tenants/acme-1/history?limit=2000", key); code != 200 || strings.Count(body, `"outcome"`) != 1002 {
+			return fmt.Sprintf("history: %d, %d transitions", code, strings.Count(body, `"outcome"`))
+		}
+		return ""
+	})
+	run(t, ctx, "open the long history", chromedp.Navigate(cw.url+"/?again#/tenant/acme-1"))
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#timeline tbody tr').length === 1000 && document.getElementById('more-transitions')`)
+	eval(t, ctx, `document.getElementById('more-transitions').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#timeline tbody tr').length === 1002 && !document.getElementById('more-transitions')`)
 }

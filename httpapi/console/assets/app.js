@@ -323,15 +323,32 @@
       document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
       document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map(transitionRow));
       main.querySelectorAll(".more").forEach((n) => n.remove());
-      if (hist.nextAfterSeq) {
-        main.append(el("p", { class: "more" }, "Showing the first " + hist.transitions.length + " transitions. ",
-          el("a", { href: "/v1/tenants/" + enc + "/history?afterSeq=" + hist.nextAfterSeq, target: "_blank", rel: "noopener" }, "The next ones as JSON")));
-      }
+      if (hist.nextAfterSeq) main.append(moreTransitions(id, hist.nextAfterSeq, hist.transitions.length));
       document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
     } catch (e) {
       main.querySelectorAll(".notice").forEach((n) => n.remove());
       main.insertBefore(notice(e.message), main.children[2] || null);
     }
+  }
+
+  // moreTransitions offers the tenant's next page of history, fetched with
+  // the page's key and added to the timeline.
+  function moreTransitions(id, after, shown) {
+    const p = el("p", { class: "more" }, "Showing the first " + shown + " transitions. ");
+    const b = el("button", { type: "button", id: "more-transitions", on: { click: async () => {
+      b.disabled = true;
+      try {
+        const h = await api("/v1/tenants/" + encodeURIComponent(id) + "/history?limit=1000&afterSeq=" + after);
+        if (state.tenant !== id) return;
+        document.querySelector("#timeline tbody").append(...h.transitions.map(transitionRow));
+        p.replaceWith(...(h.nextAfterSeq ? [moreTransitions(id, h.nextAfterSeq, shown + h.transitions.length)] : []));
+      } catch (e) {
+        b.disabled = false;
+        p.append(notice(e.message));
+      }
+    } } }, "Show the next ones");
+    p.append(b);
+    return p;
   }
 
   function transitionRow(t) {
