@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,17 @@ type ReconcileMetrics struct {
 	// was at the last sweep: above the poll interval, the provider's API
 	// budget does not cover every running execution each interval.
 	PollLag *prometheus.GaugeVec
+
+	lastSweep atomic.Int64 // Unix nanoseconds at the end of the last sweep; 0 before the first
+}
+
+// LastSweep returns when a sweep last ended, of any poller; ok is false
+// before the first.
+func (m *ReconcileMetrics) LastSweep() (t time.Time, ok bool) {
+	if n := m.lastSweep.Load(); n != 0 {
+		return time.Unix(0, n), true
+	}
+	return time.Time{}, false
 }
 
 // NewReconcileMetrics creates the metrics and registers them on reg when
@@ -86,6 +98,7 @@ func (m *ReconcileMetrics) setStale(p substate.Provider, n int) {
 func (m *ReconcileMetrics) observeSweep(poller string, d time.Duration) {
 	if m != nil {
 		m.SweepDuration.WithLabelValues(poller).Observe(d.Seconds())
+		m.lastSweep.Store(time.Now().UnixNano())
 	}
 }
 

@@ -173,7 +173,14 @@ func TestReconcilerFailures(t *testing.T) {
 
 	t.Run("Throttled", func(t *testing.T) {
 		srv.Throttle("GetExecutionHistory", awstest.MaxAttempts) // the SDK's retries are used up
+		if _, ok := r.Metrics.LastSweep(); ok {
+			t.Fatal("a last sweep before any")
+		}
+		before := time.Now()
 		res, err := r.Sweep(ctx)
+		if last, ok := r.Metrics.LastSweep(); !ok || last.Before(before) {
+			t.Fatalf("last sweep %v %v after a sweep that began at %v", last, ok, before)
+		}
 		if err != nil || res.Failed != 1 || res.Deferred != 2 || res.Published != 0 {
 			t.Fatalf("sweep = %+v, %v; want the first poll throttled and the rest deferred", res, err)
 		}

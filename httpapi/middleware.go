@@ -38,6 +38,23 @@ func isJSON(ct string) bool {
 	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
 }
 
+// sameOrigin refuses a state-changing request (POST, PUT, DELETE…) that a
+// browser sends from a page of another origin, with 403 and the JSON
+// error: an ingest, an action on an execution, a requeue. A page on any
+// site the operator visits could otherwise post to a worker on loopback
+// without keys (no-cors fetches and forms need no CORS permission) and
+// forge events or stop executions. Requests without the browser's
+// Sec-Fetch-Site and Origin headers (webhooks, curl, the CLI) and reads
+// are let through (http.CrossOriginProtection).
+func sameOrigin(next http.Handler) http.Handler {
+	c := http.NewCrossOriginProtection()
+	c.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.Error(w, r, substate.Errorf(substate.EFORBIDDEN,
+			"cross-origin request refused: %s %s came from a browser page of another origin (Origin %q)", r.Method, r.URL.Path, r.Header.Get("Origin")), nil)
+	}))
+	return c.Handler(next)
+}
+
 // noDeadline is the zero time: no deadline.
 var noDeadline time.Time
 

@@ -142,7 +142,7 @@ func (s *Server) routes() http.Handler {
 		httpx.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	return jsonErrors(s.recoverer(mux))
+	return jsonErrors(s.recoverer(sameOrigin(mux)))
 }
 
 // read guards a read route with Auth, when there is one.

@@ -1,27 +1,21 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/substatehq/substate"
 )
 
-// DefaultTenantLimit is the page size of a scoped listing that asks for
-// none.
-const DefaultTenantLimit = 100
-
 // ScopedViews returns the view as a key restricted to a tenant-id prefix
 // sees it: single reads of other tenants are 403, listings hold only the
-// tenants under the prefix (paged with tokens of its own), Apply and
-// Checkpoint are the view's. An empty prefix returns v itself.
+// tenants under the prefix, Apply and Checkpoint are the view's. An empty
+// prefix returns v itself.
 //
-// A listing reads the view's pages and keeps the matching tenants, so a
-// prefix few tenants have costs a scan of the listing's index; a view that
-// filters by prefix in its indexes would make it a seek.
+// A listing is the view's own with the key's prefix as its TenantPrefix
+// filter (a seek on the indexes ordered by tenant id), and its page
+// tokens are the view's, bound to that filter.
 func ScopedViews(v substate.ViewStore, prefix string) substate.ViewStore {
 	if prefix == "" {
 		return v
@@ -50,79 +44,19 @@ func (s scopedViews) Tenant(ctx context.Context, id string) (substate.TenantView
 	return s.ViewStore.Tenant(ctx, id)
 }
 
-// scopedToken is where a scoped listing resumes: in the view's page that
-// starts at Under (read with Limit), after its first Skip tenants.
-type scopedToken struct {
-	Under string `json:"u,omitempty"`
-	Skip  int    `json:"s,omitempty"`
-	Limit int    `json:"l,omitempty"`
-}
-
-const scopedTokenPrefix = "p1."
-
 func (s scopedViews) Tenants(ctx context.Context, f substate.TenantFilter) (substate.TenantPage, error) {
-	limit := cmp.Or(f.Limit, DefaultTenantLimit)
-	cur, err := decodeScopedToken(f.PageToken, limit)
-	if err != nil {
-		return substate.TenantPage{}, err
+	switch {
+	case strings.HasPrefix(f.TenantPrefix, s.prefix): // as narrow as the key's, or narrower
+	case strings.HasPrefix(s.prefix, f.TenantPrefix):
+		f.TenantPrefix = s.prefix
+	default: // no tenant id starts with both
+		return substate.TenantPage{Tenants: []substate.TenantView{}}, nil
 	}
-	var page substate.TenantPage
-	for {
-		q := f
-		q.PageToken, q.Limit = cur.Under, cur.Limit
-		under, err := s.ViewStore.Tenants(ctx, q)
-		if err != nil {
-			return substate.TenantPage{}, err
-		}
-		for i := cur.Skip; i < len(under.Tenants); i++ {
-			if !strings.HasPrefix(under.Tenants[i].TenantID, s.prefix) {
-				continue
-			}
-			page.Tenants = append(page.Tenants, under.Tenants[i])
-			if len(page.Tenants) < limit {
-				continue
-			}
-			next := scopedToken{Under: cur.Under, Skip: i + 1, Limit: cur.Limit}
-			if i+1 == len(under.Tenants) {
-				next = scopedToken{Under: under.NextPageToken, Limit: cur.Limit}
-			}
-			if next.Under != "" || next.Skip > 0 {
-				page.NextPageToken = encodeScopedToken(next)
-			}
-			return page, nil
-		}
-		if under.NextPageToken == "" {
-			return page, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return substate.TenantPage{}, err
-		}
-		cur = scopedToken{Under: under.NextPageToken, Limit: cur.Limit}
-	}
-}
-
-func encodeScopedToken(t scopedToken) string {
-	b, _ := json.Marshal(t)
-	return scopedTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// decodeScopedToken reads a token of encodeScopedToken; "" starts a
-// listing whose view pages hold limit tenants.
-func decodeScopedToken(s string, limit int) (scopedToken, error) {
-	if s == "" {
-		return scopedToken{Limit: limit}, nil
-	}
-	bad := substate.Errorf(substate.EINVALID, "invalid page token")
-	rest, ok := strings.CutPrefix(s, scopedTokenPrefix)
-	if !ok {
-		return scopedToken{}, bad
-	}
-	b, err := base64.RawURLEncoding.DecodeString(rest)
-	var t scopedToken
-	if err != nil || json.Unmarshal(b, &t) != nil || t.Skip < 0 || t.Limit <= 0 {
-		return scopedToken{}, bad
-	}
-	return t, nil
+	page, err := s.ViewStore.Tenants(ctx, f)
+	// The view filters by TenantPrefix; should one not, its other tenants
+	// still stay out.
+	page.Tenants = slices.DeleteFunc(page.Tenants, func(v substate.TenantView) bool { return !strings.HasPrefix(v.TenantID, s.prefix) })
+	return page, err
 }
 
 // CountTenants counts the tenants matching f (its page fields ignored) by

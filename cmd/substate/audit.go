@@ -69,7 +69,7 @@ func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {
 }
 
 func writeJSONLines[T any](w io.Writer, items []T) error {
-	enc := json.NewEncoder(safeWriter{w})
+	enc := json.NewEncoder(jsonWriter{w})
 	for i := range items {
 		if err := enc.Encode(items[i]); err != nil {
 			return err

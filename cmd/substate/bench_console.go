@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -36,7 +35,7 @@ func openConsoleFans(url string, n int) (*consoleFans, error) {
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var o console.Overview
-		err := getConsoleJSON(url+"/console/api/overview", &o)
+		err := getJSON(ctx, url, "", "/console/api/overview", &o)
 		if err == nil && o.Streams.Open >= n {
 			return f, nil
 		}
@@ -46,18 +45,6 @@ func openConsoleFans(url string, n int) (*consoleFans, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func getConsoleJSON(url string, v any) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // delivered waits up to limit until the streams received want changes in

@@ -4,10 +4,6 @@ import (
 	"context"
 	"maps"
 	"net/http"
-	"sync"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
@@ -34,21 +30,18 @@ func (w *Worker) openConsole() *console.Console {
 		return nil
 	}
 	log := w.Logger.With("component", "console")
-	sweeps := &sweepWatch{reg: w.registry}
 	c := &console.Console{
 		Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
-		Consumers: w.consoleDurables(), Requeue: w.requeueRaw, Auth: w.Auth, Logger: log,
+		Consumers: w.consoleDurables(), Requeue: w.requeueRaw, Auth: w.Auth, Redact: w.Redaction, Logger: log,
 	}
 	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {
-		c.LastSweep = sweeps.last
+		c.LastSweep = w.reconcile.metrics.LastSweep
 	}
 	if err := c.Open(); err != nil {
 		log.Warn("operator console not served", "err", err)
 		return nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go sweeps.watch(ctx, time.Second)
-	w.closers = append(w.closers, func() error { cancel(); return c.Close() })
+	w.closers = append(w.closers, c.Close)
 	return c
 }
 
@@ -86,54 +79,4 @@ func (w *Worker) requeueRaw(ctx context.Context, seq uint64) (int, error) {
 		return 0, substate.Errorf(substate.EINVALID, "the mapping rejects the message again: %s", res.FirstRejection)
 	}
 	return res.Published, nil
-}
-
-// sweepWatch notices the reconciler's sweeps in its duration histogram,
-// so the console can say when the last one finished.
-type sweepWatch struct {
-	reg prometheus.Gatherer
-
-	mu    sync.Mutex
-	count uint64
-	at    time.Time
-}
-
-func (s *sweepWatch) watch(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		s.check(time.Now())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (s *sweepWatch) check(now time.Time) {
-	mfs, err := s.reg.Gather()
-	if err != nil {
-		return
-	}
-	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() != "substate_reconcile_sweep_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			n += m.GetHistogram().GetSampleCount()
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n > s.count {
-		s.count, s.at = n, now
-	}
-}
-
-func (s *sweepWatch) last() (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.at, !s.at.IsZero()
 }

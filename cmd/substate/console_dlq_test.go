@@ -19,12 +19,12 @@ import (
 )
 
 func TestConsoleDeadLetters(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := startWorker(t, t.TempDir(), "--redact-allow", "$.order.id")
 	cw := &consoleWorker{testWorker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
 	// An execution whose input names no tenant: the worker's rules cannot
 	// place it, so it is dead-lettered with its raw message kept.
 	body := sfnEvent("evt-lost", "", "wonka-run", "FAILED", cw.t0, time.Now(), "<b>oops</b>")
-	body = []byte(strings.Replace(string(body), `{\"tenantId\":\"\"}`, `{\"secret\":\"hunter2\"}`, 1))
+	body = []byte(strings.Replace(string(body), `{\"tenantId\":\"\"}`, `{\"secret\":\"hunter2\",\"order\":{\"id\":\"ord-7\"}}`, 1))
 	if code := postBytes(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
@@ -41,6 +41,9 @@ func TestConsoleDeadLetters(t *testing.T) {
 	}
 	if strings.Contains(string(d.Payload), "hunter2") {
 		t.Fatalf("the payload shows the execution input to a reader: %s", d.Payload)
+	}
+	if !strings.Contains(string(d.Payload), "ord-7") {
+		t.Fatalf("the payload hides the field --redact-allow shows: %s", d.Payload)
 	}
 
 	t.Run("ErrRequeueNeedsAdmin", func(t *testing.T) {
@@ -71,7 +74,9 @@ func TestConsoleDeadLetters(t *testing.T) {
 	t.Run("RequeueAsAdmin", func(t *testing.T) {
 		const key = "admin-key-0123456789abcdef0123456789"
 		sum := sha256.Sum256([]byte(key))
-		keys := &httpapi.Keys{Text: "root admin * sha256:" + hex.EncodeToString(sum[:])}
+		const readKey = "read-key-0123456789abcdef0123456789"
+		readSum := sha256.Sum256([]byte(readKey))
+		keys := &httpapi.Keys{Text: "root admin * sha256:" + hex.EncodeToString(sum[:]) + "; viewer read * sha256:" + hex.EncodeToString(readSum[:])}
 		if err := keys.Load(); err != nil {
 			t.Fatal(err)
 		}
@@ -87,21 +92,29 @@ func TestConsoleDeadLetters(t *testing.T) {
 		}
 		srv := httptest.NewServer(mux)
 		defer srv.Close()
-		var admin console.DeadLetterPage
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/api/deadletters", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		list := func(key string) console.DeadLetterPage {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/api/deadletters", nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var page console.DeadLetterPage
+			if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("dead letters: %d %v", resp.StatusCode, err)
+			}
+			return page
 		}
-		json.NewDecoder(resp.Body).Decode(&admin)
-		resp.Body.Close()
-		if len(admin.DeadLetters) != 1 || admin.DeadLetters[0].Redacted || !strings.Contains(string(admin.DeadLetters[0].Payload), "hunter2") {
+		if admin := list(key); len(admin.DeadLetters) != 1 || admin.DeadLetters[0].Redacted || !strings.Contains(string(admin.DeadLetters[0].Payload), "hunter2") {
 			t.Fatalf("admin sees %+v", admin)
 		}
-		req, _ = http.NewRequest(http.MethodPost, srv.URL+fmt.Sprintf("/console/api/deadletters/%d/requeue", d.Seq), nil)
+		if reader := list(readKey); len(reader.DeadLetters) != 1 || !reader.DeadLetters[0].Redacted || reader.DeadLetters[0].Payload != nil {
+			t.Fatalf("a read key (no read:raw) sees %+v, want the dead letter without its payload", reader)
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+fmt.Sprintf("/console/api/deadletters/%d/requeue", d.Seq), nil)
 		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err = http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,31 +1,34 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/substatehq/substate/httpapi/console"
 )
 
-func TestSweepWatch(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "substate_reconcile_sweep_duration_seconds"}, []string{"poller"})
-	reg.MustRegister(h)
-	s := &sweepWatch{reg: reg}
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s.check(t0)
-	if _, ok := s.last(); ok {
-		t.Fatal("a sweep reported before any")
-	}
-	h.WithLabelValues("stepfunctions").Observe(0.1)
-	s.check(t0.Add(time.Second))
-	s.check(t0.Add(2 * time.Second)) // no new sweep: the time stays
-	if got, ok := s.last(); !ok || !got.Equal(t0.Add(time.Second)) {
-		t.Fatalf("last sweep %v %v, want %v", got, ok, t0.Add(time.Second))
-	}
-	h.WithLabelValues("restate").Observe(0.1)
-	s.check(t0.Add(3 * time.Second))
-	if got, _ := s.last(); !got.Equal(t0.Add(3 * time.Second)) {
-		t.Fatalf("last sweep %v after a second poller's sweep", got)
-	}
+// TestConsoleReconcilerSweep: the console's health says when the
+// reconciler last finished a sweep, here the Restate poller's against an
+// admin API with no invocations.
+func TestConsoleReconcilerSweep(t *testing.T) {
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"rows":[]}`)
+	}))
+	defer admin.Close()
+	start := time.Now()
+	w := startWorker(t, t.TempDir(), "--restate-admin-url", admin.URL, "--restate-poll-interval", "50ms")
+	eventually(t, func() string {
+		var o console.Overview
+		if code := fetchJSON(t, w.HTTP.URL()+"/console/api/overview", &o); code != 200 || o.Health.Reconciler == nil || o.Health.Reconciler.Last == nil {
+			return fmt.Sprintf("HTTP %d, reconciler %+v", code, o.Health.Reconciler)
+		}
+		if o.Health.Reconciler.Last.Before(start) {
+			return fmt.Sprintf("last sweep %v, before the worker started", o.Health.Reconciler.Last)
+		}
+		return ""
+	})
 }

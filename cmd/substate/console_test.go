@@ -311,7 +311,7 @@ func TestConsoleTenantTimelineAfterOutOfOrderDelivery(t *testing.T) {
 		t.Errorf("current view fields: %v", fields)
 	}
 	var raw string
-	eval(t, ctx, `document.querySelector('#timeline tbody tr a').getAttribute('href')`, &raw)
+	eval(t, ctx, `document.querySelector('#timeline tbody tr .evidence details').dataset.path`, &raw)
 	var page substate.HistoryPage
 	if code := fetchJSON(t, cw.url+raw, &page); code != 200 || len(page.Transitions) != 1 || page.Transitions[0].Raw == nil {
 		t.Errorf("evidence link %s: HTTP %d, %+v", raw, code, page)

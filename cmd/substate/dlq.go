@@ -119,7 +119,7 @@ func (c *EventsDLQCmd) print(w io.Writer, msg jetstream.Msg, meta *jetstream.Msg
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, termText(string(b)))
+	_, err = fmt.Fprintln(w, termJSON(string(b)))
 	return err
 }
 

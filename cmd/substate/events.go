@@ -188,7 +188,7 @@ func eventLine(d *substate.EventData) string {
 func jsonLine(data []byte) string {
 	var b bytes.Buffer
 	if json.Compact(&b, data) == nil {
-		return termText(b.String())
+		return termJSON(b.String())
 	}
 	return termText(string(data))
 }

@@ -34,6 +34,7 @@ type reconcile struct {
 	reconciler *consumers.Reconciler
 	restate    *consumers.RestatePoller
 	sfn        *stepfunctions.Provider // also acts on executions
+	metrics    *consumers.ReconcileMetrics
 }
 
 // openReconciler builds the reconciler for the providers that can be
@@ -45,6 +46,7 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 		return err
 	}
 	m := consumers.NewReconcileMetrics(w.registry)
+	w.reconcile.metrics = m
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	pollers := map[substate.Provider]substate.StatusPoller{}
 	sfn, err := w.stepFunctions(ctx, m)

@@ -133,10 +133,9 @@ func getJSON(ctx context.Context, base, key, path string, v any) error {
 }
 
 // writeJSON prints v as indented JSON, with what termText escapes
-// escaped (JSON escapes control characters itself, not bidirectional
-// controls).
+// escaped as JSON escapes (termJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(safeWriter{w})
+	enc := json.NewEncoder(jsonWriter{w})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

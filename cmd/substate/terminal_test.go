@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,11 @@ import (
 // hostile is a tenant id and an error message that try to take over the
 // terminal: clear the screen, retitle the window with OSC … BEL, a link
 // (OSC 8), color, a carriage return that overwrites the line, a
-// right-to-left override.
+// right-to-left override, DEL and a C1 CSI (which encoding/json leaves
+// as they are).
 const (
 	hostileTenant = "evil\x1b[2J\x1b]0;pwned\x07\rOK"
-	hostileError  = "boom\x1b[31m red\x1b]8;;http://x\x07link\x1b]8;;\x07\rfake \u202eeulav"
+	hostileError  = "boom\x1b[31m red\x1b]8;;http://x\x07link\x1b]8;;\x07\rfake \u202eeulav \x7f\u009b2J"
 )
 
 // controls finds what a terminal would act on: C0 controls but line feed,
@@ -111,6 +113,15 @@ func TestTerminalOutputEscaped(t *testing.T) {
 		}
 		if !strings.Contains(out, `\x1b`) && !strings.Contains(out, `\u001b`) {
 			t.Errorf("%s does not show the escape it found:\n%s", args[:2], out)
+		}
+		if slices.Contains(args, "--json") {
+			for dec := json.NewDecoder(strings.NewReader(out)); dec.More(); {
+				var v any
+				if err := dec.Decode(&v); err != nil {
+					t.Errorf("%s --json prints what is not JSON: %v\n%s", args[:2], err, out)
+					break
+				}
+			}
 		}
 		fmt.Fprintf(&all, "$ substate %s\n%s", strings.Join(args[:2], " "), normalizeVolatile(out))
 	}

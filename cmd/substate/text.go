@@ -66,7 +66,7 @@ func unsafeRune(r rune) bool {
 
 // termLines is termText for text of several lines: line breaks and tabs
 // stay as they are, everything else termText escapes is escaped. Error
-// messages and JSON printed as received go through it.
+// messages go through it.
 func termLines(s string) string {
 	if !needsEscape(s) {
 		return s
@@ -82,11 +82,41 @@ func termLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// safeWriter writes everything through termLines.
-type safeWriter struct{ w io.Writer }
+// termJSON is termText for JSON text: what termText escapes is written
+// as a JSON escape instead (DEL as \u007f, U+009B as \u009b, U+202E as
+// \u202e) and a byte that is not UTF-8 as \ufffd, so the output is still
+// the same JSON, for jq as for a terminal. In JSON such characters can
+// only be inside strings; line breaks and tabs (indentation) stay.
+// encoding/json escapes C0 controls itself, but not DEL, the C1 controls
+// or the bidirectional ones, and json.Compact passes through whatever a
+// publisher sent.
+func termJSON(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		case r < 0x100 && unicode.IsControl(r) || unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
 
-func (s safeWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(s.w, termLines(string(p))); err != nil {
+// jsonWriter writes JSON text through termJSON.
+type jsonWriter struct{ w io.Writer }
+
+func (s jsonWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, termJSON(string(p))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

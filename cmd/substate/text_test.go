@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 	"unicode/utf8"
 )
@@ -58,6 +60,48 @@ func FuzzTermText(f *testing.F) {
 		}
 		if !needsEscape(s) && got != s {
 			t.Fatalf("termText changed safe text %q to %q", s, got)
+		}
+	})
+}
+
+func TestTermJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeJSON(&b, map[string]string{"e": "del\x7f c1\u009b rlo\u202e esc\x1b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), "{\n  \"e\": \"del\\u007f c1\\u009b rlo\\u202e esc\\u001b\"\n}\n"; got != want {
+		t.Errorf("writeJSON = %q, want %q", got, want)
+	}
+	if got, want := jsonLine([]byte("{\"e\": \"del\x7f bad\xff\"}")), `{"e":"del\u007f bad\ufffd"}`; got != want {
+		t.Errorf("jsonLine = %q, want %q", got, want)
+	}
+}
+
+// FuzzTermJSON: JSON through termJSON (writeJSON) and jsonLine is still
+// JSON, reads the same, and holds nothing a terminal acts on.
+func FuzzTermJSON(f *testing.F) {
+	for _, s := range []string{"acme", "\x1b]8;;http://x\x07link", "del\x7f c1\u009b", "\u202e\u2066\u2028", "\xff\xfe", `back\slash "q"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		doc, _ := json.Marshal(map[string]string{"s": s})
+		var want map[string]string
+		if err := json.Unmarshal(doc, &want); err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range []string{termJSON(string(doc)), jsonLine(doc)} {
+			var back map[string]string
+			if err := json.Unmarshal([]byte(got), &back); err != nil {
+				t.Fatalf("%q became %q, not JSON: %v", doc, got, err)
+			}
+			if back["s"] != want["s"] {
+				t.Fatalf("%q became %q, which reads %q, want %q", doc, got, back["s"], want["s"])
+			}
+			for _, r := range got {
+				if r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r < 0xa0 || unsafeRune(r) {
+					t.Fatalf("%q became %q, which keeps %U", doc, got, r)
+				}
+			}
 		}
 	})
 }

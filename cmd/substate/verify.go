@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
-	"github.com/substatehq/substate/internal/httpx"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
@@ -93,24 +91,11 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 // worker's own words, which name the file, the page and the rebuild
 // command.
 func (c *VerifyCmd) checkReady(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.Server, "/")+"/readyz", nil)
-	if err != nil {
-		return err
+	err := callWorker(ctx, http.MethodGet, c.Server, "/readyz", "", nil, &struct{}{})
+	if msg := substate.ErrorMessage(err); err != nil && strings.Contains(msg, "is corrupt") {
+		return fmt.Errorf("the worker's view is not usable: %s", msg)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("read %s/readyz: %w", c.Server, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		return nil
-	}
-	var body httpx.ErrorBody
-	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
-	if strings.Contains(body.Error.Message, "is corrupt") {
-		return fmt.Errorf("the worker's view is not usable: %s", body.Error.Message)
-	}
-	return nil // catching up or NATS away: the comparison below says what it can
+	return nil // catching up, NATS away or no worker: the comparison below says what it can
 }
 
 // checkEvidence checks the events up to seq against SUBSTATE_RAW.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"sync"
@@ -17,7 +18,8 @@ const (
 	activityWindow  = time.Hour
 	activityRefresh = 5 * time.Second // an overview within this reuses the last read
 	// activityBudget is the most events one refresh reads: beyond it the
-	// chart starts later than an hour ago (Activity.Truncated says so).
+	// chart starts later than an hour ago (Activity.Truncated says so
+	// while the gap is within the hour).
 	activityBudget = 20000
 )
 
@@ -39,15 +41,18 @@ type Minute struct {
 // activity keeps per-minute counts and reads only what the stream got
 // since its last read.
 type activity struct {
-	js  jetstream.JetStream
-	now func() time.Time
+	js     jetstream.JetStream
+	now    func() time.Time
+	budget int // the most events one refresh reads; 0 means activityBudget
 
-	mu        sync.Mutex
-	minutes   map[int64]map[substate.SubState]int // Unix minute → counts
-	lastSeq   uint64
-	readAt    time.Time
-	truncated bool
-	err       string
+	mu      sync.Mutex
+	minutes map[int64]map[substate.SubState]int // Unix minute → counts
+	lastSeq uint64
+	readAt  time.Time
+	// gapUntil is when the first event after the last skip was stored:
+	// the chart lacks events before it while it is within the window.
+	gapUntil time.Time
+	err      string
 }
 
 func (a *activity) read(ctx context.Context) Activity {
@@ -57,7 +62,7 @@ func (a *activity) read(ctx context.Context) Activity {
 	if a.js != nil && now.Sub(a.readAt) >= activityRefresh {
 		a.refresh(ctx, now)
 	}
-	out := Activity{Truncated: a.truncated, Error: a.err, Minutes: make([]Minute, 0, 60)}
+	out := Activity{Truncated: a.gapUntil.After(now.Add(-activityWindow)), Error: a.err, Minutes: make([]Minute, 0, 60)}
 	cur := now.Unix() / 60
 	for m := cur - 59; m <= cur; m++ {
 		counts := a.minutes[m]
@@ -83,11 +88,17 @@ func (a *activity) refresh(ctx context.Context, now time.Time) {
 		a.minutes = map[int64]map[substate.SubState]int{}
 	}
 	from := max(a.lastSeq+1, first)
-	if last >= activityBudget && from < last-activityBudget+1 {
-		a.truncated = true
-		from = last - activityBudget + 1
-	}
 	since := now.Add(-activityWindow)
+	if budget := uint64(cmp.Or(a.budget, activityBudget)); last >= budget && from < last-budget+1 {
+		from = last - budget + 1
+		// What is skipped is a gap in the chart only if the first event
+		// read was stored within the window.
+		if m, err := r.Get(ctx, substate.StreamEvents, from); err != nil {
+			a.gapUntil = now
+		} else if m.Stored.After(since) {
+			a.gapUntil = m.Stored
+		}
+	}
 	if last >= from {
 		rg := replay.Range{FromSeq: from, ToSeq: last, Since: since}
 		for m, err := range r.Messages(ctx, substate.StreamEvents, nil, rg) {

@@ -5,10 +5,12 @@
 // letters and their requeue) and the Server-Sent Events stream that carries
 // the change feed to open pages.
 //
-// Every route goes through the read API's Authorizer: the page, its assets
-// and its data need ScopeRead, a key's tenant prefix narrows what it shows,
-// dead-letter payloads are redacted unless the caller is admin, and a
-// requeue needs admin. On a loopback address without keys everything is
+// The page and its assets hold no data and are served to anyone: a browser
+// cannot send a key with a navigation, and the page is where one enters
+// it. Every data route goes through the read API's Authorizer: they need
+// ScopeRead, a key's tenant prefix narrows what they show, dead-letter
+// payloads need read:raw and are redacted unless the caller is admin, and
+// a requeue needs admin. On a loopback address without keys everything is
 // open, as the rest of the read API is.
 package console
 
@@ -55,8 +57,8 @@ type Console struct {
 	// (renormalize) and returns how many events it published; nil leaves
 	// requeue out.
 	Requeue func(ctx context.Context, rawSeq uint64) (int, error)
-	// Auth guards every route; nil lets every request in as
-	// httpapi.Anonymous (the loopback default).
+	// Auth guards every data route; nil is the loopback default of a
+	// worker without keys: a request without a key is httpapi.Anonymous.
 	Auth *httpapi.Authorizer
 	// Redact redacts dead-letter payloads for callers that are not admin;
 	// nil hides all provider input and output.
@@ -67,12 +69,19 @@ type Console struct {
 	// Resume is how many recent changes are kept for a page that
 	// reconnects with Last-Event-ID; 0 means DefaultResume.
 	Resume int
+	// MaxStreams is how many change streams may be open at once; 0 means
+	// DefaultMaxStreams. A stream holds its connection for as long as the
+	// page is open, beyond the server's timeouts, so without a cap open
+	// pages could take every connection the server allows (ingest
+	// included). Above it a page is answered 503 and tries again.
+	MaxStreams int
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 
 	hub      *hub
-	servers  sync.Map // *http.Server → true, once it ends the streams on shutdown
+	streams  chan struct{} // one token per stream being served
+	servers  sync.Map      // *http.Server → true, once it ends the streams on shutdown
 	sub      *nats.Subscription
 	activity *activity
 }
@@ -84,11 +93,13 @@ type Durable struct{ Stream, Name string }
 const (
 	DefaultClientBuffer = 2048 // above a projector batch (512 by default), so one batch never drops a page
 	DefaultResume       = 4096
+	DefaultMaxStreams   = 1024 // a quarter of the HTTP server's default connection cap
 )
 
 // Open subscribes to the change feed.
 func (c *Console) Open() error {
 	c.hub = newHub(cmp.Or(c.Resume, DefaultResume), cmp.Or(c.ClientBuffer, DefaultClientBuffer))
+	c.streams = make(chan struct{}, cmp.Or(c.MaxStreams, DefaultMaxStreams))
 	c.activity = &activity{js: c.JS, now: c.now}
 	if c.Conn == nil {
 		return nil
@@ -132,8 +143,8 @@ func (c *Console) Routes() map[string]http.Handler {
 	files := http.FileServerFS(static)
 	read := c.guard(httpapi.ScopeRead)
 	return map[string]http.Handler{
-		"GET /{$}":                                    read(page(static)),
-		"GET /console/assets/":                        read(http.StripPrefix("/console/assets/", noStore(files))),
+		"GET /{$}":                                    page(static),
+		"GET /console/assets/":                        http.StripPrefix("/console/assets/", noStore(files)),
 		"GET /console/api/overview":                   read(http.HandlerFunc(c.overview)),
 		"GET /console/api/deadletters":                read(http.HandlerFunc(c.deadLetters)),
 		"POST /console/api/deadletters/{seq}/requeue": c.guard(httpapi.ScopeAdmin)(http.HandlerFunc(c.requeue)),
@@ -143,18 +154,7 @@ func (c *Console) Routes() map[string]http.Handler {
 
 // guard requires scope of a request, with its principal on the context.
 func (c *Console) guard(scope httpapi.Scope) func(http.Handler) http.Handler {
-	if c.Auth == nil {
-		return func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if !httpapi.Anonymous.Can(scope) {
-					(&httpapi.Authorizer{}).Require(scope)(next).ServeHTTP(w, r)
-					return
-				}
-				next.ServeHTTP(w, r.WithContext(httpapi.WithPrincipal(r.Context(), httpapi.Anonymous)))
-			})
-		}
-	}
-	return c.Auth.Require(scope)
+	return cmp.Or(c.Auth, &httpapi.Authorizer{AllowAnonymous: true}).Require(scope)
 }
 
 // keyCookie is where a page keeps the key it was given, for the one route

@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,10 @@ import (
 const (
 	defaultDLQLimit = 50
 	maxDLQLimit     = 200
+	// maxListedPayload is the largest payload a page carries: with up to
+	// 1 MiB a message, a page of 200 could otherwise be hundreds of MB,
+	// and a payload that size is no use inline anyway.
+	maxListedPayload = 64 << 10
 )
 
 // DeadLetter is one entry of SUBSTATE_DLQ as the console lists it.
@@ -29,9 +34,15 @@ type DeadLetter struct {
 	Subject  string    `json:"subject"`            // where the message was
 	// RawSeq is the SUBSTATE_RAW sequence of the message, when it was a raw
 	// message: such a dead letter can be requeued (mapped again).
-	RawSeq   uint64          `json:"rawSeq,omitempty"`
-	Payload  json.RawMessage `json:"payload"` // JSON, or the bytes as a JSON string
+	RawSeq uint64 `json:"rawSeq,omitempty"`
+	// Payload is the message as received (JSON, or the bytes as a JSON
+	// string) for admin, redacted for read:raw, and left out for read: a
+	// dead payload is provider evidence.
+	Payload  json.RawMessage `json:"payload,omitempty"`
 	Redacted bool            `json:"redacted"`
+	// PayloadOmitted says why there is no payload: the caller may not read
+	// raw evidence, or it is larger than a page carries.
+	PayloadOmitted string `json:"payloadOmitted,omitempty"`
 }
 
 // DeadLetterPage is a page of dead letters, newest first.
@@ -85,7 +96,7 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request) {
 				httpx.Error(w, r, err, c.logger())
 				return
 			}
-			if d := c.deadLetter(m, p); p.SeesTenant(d.TenantID) || p.TenantPrefix == "" {
+			if d := c.deadLetter(m, p); p.SeesTenant(d.TenantID) {
 				page.DeadLetters = append(page.DeadLetters, d)
 			}
 		}
@@ -100,7 +111,7 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request) {
 }
 
 // deadLetter describes one DLQ message for principal p: the payload is
-// redacted unless p is admin.
+// redacted unless p is admin, and left out unless p may read raw evidence.
 func (c *Console) deadLetter(m replay.Message, p httpapi.Principal) DeadLetter {
 	h := m.Header
 	d := DeadLetter{
@@ -110,11 +121,17 @@ func (c *Console) deadLetter(m replay.Message, p httpapi.Principal) DeadLetter {
 	if strings.HasPrefix(d.Subject, substate.SubjectRawPrefix) {
 		d.RawSeq, _ = strconv.ParseUint(h.Get(substate.HeaderDLQSeq), 10, 64)
 	}
-	d.Payload = m.Data
-	if !json.Valid(m.Data) {
+	switch {
+	case !p.Can(httpapi.ScopeReadRaw):
+		d.Redacted, d.PayloadOmitted = true, "the payload is provider evidence: it needs a read:raw key"
+	case len(m.Data) > maxListedPayload:
+		d.PayloadOmitted = fmt.Sprintf("%d bytes, more than the %d KiB a page lists: substate events dlq --json prints it", len(m.Data), maxListedPayload>>10)
+	case !json.Valid(m.Data):
 		d.Payload, _ = json.Marshal(strings.ToValidUTF8(string(m.Data), "\uFFFD"))
+	default:
+		d.Payload = m.Data
 	}
-	if !p.Unredacted() {
+	if d.Payload != nil && !p.Unredacted() {
 		d.Payload, d.Redacted = httpapi.RedactEvidence(d.Payload, c.Redact), true
 	}
 	return d

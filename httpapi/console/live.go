@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/httpx"
 )
 
 // decodeChange reads one change-feed message, a CloudEvent around the
@@ -58,14 +60,24 @@ type client struct {
 // and resumes from Last-Event-ID), so a slow browser costs the feed
 // nothing.
 type hub struct {
-	mu      sync.Mutex
-	ring    []event // the last changes, oldest first, for resume
-	size    int
-	buffer  int
-	last    uint64 // highest sequence published
-	clients map[*client]struct{}
-	closed  bool
-	dropped int // streams dropped for being slow, since start
+	mu sync.Mutex
+	// ring keeps the last changes for resume: a circular buffer whose
+	// oldest entry is ring[next] once it is full.
+	ring   []event
+	next   int
+	size   int
+	buffer int
+	last   uint64 // highest sequence published
+	// since is the sequence after which the hub holds every change, once
+	// known: from the first change it saw (changes are published in
+	// sequence order), then from the last one it let go of. Sequences
+	// have gaps (an event that changes nothing is no change), so what a
+	// page missed is judged by it, not by the oldest kept sequence.
+	since      uint64
+	sinceKnown bool
+	clients    map[*client]struct{}
+	closed     bool
+	dropped    int // streams dropped for being slow, since start
 }
 
 func newHub(resume, buffer int) *hub {
@@ -87,11 +99,16 @@ func (h *hub) publish(ch substate.Change) {
 		return
 	}
 	h.last = max(h.last, ch.Seq)
-	if len(h.ring) == h.size {
-		copy(h.ring, h.ring[1:])
-		h.ring = h.ring[:h.size-1]
+	if !h.sinceKnown && ch.Seq != 0 {
+		h.since, h.sinceKnown = ch.Seq-1, true
 	}
-	h.ring = append(h.ring, ev)
+	if len(h.ring) < h.size {
+		h.ring = append(h.ring, ev)
+	} else {
+		h.since = max(h.since, h.ring[h.next].seq)
+		h.ring[h.next] = ev
+		h.next = (h.next + 1) % h.size
+	}
 	for c := range h.clients {
 		select {
 		case c.ch <- ev:
@@ -110,8 +127,8 @@ func (h *hub) drop(c *client) {
 }
 
 // subscribe adds a client and returns the changes after lastID that it
-// missed; resumable is false when they are no longer all kept (the page
-// must reload what it shows).
+// missed; resumable is false when the hub cannot tell that they are all
+// kept (the page must reload what it shows).
 func (h *hub) subscribe(lastID uint64, resuming bool) (c *client, missed []event, resumable bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -124,13 +141,12 @@ func (h *hub) subscribe(lastID uint64, resuming bool) (c *client, missed []event
 	if !resuming {
 		return c, nil, true
 	}
-	resumable = lastID >= h.last || len(h.ring) > 0 && h.ring[0].seq <= lastID+1
-	for _, ev := range h.ring {
-		if ev.seq > lastID {
+	for i := range h.ring {
+		if ev := h.ring[(h.next+i)%len(h.ring)]; ev.seq > lastID {
 			missed = append(missed, ev)
 		}
 	}
-	return c, missed, resumable
+	return c, missed, h.sinceKnown && lastID >= h.since
 }
 
 func (h *hub) unsubscribe(c *client) {
@@ -175,6 +191,14 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.ParseUint(s, 10, 64)
 		resuming, lastID = err == nil, n
 	}
+	select {
+	case c.streams <- struct{}{}:
+		defer func() { <-c.streams }()
+	default:
+		httpx.Error(w, r, substate.Errorf(substate.EUNAVAILABLE,
+			"%d console streams are open, as many as this worker serves; the page tries again", cap(c.streams)), nil)
+		return
+	}
 	c.endOnShutdown(r)
 	cl, missed, resumable := c.hub.subscribe(lastID, resuming)
 	defer c.hub.unsubscribe(cl)
@@ -190,7 +214,7 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range missed {
 		writeEvent(w, p, ev)
 	}
-	if err := rc.Flush(); err != nil {
+	if err := flushStream(rc, nil); err != nil {
 		return
 	}
 	stream(r.Context(), w, rc, p, cl)
@@ -230,11 +254,30 @@ func stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseControl
 			}
 		case <-flush:
 			flush = nil
-			if bw.Flush() != nil || rc.Flush() != nil {
+			if flushStream(rc, bw) != nil {
 				return
 			}
 		}
 	}
+}
+
+// streamWriteTimeout bounds each flush of a stream: a page that stops
+// reading (its connection's buffers full) is closed after it instead of
+// holding the connection and its goroutine for good.
+var streamWriteTimeout = 10 * time.Second
+
+// flushStream writes what bw holds (nil: nothing buffered) and flushes the
+// response, within streamWriteTimeout.
+func flushStream(rc *http.ResponseController, bw *bufio.Writer) error {
+	if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if bw != nil {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	}
+	return rc.Flush()
 }
 
 // endOnShutdown makes the server that serves r end every stream when it

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,9 +65,58 @@ func TestHub(t *testing.T) {
 			for _, ev := range missed {
 				got = append(got, ev.seq)
 			}
-			if ok != tc.resumable || len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+			if ok != tc.resumable || !slices.Equal(got, tc.want) {
 				t.Errorf("after %d: missed %v resumable %v, want %v %v", tc.last, got, ok, tc.want, tc.resumable)
 			}
+			h.unsubscribe(c)
+		}
+	})
+	t.Run("ResumeAcrossGaps", func(t *testing.T) {
+		// Events that change nothing leave gaps between changes: a page
+		// that saw 10 missed nothing between 10 and 20, although the
+		// oldest change kept is 20.
+		h := newHub(2, 8)
+		for _, seq := range []uint64{10, 20, 30} {
+			h.publish(change(seq, "t"))
+		}
+		for _, tc := range []struct {
+			last      uint64
+			want      []uint64
+			resumable bool
+		}{
+			{last: 10, want: []uint64{20, 30}, resumable: true},
+			{last: 25, want: []uint64{30}, resumable: true},
+			{last: 9, want: []uint64{20, 30}, resumable: false}, // 10 is no longer kept
+		} {
+			c, missed, ok := h.subscribe(tc.last, true)
+			var got []uint64
+			for _, ev := range missed {
+				got = append(got, ev.seq)
+			}
+			if ok != tc.resumable || !slices.Equal(got, tc.want) {
+				t.Errorf("after %d: missed %v resumable %v, want %v %v", tc.last, got, ok, tc.want, tc.resumable)
+			}
+			h.unsubscribe(c)
+		}
+	})
+	t.Run("ResumeOnFreshHub", func(t *testing.T) {
+		// A page of a worker that restarted: this hub cannot tell what
+		// changed before it subscribed, so the page reloads.
+		h := newHub(8, 8)
+		if c, _, ok := h.subscribe(40, true); ok {
+			t.Error("a hub that has seen no change let a page resume from 40")
+		} else {
+			h.unsubscribe(c)
+		}
+		h.publish(change(45, "t"))
+		if c, _, ok := h.subscribe(40, true); ok {
+			t.Error("a hub whose first change is 45 let a page resume from 40")
+		} else {
+			h.unsubscribe(c)
+		}
+		if c, missed, ok := h.subscribe(44, true); !ok || len(missed) != 1 || missed[0].seq != 45 {
+			t.Errorf("from 44: missed %d, resumable %v; want 45, resumable", len(missed), ok)
+		} else {
 			h.unsubscribe(c)
 		}
 	})
@@ -194,4 +245,113 @@ func TestChangesStream(t *testing.T) {
 			t.Fatalf("status %d, want 403", resp.StatusCode)
 		}
 	})
+}
+
+// TestNilAuth: a console without an Authorizer is what a worker on
+// loopback without keys serves: a request without a key reads as the
+// anonymous read:raw principal, an unknown key is refused, and a requeue
+// (admin) is not anonymous.
+func TestNilAuth(t *testing.T) {
+	c := &Console{}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mux := http.NewServeMux()
+	for p, h := range c.Routes() {
+		mux.Handle(p, h)
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, tc := range []struct {
+		method, path, key string
+		want              int
+	}{
+		{http.MethodGet, "/console/api/overview", "", http.StatusOK},
+		{http.MethodGet, "/console/api/overview", "not-a-key", http.StatusUnauthorized},
+		{http.MethodPost, "/console/api/deadletters/1/requeue", "", http.StatusForbidden},
+		{http.MethodGet, "/", "", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		if tc.key != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s (key %q): %d, want %d", tc.method, tc.path, tc.key, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+// BenchmarkHubPublish is the cost of one change to the console with a
+// full resume ring and no page open.
+func BenchmarkHubPublish(b *testing.B) {
+	h := newHub(DefaultResume, DefaultClientBuffer)
+	ch := change(0, "acme-1")
+	b.ReportAllocs()
+	for i := range b.N {
+		ch.Seq = uint64(i + 1)
+		h.publish(ch)
+	}
+}
+
+// TestStreamLimits: open streams are capped, and a page that stops
+// reading is closed once a write has waited streamWriteTimeout, instead of
+// holding its connection and goroutine for good.
+func TestStreamLimits(t *testing.T) {
+	defer func(d time.Duration) { streamWriteTimeout = d }(streamWriteTimeout)
+	streamWriteTimeout = 200 * time.Millisecond
+	c := &Console{MaxStreams: 1, ClientBuffer: 1 << 16}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mux := http.NewServeMux()
+	for p, h := range c.Routes() {
+		mux.Handle(p, h)
+	}
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	// A client that sends its request and never reads.
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(1024)
+	if _, err := conn.Write([]byte("GET /console/api/changes HTTP/1.1\r\nHost: console\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(c.streams) == 1 })
+
+	resp, err := http.Get(srv.URL + "/console/api/changes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a second stream over a cap of 1: %d, want 503", resp.StatusCode)
+	}
+
+	long := strings.Repeat("x", 8<<10)
+	for i := uint64(1); i <= 8000; i++ {
+		ch := change(i, "acme-1")
+		ch.New.WorkflowErrorMessage = long
+		c.hub.publish(ch)
+	}
+	waitFor(t, func() bool { return len(c.streams) == 0 })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("waited 10s")
+		}
+	}
 }

@@ -74,7 +74,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	o.DLQ = c.dlqSize(ctx)
 	o.Health = c.health(ctx)
-	o.Streams.Open, o.Streams.Dropped = c.hub.stats()
+	_, o.Streams.Dropped = c.hub.stats()
+	o.Streams.Open = len(c.streams)
 	httpx.JSON(w, http.StatusOK, o)
 }
 

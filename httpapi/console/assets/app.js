@@ -287,7 +287,13 @@
     const live = document.getElementById("live");
     source = new EventSource("/console/api/changes");
     source.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; loadOverview(); });
-    source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "live off"; });
+    const mine = source;
+    source.addEventListener("error", () => {
+      live.textContent = "reconnecting…"; live.className = "live off";
+      // The browser reconnects by itself, except after an answer that is
+      // not a stream (a worker at its cap of streams answers 503).
+      if (mine.readyState === EventSource.CLOSED) setTimeout(() => { if (source === mine) connect(); }, 5000);
+    });
     source.addEventListener("change", (e) => { try { onChange(JSON.parse(e.data)); } catch (err) { /* ignore a bad event */ } });
     source.addEventListener("reset", () => { if (state.view === "overview") { loadOverview(); loadTable(); } else route(); });
   }
@@ -317,15 +323,32 @@
       document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
       document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map(transitionRow));
       main.querySelectorAll(".more").forEach((n) => n.remove());
-      if (hist.nextAfterSeq) {
-        main.append(el("p", { class: "more" }, "Showing the first " + hist.transitions.length + " transitions. ",
-          el("a", { href: "/v1/tenants/" + enc + "/history?afterSeq=" + hist.nextAfterSeq, target: "_blank", rel: "noopener" }, "The next ones as JSON")));
-      }
+      if (hist.nextAfterSeq) main.append(moreTransitions(id, hist.nextAfterSeq, hist.transitions.length));
       document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
     } catch (e) {
       main.querySelectorAll(".notice").forEach((n) => n.remove());
       main.insertBefore(notice(e.message), main.children[2] || null);
     }
+  }
+
+  // moreTransitions offers the tenant's next page of history, fetched with
+  // the page's key and added to the timeline.
+  function moreTransitions(id, after, shown) {
+    const p = el("p", { class: "more" }, "Showing the first " + shown + " transitions. ");
+    const b = el("button", { type: "button", id: "more-transitions", on: { click: async () => {
+      b.disabled = true;
+      try {
+        const h = await api("/v1/tenants/" + encodeURIComponent(id) + "/history?limit=1000&afterSeq=" + after);
+        if (state.tenant !== id) return;
+        document.querySelector("#timeline tbody").append(...h.transitions.map(transitionRow));
+        p.replaceWith(...(h.nextAfterSeq ? [moreTransitions(id, h.nextAfterSeq, shown + h.transitions.length)] : []));
+      } catch (e) {
+        b.disabled = false;
+        p.append(notice(e.message));
+      }
+    } } }, "Show the next ones");
+    p.append(b);
+    return p;
   }
 
   function transitionRow(t) {
@@ -336,7 +359,26 @@
         el("td", { class: "step" }, t.new.step || ""),
         el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
         el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
-        el("td", {}, el("a", { href: "/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1), target: "_blank", rel: "noopener" }, "raw")));
+        el("td", { class: "evidence" }, evidence("/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1))));
+  }
+
+  // evidence is a transition's raw provider evidence, fetched with the
+  // page's key when opened (a link would go without it).
+  function evidence(path) {
+    const pre = el("pre");
+    const d = el("details", { dataset: { path } }, el("summary", {}, "raw"), pre);
+    d.addEventListener("toggle", async () => {
+      if (!d.open || d.dataset.loaded) return;
+      try {
+        const page = await api(path);
+        const tr = page.transitions[0];
+        pre.textContent = JSON.stringify(tr && tr.raw ? tr.raw : null, null, 2);
+        d.dataset.loaded = "ok";
+      } catch (e) {
+        pre.replaceChildren(el("span", { class: "bad" }, e.message));
+      }
+    });
+    return d;
   }
 
   // ---- dead letters ----
@@ -348,7 +390,7 @@
     const tbody = el("tbody");
     const msg = el("div", { id: "dlq-note" });
     main.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Dead letters, newest first"), msg,
-      el("p", { class: "muted" }, "Payloads are redacted unless your key is admin. Requeue maps a raw message again and needs an admin key."),
+      el("p", { class: "muted" }, "Payloads are shown to read:raw keys, redacted unless your key is admin. Requeue maps a raw message again and needs an admin key."),
       el("div", { class: "scroll" }, el("table", { id: "deadletters" }, el("thead", {}, el("tr", {}, ["Time", "Stage", "Reason", "Tenant", "Payload", ""].map((h) => el("th", {}, h)))), tbody)),
       el("div", { class: "pager", id: "dlq-pager" })));
     try {
@@ -356,7 +398,8 @@
       tbody.replaceChildren(...page.deadLetters.map((d) => el("tr", { dataset: { seq: String(d.seq) } },
         el("td", {}, timeCell(d.time)), el("td", {}, d.stage), el("td", { class: "err" }, d.reason),
         el("td", { class: "id" }, d.tenantId ? el("a", { href: "#/tenant/" + encodeURIComponent(d.tenantId) }, d.tenantId) : "–"),
-        el("td", {}, el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
+        el("td", {}, d.payload === undefined ? el("span", { class: "muted payload-omitted" }, d.payloadOmitted || "no payload") :
+          el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
         el("td", {}, d.rawSeq ? el("button", { type: "button", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
       if (!page.deadLetters.length) msg.replaceChildren(notice("No dead letters."));
       if (page.before) document.getElementById("dlq-pager").replaceChildren(el("a", { href: "#/deadletters?before=" + page.before }, "Older →"));
