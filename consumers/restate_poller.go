@@ -193,12 +193,11 @@ func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 	if err := p.discover(ctx, s, start); err != nil {
 		return s.res, err
 	}
-	ids, seen, err := p.tracked(ctx, start)
-	s.res.Stale = len(seen)
+	ids, seen, err := p.tracked(ctx, s, start)
 	if err != nil {
 		return s.res, err
 	}
-	p.Metrics.setStale(substate.ProviderRestate, len(seen))
+	p.Metrics.setStale(substate.ProviderRestate, s.res.Stale)
 	ids = slices.DeleteFunc(ids, func(id string) bool { return s.published[id] })
 	for batch := range slices.Chunk(ids, p.BatchSize) {
 		if err := p.pollIDs(ctx, s, batch); err != nil {
@@ -215,11 +214,14 @@ func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 
 // tracked returns the invocation ids of the non-terminal restate tenants
 // (whose last event is older than After, when After is set) that can be
-// queried, sorted, and every id listed with its tenant. An id Restate
-// cannot parse is dead-lettered instead.
-func (p *RestatePoller) tracked(ctx context.Context, now time.Time) (ids []string, seen map[string]string, err error) {
+// queried, sorted, and every non-terminal restate invocation listed with
+// its tenant, however recent its last event: what the poller remembers of
+// an invocation (a pause, a refusal) is kept while the view lists it. An
+// id Restate cannot parse is dead-lettered instead.
+func (p *RestatePoller) tracked(ctx context.Context, s *restateSweep, now time.Time) (ids []string, seen map[string]string, err error) {
 	seen = map[string]string{}
-	for v, err := range p.View.Active(ctx, now.Add(-max(p.After, 0))) {
+	quiet := now.Add(-max(p.After, 0))
+	for v, err := range p.View.Active(ctx, now) {
 		if err != nil {
 			return nil, seen, fmt.Errorf("restate poller: list tracked invocations: %w", err)
 		}
@@ -231,6 +233,10 @@ func (p *RestatePoller) tracked(ctx context.Context, now time.Time) (ids []strin
 			continue
 		}
 		seen[id] = v.TenantID
+		if !v.LastEventAt.Before(quiet) {
+			continue
+		}
+		s.res.Stale++
 		if !validInvocationID(id) {
 			reason := fmt.Sprintf("the execution id %q is not a Restate invocation id (inv_1 and 33 base62 characters); the restate poller does not query it", id)
 			if err := p.giveUp(ctx, id, v.TenantID, substate.EINVALID, reason); err != nil {

@@ -150,3 +150,36 @@ func dlqHas(t *testing.T, p *pipeline, what, reason string) bool {
 	}
 	return false
 }
+
+// TestRestateRealServerPollerQuiet runs a poller that reads by id only the
+// invocations quiet for After: one it has just seen paused is not read
+// again, but the poller still remembers the pause, so once resumed and
+// backing off the count goes on from the spell before (Restate's
+// retry_count starts again at 1).
+func TestRestateRealServerPollerQuiet(t *testing.T) {
+	r := newRealRestate(t)
+	rs := r.rs
+	r.poller.After = time.Hour
+	id := rs.Send(t, "Provision", "t-stall", "stall", nil, 0)
+	rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
+	r.sweep(t) // discovery publishes the paused row
+	if v := r.tenant(t, "t-stall"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+		t.Fatalf("paused after 3 attempts: view %+v", v)
+	}
+	if res := r.sweep(t); res.Stale != 0 || res.Polled != 0 {
+		t.Fatalf("a sweep within After read the invocation: %+v", res)
+	}
+	r.resume(t, id)
+	row := rs.WaitRow(t, id, "backing off after its second attempt since the resume", func(row map[string]any) bool {
+		return row["status"] == "backing-off" && row["retry_count"] == 2.0
+	})
+	r.sweep(t) // discovery: the resume moved modified_at
+	want := expectOf(rowStateOf(row), 3, r.resumedAfter[id])
+	if want.retries != 5 {
+		t.Fatalf("expected %d retries for row %v", want.retries, rowStateOf(row))
+	}
+	if s := rowStateOf(rs.Row(t, id)); s != rowStateOf(row) {
+		t.Fatalf("the row changed during the sweep: %s, then %s", rowStateOf(row), s)
+	}
+	want.check(t, "t-stall resumed, row "+rowStateOf(row).String(), r.tenant(t, "t-stall"))
+}

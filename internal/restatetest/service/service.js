@@ -77,6 +77,16 @@ const provision = restate.object({
         if (gates.get(ctx.key) === "fail") throw new Error(`downstream unavailable (attempt ${n})`);
         return `ok after ${n}`;
       }),
+    // Like stuck, but waiting 0.05 s, then 5 s between attempts: resumed
+    // with its gate still shut, it backs off after its second attempt long
+    // enough to be checked, then pauses again.
+    stall: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 50, exponentiationFactor: 100, maxInterval: 3600000, maxAttempts: 3, onMaxAttempts: "pause" } },
+      async (ctx) => {
+        const n = attempt(ctx);
+        if (gates.get(ctx.key) !== "open") throw new Error(`downstream unavailable (attempt ${n})`);
+        return `ok after ${n}`;
+      }),
     // Like stuck, but every attempt fails with the same message (Restate
     // then records one TransientError event for all of them).
     same: restate.handlers.object.exclusive(
