@@ -136,14 +136,16 @@ func (p *RestatePoller) reportMissing(id, why string) {
 }
 
 // forget drops what the poller remembers of invocations no longer tracked.
-func (p *RestatePoller) forget(tracked map[string]string) {
+// The journals of those the sweep published are kept: a row discovery just
+// published reaches the view after the sweep listed it.
+func (p *RestatePoller) forget(tracked map[string]string, published map[string]bool) {
 	for id := range p.missing {
 		if _, ok := tracked[id]; !ok {
 			delete(p.missing, id)
 		}
 	}
 	for id := range p.journals {
-		if _, ok := tracked[id]; !ok {
+		if _, ok := tracked[id]; !ok && !published[id] {
 			delete(p.journals, id)
 		}
 	}

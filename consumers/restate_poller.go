@@ -207,7 +207,7 @@ func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 	if err := p.settleRefused(ctx, s, seen); err != nil {
 		return s.res, err
 	}
-	p.forget(seen)
+	p.forget(seen, s.published)
 	p.Metrics.observeSweep("restate", p.Now().Sub(start))
 	return s.res, nil
 }

@@ -1,8 +1,12 @@
 package consumers_test
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,4 +186,44 @@ func TestRestateRealServerPollerQuiet(t *testing.T) {
 		t.Fatalf("the row changed during the sweep: %s, then %s", rowStateOf(row), s)
 	}
 	want.check(t, "t-stall resumed, row "+rowStateOf(row).String(), r.tenant(t, "t-stall"))
+}
+
+// TestRestateRealServerJournalReadOncePerPause: the journal of a paused
+// invocation is read once per pause, also when discovery found it before
+// the view listed it.
+func TestRestateRealServerJournalReadOncePerPause(t *testing.T) {
+	r := newRealRestate(t)
+	journalReads := &countingTransport{match: "FROM sys_journal_events"}
+	r.poller.Client = &http.Client{Transport: journalReads, Timeout: 10 * time.Second}
+	id := r.rs.Send(t, "Provision", "t-once", "stuck", nil, 0)
+	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
+	r.sweep(t) // discovery publishes the paused row, with its journal
+	if v := r.tenant(t, "t-once"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+		t.Fatalf("paused after 3 attempts: view %+v", v)
+	}
+	r.sweep(t)
+	r.sweep(t)
+	if n := journalReads.count.Load(); n != 1 {
+		t.Fatalf("the journal of an invocation paused once was read %d times, want 1", n)
+	}
+}
+
+// countingTransport counts the requests whose body contains match.
+type countingTransport struct {
+	match string
+	count atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		if strings.Contains(string(b), c.match) {
+			c.count.Add(1)
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
 }
