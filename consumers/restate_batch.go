@@ -149,4 +149,9 @@ func (p *RestatePoller) forget(tracked map[string]string, published map[string]b
 			delete(p.journals, id)
 		}
 	}
+	for svc, e := range p.policies {
+		if p.Now().Sub(e.at) >= policyTTL {
+			delete(p.policies, svc)
+		}
+	}
 }

@@ -22,11 +22,15 @@ const policyTTL = time.Minute
 
 // journalEntry is the failure events of an invocation's journal, read at
 // one modified_at: Restate moves modified_at when an invocation pauses or
-// resumes, so while it stays the spells a pause ended do not change.
+// resumes, so while it stays the spells a pause ended do not change. The
+// handler's retry policy is read with them, so a policy changed later
+// does not recount a pause it did not cause.
 type journalEntry struct {
 	modifiedAt string
 	events     []json.RawMessage
-	paused     bool // the journal holds a Paused event
+	paused     bool            // the journal holds a Paused event
+	policy     json.RawMessage // nil when the handler's policy is not known
+	policyRead bool            // the admin API answered for the policy
 }
 
 // policyEntry is the answer of /services/{service}, when it was read.
@@ -58,9 +62,12 @@ func (p *RestatePoller) withFailures(ctx context.Context, id, modifiedAt, status
 			return row
 		}
 		e = journalEntry{modifiedAt: modifiedAt, events: events, paused: hasPaused(events)}
-		p.journals[id] = e
 	}
-	return attachFailures(row, e.events, p.retryPolicy(ctx, row))
+	if !e.policyRead {
+		e.policy, e.policyRead = p.retryPolicy(ctx, row)
+	}
+	p.journals[id] = e
+	return attachFailures(row, e.events, e.policy)
 }
 
 // hasPaused reports whether the journal events hold a Paused event.
@@ -102,22 +109,23 @@ func attachFailures(row json.RawMessage, events []json.RawMessage, policy json.R
 
 // retryPolicy returns the effective retry policy of the row's handler,
 // {"max_attempts":n,"on_max_attempts":"Pause"}, from the admin API's
-// /services/{service} (read at most once a policyTTL per service), or nil
-// when it is not known.
-func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) json.RawMessage {
+// /services/{service} (read at most once a policyTTL per service, so the
+// invocations a fault pauses together share one read), or nil when it is
+// not known; read is false when the admin API did not answer.
+func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) (policy json.RawMessage, read bool) {
 	var r struct {
 		Service string `json:"target_service_name"`
 		Target  string `json:"target"`
 	}
 	if json.Unmarshal(row, &r) != nil || r.Service == "" || r.Target == "" {
-		return nil
+		return nil, true
 	}
 	handler := r.Target[strings.LastIndexByte(r.Target, '/')+1:]
 	e, ok := p.policies[r.Service]
 	if !ok || p.Now().Sub(e.at) >= policyTTL {
 		e = policyEntry{at: p.Now()}
 		if err := p.pacer.wait(ctx, 1); err != nil {
-			return nil
+			return nil, false
 		}
 		svc, err := p.get(ctx, "/services/"+url.PathEscape(r.Service))
 		if err != nil {
@@ -126,7 +134,7 @@ func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) js
 		e.service = svc
 		p.policies[r.Service] = e
 	}
-	return effectivePolicy(e.service, handler)
+	return effectivePolicy(e.service, handler), e.service != nil
 }
 
 // effectivePolicy picks a handler's retry policy out of a /services/{name}

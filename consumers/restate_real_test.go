@@ -208,14 +208,18 @@ func TestRestateRealServerJournalReadOncePerPause(t *testing.T) {
 	}
 }
 
-// countingTransport counts the requests whose body contains match.
+// countingTransport counts the requests to a path starting with path, or
+// whose body contains match.
 type countingTransport struct {
-	match string
-	count atomic.Int32
+	path, match string
+	count       atomic.Int32
 }
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
+	if c.path != "" && strings.HasPrefix(req.URL.Path, c.path) {
+		c.count.Add(1)
+	}
+	if c.match != "" && req.Body != nil {
 		b, err := io.ReadAll(req.Body)
 		if err != nil {
 			return nil, err
@@ -226,4 +230,28 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 	}
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestRestateRealServerPolicyReadWithTheJournal: the poller reads a paused
+// invocation's retry policy with its journal, once per pause, and not again
+// while the invocation stays paused, however long.
+func TestRestateRealServerPolicyReadWithTheJournal(t *testing.T) {
+	r := newRealRestate(t)
+	var later time.Duration
+	r.poller.Now = func() time.Time { return time.Now().Add(later) }
+	policyReads := &countingTransport{path: "/services/"}
+	r.poller.Client = &http.Client{Transport: policyReads, Timeout: 10 * time.Second}
+	id := r.rs.Send(t, "Provision", "t-policy", "same", nil, 0)
+	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
+	r.sweep(t)
+	if v := r.tenant(t, "t-policy"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+		t.Fatalf("paused after 3 attempts alike: view %+v, want 3 retries", v)
+	}
+	for range 3 {
+		later += 2 * time.Minute
+		r.sweep(t)
+	}
+	if v, n := r.tenant(t, "t-policy"), policyReads.count.Load(); v.WorkflowRetryCount != 3 || n != 1 {
+		t.Fatalf("still paused 6 minutes later: view %+v after %d policy reads, want 3 retries and 1 read", v, n)
+	}
 }
