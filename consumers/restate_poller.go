@@ -45,8 +45,11 @@ const (
 //
 // with POST <URL>/query (Accept: application/json, SQL on sys_invocation),
 // and publishes every row on SUBSTATE_RAW as a raw event of kind
-// restate.invocation (see restateRaw for its id: an unchanged row is
-// deduplicated by JetStream and the normalizer never sees it twice).
+// restate.invocation (see restateRaw for its id). A row unchanged since the
+// poller last published it is not sent again: an invocation that stays
+// paused or suspended for days costs no publish, and no copy each time
+// JetStream's duplicate window has passed; after a restart it is sent once
+// more, and deduplicated within the window.
 //
 // An id that is not a Restate invocation id is never put into a query (one
 // such id fails the whole query): its tenant gets a dead letter with the
@@ -112,6 +115,7 @@ type RestatePoller struct {
 	cursor   *discoveryCursor
 	journals map[string]journalEntry // attached journal events, by invocation id
 	policies map[string]policyEntry  // retry policies, by service
+	sent     map[string]string       // the raw event id last published, by invocation id
 }
 
 // NewRestatePoller returns a poller of the admin API at url with the
@@ -274,6 +278,7 @@ func (p *RestatePoller) init() {
 		p.missing = map[string]bool{}
 		p.journals = map[string]journalEntry{}
 		p.policies = map[string]policyEntry{}
+		p.sent = map[string]string{}
 	}
 }
 

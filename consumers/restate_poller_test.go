@@ -125,6 +125,11 @@ func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPu
 	return p
 }
 
+// rawPublisherFunc is a substate.RawPublisher made of a function.
+type rawPublisherFunc func(ctx context.Context, raw substate.RawEvent) error
+
+func (f rawPublisherFunc) PublishRaw(ctx context.Context, raw substate.RawEvent) error { return f(ctx, raw) }
+
 func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 	ctx := context.Background()
 	p := newPipeline(t)
@@ -139,11 +144,16 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 		t.Fatalf("view = retries %d, error %q; want 2 and the message without its stack trace", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
 
-	poller := newRestatePoller(admin.URL, p.view, p.pub, clock)
+	sends := 0
+	pub := rawPublisherFunc(func(ctx context.Context, raw substate.RawEvent) error {
+		sends++
+		return p.pub.PublishRaw(ctx, raw)
+	})
+	poller := newRestatePoller(admin.URL, p.view, pub, clock)
 	admin.setRow(t, "restate-invocation-backing-off.json")
-	for range 2 { // the second poll finds the same row: deduplicated
-		if res, err := poller.Sweep(ctx); err != nil || res.Published != 1 {
-			t.Fatalf("sweep = %+v, %v", res, err)
+	for i := range 3 { // the next polls find the same row: not sent again
+		if res, err := poller.Sweep(ctx); err != nil || res.Polled != 1 || (res.Published == 1) != (i == 0) || sends != 1 {
+			t.Fatalf("sweep %d = %+v, %v, %d publishes; want the row published once", i, res, err, sends)
 		}
 	}
 	if got := streamCount(t, p.bus.JetStream, substate.StreamRaw); got != 2 {
@@ -165,7 +175,7 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 			t.Fatalf("query %q does not ask for the tracked invocation", q)
 		}
 	}
-	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 3 {
+	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 4 {
 		t.Fatalf("sweep after success = %+v, %v; want no query for a finished invocation", res, err)
 	}
 }
