@@ -128,7 +128,9 @@ func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPu
 // rawPublisherFunc is a substate.RawPublisher made of a function.
 type rawPublisherFunc func(ctx context.Context, raw substate.RawEvent) error
 
-func (f rawPublisherFunc) PublishRaw(ctx context.Context, raw substate.RawEvent) error { return f(ctx, raw) }
+func (f rawPublisherFunc) PublishRaw(ctx context.Context, raw substate.RawEvent) error {
+	return f(ctx, raw)
+}
 
 func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 	ctx := context.Background()
