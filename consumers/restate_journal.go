@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/substatehq/substate"
 )
 
 // maxJournalEvents bounds the journal events attached to a row.
@@ -127,7 +123,7 @@ func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) (p
 		if err := p.pacer.wait(ctx, 1); err != nil {
 			return nil, false
 		}
-		svc, err := p.get(ctx, "/services/"+url.PathEscape(r.Service))
+		svc, err := p.get(ctx, "/services/"+url.PathEscape(r.Service), "services")
 		if err != nil {
 			p.logger().Warn("cannot read a restate service's retry policy; a paused invocation's attempts are counted from its journal alone", "service", r.Service, "err", err)
 		}
@@ -176,33 +172,4 @@ func effectivePolicy(service json.RawMessage, handler string) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// get sends one GET to the admin API and returns the answer's body.
-func (p *RestatePoller) get(ctx context.Context, path string) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(p.URL, "/")+path, nil)
-	if err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "restate admin api: bad admin url %q", p.URL)
-	}
-	req.Header.Set("Accept", "application/json")
-	if p.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.Token)
-	}
-	p.Metrics.CountCall(substate.ProviderRestate, "services")
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: admin api unreachable")
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRestateResponse))
-	if err != nil {
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: read answer")
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, restateError(resp.StatusCode, b)
-	}
-	if !json.Valid(b) {
-		return nil, substate.Errorf(substate.EINVALID, "restate admin api: %s answered with invalid JSON", path)
-	}
-	return b, nil
 }

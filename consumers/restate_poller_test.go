@@ -1,6 +1,7 @@
 package consumers_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -260,6 +261,15 @@ func TestRestatePollerFailures(t *testing.T) {
 		}
 		if got := counter(t, poller.Metrics.APICalls, "restate", "query"); got != 1 {
 			t.Fatalf("queries counted = %v", got)
+		}
+	})
+	t.Run("AnswerTooLarge", func(t *testing.T) {
+		huge := append([]byte(`{"rows":[],"pad":"`), bytes.Repeat([]byte("x"), 32<<20)...)
+		admin.setFail(func() (int, []byte) { return http.StatusOK, append(huge, `"}`...) })
+		defer admin.setFail(nil)
+		_, err := newPoller(admin.URL).Sweep(ctx)
+		if substate.ErrorCode(err) != substate.EINVALID || !strings.Contains(err.Error(), "more than 32 MiB") {
+			t.Fatalf("err = %v, want EINVALID naming the size limit", err)
 		}
 	})
 	t.Run("Unreachable", func(t *testing.T) {
