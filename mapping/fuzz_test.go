@@ -41,7 +41,7 @@ func checkMapped(t *testing.T, m *mapping.Mapper, raw substate.RawEvent) {
 		if err := ev.Validate(); err != nil {
 			t.Fatalf("invalid event %+v: %v", ev, err)
 		}
-		if !ev.Verb.Valid() || ev.Status == "" || ev.Provider != raw.Kind.Provider() {
+		if !ev.Verb.Valid() || ev.Status == "" || ev.Provider != raw.Kind.Provider() || ev.RetryCount < 0 {
 			t.Fatalf("incomplete event %+v", ev)
 		}
 	}
@@ -66,7 +66,9 @@ func FuzzRestate(f *testing.F) {
 	for _, n := range fixtureNames(f, "restate-invocation-*.json") {
 		seeds = append(seeds, fixture(f, n))
 	}
-	fuzzMap(f, substate.RawRestate, append(seeds, restateRow(f, "paused", map[string]any{"modified_at": 1718791247905}))...)
+	fuzzMap(f, substate.RawRestate, append(seeds, restateRow(f, "paused", map[string]any{"modified_at": 1718791247905}),
+		restateRow(f, "paused", map[string]any{"sys_journal_events": journal(f, "P:a", "P:b"),
+			"handler_retry_policy": map[string]any{"max_attempts": 9_000_000_000_000_000_000, "on_max_attempts": "Pause"}}))...)
 }
 
 func FuzzEngine(f *testing.F) {
