@@ -28,7 +28,9 @@ const (
 // off between retries sends none), so the reconciler asks a provider for
 // the current status of every non-terminal execution, with its history,
 // every Every, and publishes the answer on SUBSTATE_RAW, where the
-// normalizer and the projector treat it like any event. It never writes
+// normalizer and the projector treat it like any event. An answer whose
+// raw event id is that of the execution's last published one (nothing
+// changed) is not sent again. It never writes
 // the view: the projection's order rules decide whether a poll result is
 // newer than what the view holds, so a late poll cannot regress it.
 //
@@ -101,7 +103,7 @@ func NewReconciler(view substate.ActiveLister, pollers map[substate.Provider]sub
 type SweepResult struct {
 	Stale     int // non-terminal tenants listed as stale
 	Polled    int // executions asked about
-	Published int // poll results published on SUBSTATE_RAW
+	Published int // poll results published on SUBSTATE_RAW (one unchanged since the last is not)
 	Failed    int // executions whose poll failed
 	NotDue    int // executions polled less than Every ago
 	Deferred  int // due executions left for the next sweep: their provider refused
@@ -118,7 +120,8 @@ type trackKey struct {
 // sweeps. It is forgotten once a sweep no longer lists the execution.
 type tracked struct {
 	firstSeen time.Time // when a sweep first listed it
-	lastPoll  time.Time // when its last poll was published
+	lastPoll  time.Time // when it was last polled
+	lastRaw   string    // the id of the raw event its last published poll made
 	gaveUp    string    // the code of a permanent failure: no more polls
 	seen      bool      // listed by the current sweep
 }
@@ -240,12 +243,15 @@ func (r *Reconciler) poll(ctx context.Context, s *sweep, v *substate.TenantView,
 	if err != nil {
 		return r.pollFailed(ctx, s, v, t, err)
 	}
-	if err := r.Publisher.PublishRaw(ctx, raw); err != nil {
-		r.Metrics.countPolls(v.Provider, OutcomePublishFailed, 1)
-		return fmt.Errorf("reconcile: publish the poll of %s: %w", v.WorkflowExecutionID, err)
+	if raw.ID != t.lastRaw {
+		if err := r.Publisher.PublishRaw(ctx, raw); err != nil {
+			r.Metrics.countPolls(v.Provider, OutcomePublishFailed, 1)
+			return fmt.Errorf("reconcile: publish the poll of %s: %w", v.WorkflowExecutionID, err)
+		}
+		t.lastRaw = raw.ID
+		s.res.Published++
 	}
 	r.Metrics.countPolls(v.Provider, OutcomeOK, 1)
-	s.res.Published++
 	t.lastPoll = r.Now()
 	return nil
 }

@@ -199,8 +199,8 @@ func TestReconcilerFailures(t *testing.T) {
 		for range 3 {
 			clock.Advance(r.Every)
 			res, err := r.Sweep(ctx)
-			if err != nil || res.Unpolled != 1 || res.Published != 2 {
-				t.Fatalf("sweep = %+v, %v; want t3 left alone", res, err)
+			if err != nil || res.Unpolled != 1 || res.Polled != 2 || res.Published != 0 {
+				t.Fatalf("sweep = %+v, %v; want t3 left alone, t1 and t2 polled and, unchanged, not published again", res, err)
 			}
 		}
 		if got := logs.Count(arns[2]); got != 1 {
@@ -211,6 +211,9 @@ func TestReconcilerFailures(t *testing.T) {
 		}
 	})
 	t.Run("PublishFails", func(t *testing.T) {
+		if err := srv.SetStatus(arns[0], "SUCCEEDED", "", ""); err != nil { // a change to publish
+			t.Fatal(err)
+		}
 		b.Close() // NATS goes away
 		clock.Advance(r.Every)
 		res, err := r.Sweep(ctx)

@@ -58,8 +58,9 @@ func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []stri
 
 // publishRow publishes one row, with its journal's failure events and its
 // handler's retry policy attached when it needs them (see withFailures),
-// and returns its invocation id. A row without an id is
-// logged and skipped.
+// and returns its invocation id. A row the poller published last time
+// for its invocation is not sent again. A row without an id is logged and
+// skipped.
 func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
 	id, modifiedAt, status, err := restateRowID(row)
 	if err != nil {
@@ -67,13 +68,16 @@ func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row jso
 		return "", nil
 	}
 	row = p.withFailures(ctx, id, modifiedAt, status, row)
-	if err := p.Publisher.PublishRaw(ctx, restateRaw(id, modifiedAt, row)); err != nil {
-		p.Metrics.countPolls(substate.ProviderRestate, OutcomePublishFailed, 1)
-		return "", fmt.Errorf("restate poller: publish the row of %s: %w", id, err)
+	if raw := restateRaw(id, modifiedAt, row); p.sent[id] != raw.ID {
+		if err := p.Publisher.PublishRaw(ctx, raw); err != nil {
+			p.Metrics.countPolls(substate.ProviderRestate, OutcomePublishFailed, 1)
+			return "", fmt.Errorf("restate poller: publish the row of %s: %w", id, err)
+		}
+		p.sent[id] = raw.ID
+		s.res.Published++
 	}
 	delete(p.missing, id)
 	s.published[id] = true
-	s.res.Published++
 	p.Metrics.countPolls(substate.ProviderRestate, OutcomeOK, 1)
 	return id, nil
 }
@@ -136,15 +140,27 @@ func (p *RestatePoller) reportMissing(id, why string) {
 }
 
 // forget drops what the poller remembers of invocations no longer tracked.
-func (p *RestatePoller) forget(tracked map[string]string) {
+// The journals and raw ids of those the sweep published are kept: a row
+// discovery just published reaches the view after the sweep listed it.
+func (p *RestatePoller) forget(tracked map[string]string, published map[string]bool) {
 	for id := range p.missing {
 		if _, ok := tracked[id]; !ok {
 			delete(p.missing, id)
 		}
 	}
 	for id := range p.journals {
-		if _, ok := tracked[id]; !ok {
+		if _, ok := tracked[id]; !ok && !published[id] {
 			delete(p.journals, id)
+		}
+	}
+	for id := range p.sent {
+		if _, ok := tracked[id]; !ok && !published[id] {
+			delete(p.sent, id)
+		}
+	}
+	for svc, e := range p.policies {
+		if p.Now().Sub(e.at) >= policyTTL {
+			delete(p.policies, svc)
 		}
 	}
 }

@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/substatehq/substate"
 )
 
 // maxJournalEvents bounds the journal events attached to a row.
@@ -22,11 +18,15 @@ const policyTTL = time.Minute
 
 // journalEntry is the failure events of an invocation's journal, read at
 // one modified_at: Restate moves modified_at when an invocation pauses or
-// resumes, so while it stays the spells a pause ended do not change.
+// resumes, so while it stays the spells a pause ended do not change. The
+// handler's retry policy is read with them, so a policy changed later
+// does not recount a pause it did not cause.
 type journalEntry struct {
 	modifiedAt string
 	events     []json.RawMessage
-	paused     bool // the journal holds a Paused event
+	paused     bool            // the journal holds a Paused event
+	policy     json.RawMessage // nil when the handler's policy is not known
+	policyRead bool            // the admin API answered for the policy
 }
 
 // policyEntry is the answer of /services/{service}, when it was read.
@@ -58,9 +58,12 @@ func (p *RestatePoller) withFailures(ctx context.Context, id, modifiedAt, status
 			return row
 		}
 		e = journalEntry{modifiedAt: modifiedAt, events: events, paused: hasPaused(events)}
-		p.journals[id] = e
 	}
-	return attachFailures(row, e.events, p.retryPolicy(ctx, row))
+	if !e.policyRead {
+		e.policy, e.policyRead = p.retryPolicy(ctx, row)
+	}
+	p.journals[id] = e
+	return attachFailures(row, e.events, e.policy)
 }
 
 // hasPaused reports whether the journal events hold a Paused event.
@@ -102,31 +105,32 @@ func attachFailures(row json.RawMessage, events []json.RawMessage, policy json.R
 
 // retryPolicy returns the effective retry policy of the row's handler,
 // {"max_attempts":n,"on_max_attempts":"Pause"}, from the admin API's
-// /services/{service} (read at most once a policyTTL per service), or nil
-// when it is not known.
-func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) json.RawMessage {
+// /services/{service} (read at most once a policyTTL per service, so the
+// invocations a fault pauses together share one read), or nil when it is
+// not known; read is false when the admin API did not answer.
+func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) (policy json.RawMessage, read bool) {
 	var r struct {
 		Service string `json:"target_service_name"`
 		Target  string `json:"target"`
 	}
 	if json.Unmarshal(row, &r) != nil || r.Service == "" || r.Target == "" {
-		return nil
+		return nil, true
 	}
 	handler := r.Target[strings.LastIndexByte(r.Target, '/')+1:]
 	e, ok := p.policies[r.Service]
 	if !ok || p.Now().Sub(e.at) >= policyTTL {
 		e = policyEntry{at: p.Now()}
 		if err := p.pacer.wait(ctx, 1); err != nil {
-			return nil
+			return nil, false
 		}
-		svc, err := p.get(ctx, "/services/"+url.PathEscape(r.Service))
+		svc, err := p.get(ctx, "/services/"+url.PathEscape(r.Service), "services")
 		if err != nil {
 			p.logger().Warn("cannot read a restate service's retry policy; a paused invocation's attempts are counted from its journal alone", "service", r.Service, "err", err)
 		}
 		e.service = svc
 		p.policies[r.Service] = e
 	}
-	return effectivePolicy(e.service, handler)
+	return effectivePolicy(e.service, handler), e.service != nil
 }
 
 // effectivePolicy picks a handler's retry policy out of a /services/{name}
@@ -168,33 +172,4 @@ func effectivePolicy(service json.RawMessage, handler string) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// get sends one GET to the admin API and returns the answer's body.
-func (p *RestatePoller) get(ctx context.Context, path string) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(p.URL, "/")+path, nil)
-	if err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "restate admin api: bad admin url %q", p.URL)
-	}
-	req.Header.Set("Accept", "application/json")
-	if p.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.Token)
-	}
-	p.Metrics.CountCall(substate.ProviderRestate, "services")
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: admin api unreachable")
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRestateResponse))
-	if err != nil {
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: read answer")
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, restateError(resp.StatusCode, b)
-	}
-	if !json.Valid(b) {
-		return nil, substate.Errorf(substate.EINVALID, "restate admin api: %s answered with invalid JSON", path)
-	}
-	return b, nil
 }

@@ -45,8 +45,11 @@ const (
 //
 // with POST <URL>/query (Accept: application/json, SQL on sys_invocation),
 // and publishes every row on SUBSTATE_RAW as a raw event of kind
-// restate.invocation (see restateRaw for its id: an unchanged row is
-// deduplicated by JetStream and the normalizer never sees it twice).
+// restate.invocation (see restateRaw for its id). A row unchanged since the
+// poller last published it is not sent again: an invocation that stays
+// paused or suspended for days costs no publish, and no copy each time
+// JetStream's duplicate window has passed; after a restart it is sent once
+// more, and deduplicated within the window.
 //
 // An id that is not a Restate invocation id is never put into a query (one
 // such id fails the whole query): its tenant gets a dead letter with the
@@ -112,6 +115,7 @@ type RestatePoller struct {
 	cursor   *discoveryCursor
 	journals map[string]journalEntry // attached journal events, by invocation id
 	policies map[string]policyEntry  // retry policies, by service
+	sent     map[string]string       // the raw event id last published, by invocation id
 }
 
 // NewRestatePoller returns a poller of the admin API at url with the
@@ -193,12 +197,11 @@ func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 	if err := p.discover(ctx, s, start); err != nil {
 		return s.res, err
 	}
-	ids, seen, err := p.tracked(ctx, start)
-	s.res.Stale = len(seen)
+	ids, seen, err := p.tracked(ctx, s, start)
 	if err != nil {
 		return s.res, err
 	}
-	p.Metrics.setStale(substate.ProviderRestate, len(seen))
+	p.Metrics.setStale(substate.ProviderRestate, s.res.Stale)
 	ids = slices.DeleteFunc(ids, func(id string) bool { return s.published[id] })
 	for batch := range slices.Chunk(ids, p.BatchSize) {
 		if err := p.pollIDs(ctx, s, batch); err != nil {
@@ -208,18 +211,21 @@ func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 	if err := p.settleRefused(ctx, s, seen); err != nil {
 		return s.res, err
 	}
-	p.forget(seen)
+	p.forget(seen, s.published)
 	p.Metrics.observeSweep("restate", p.Now().Sub(start))
 	return s.res, nil
 }
 
 // tracked returns the invocation ids of the non-terminal restate tenants
 // (whose last event is older than After, when After is set) that can be
-// queried, sorted, and every id listed with its tenant. An id Restate
-// cannot parse is dead-lettered instead.
-func (p *RestatePoller) tracked(ctx context.Context, now time.Time) (ids []string, seen map[string]string, err error) {
+// queried, sorted, and every non-terminal restate invocation listed with
+// its tenant, however recent its last event: what the poller remembers of
+// an invocation (a pause, a refusal) is kept while the view lists it. An
+// id Restate cannot parse is dead-lettered instead.
+func (p *RestatePoller) tracked(ctx context.Context, s *restateSweep, now time.Time) (ids []string, seen map[string]string, err error) {
 	seen = map[string]string{}
-	for v, err := range p.View.Active(ctx, now.Add(-max(p.After, 0))) {
+	quiet := now.Add(-max(p.After, 0))
+	for v, err := range p.View.Active(ctx, now) {
 		if err != nil {
 			return nil, seen, fmt.Errorf("restate poller: list tracked invocations: %w", err)
 		}
@@ -231,6 +237,10 @@ func (p *RestatePoller) tracked(ctx context.Context, now time.Time) (ids []strin
 			continue
 		}
 		seen[id] = v.TenantID
+		if !v.LastEventAt.Before(quiet) {
+			continue
+		}
+		s.res.Stale++
 		if !validInvocationID(id) {
 			reason := fmt.Sprintf("the execution id %q is not a Restate invocation id (inv_1 and 33 base62 characters); the restate poller does not query it", id)
 			if err := p.giveUp(ctx, id, v.TenantID, substate.EINVALID, reason); err != nil {
@@ -268,6 +278,7 @@ func (p *RestatePoller) init() {
 		p.missing = map[string]bool{}
 		p.journals = map[string]journalEntry{}
 		p.policies = map[string]policyEntry{}
+		p.sent = map[string]string{}
 	}
 }
 

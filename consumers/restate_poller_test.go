@@ -1,6 +1,7 @@
 package consumers_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -125,6 +126,13 @@ func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPu
 	return p
 }
 
+// rawPublisherFunc is a substate.RawPublisher made of a function.
+type rawPublisherFunc func(ctx context.Context, raw substate.RawEvent) error
+
+func (f rawPublisherFunc) PublishRaw(ctx context.Context, raw substate.RawEvent) error {
+	return f(ctx, raw)
+}
+
 func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 	ctx := context.Background()
 	p := newPipeline(t)
@@ -139,11 +147,16 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 		t.Fatalf("view = retries %d, error %q; want 2 and the message without its stack trace", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
 
-	poller := newRestatePoller(admin.URL, p.view, p.pub, clock)
+	sends := 0
+	pub := rawPublisherFunc(func(ctx context.Context, raw substate.RawEvent) error {
+		sends++
+		return p.pub.PublishRaw(ctx, raw)
+	})
+	poller := newRestatePoller(admin.URL, p.view, pub, clock)
 	admin.setRow(t, "restate-invocation-backing-off.json")
-	for range 2 { // the second poll finds the same row: deduplicated
-		if res, err := poller.Sweep(ctx); err != nil || res.Published != 1 {
-			t.Fatalf("sweep = %+v, %v", res, err)
+	for i := range 3 { // the next polls find the same row: not sent again
+		if res, err := poller.Sweep(ctx); err != nil || res.Polled != 1 || (res.Published == 1) != (i == 0) || sends != 1 {
+			t.Fatalf("sweep %d = %+v, %v, %d publishes; want the row published once", i, res, err, sends)
 		}
 	}
 	if got := streamCount(t, p.bus.JetStream, substate.StreamRaw); got != 2 {
@@ -165,7 +178,7 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 			t.Fatalf("query %q does not ask for the tracked invocation", q)
 		}
 	}
-	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 3 {
+	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 4 {
 		t.Fatalf("sweep after success = %+v, %v; want no query for a finished invocation", res, err)
 	}
 }
@@ -248,6 +261,15 @@ func TestRestatePollerFailures(t *testing.T) {
 		}
 		if got := counter(t, poller.Metrics.APICalls, "restate", "query"); got != 1 {
 			t.Fatalf("queries counted = %v", got)
+		}
+	})
+	t.Run("AnswerTooLarge", func(t *testing.T) {
+		huge := append([]byte(`{"rows":[],"pad":"`), bytes.Repeat([]byte("x"), 32<<20)...)
+		admin.setFail(func() (int, []byte) { return http.StatusOK, append(huge, `"}`...) })
+		defer admin.setFail(nil)
+		_, err := newPoller(admin.URL).Sweep(ctx)
+		if substate.ErrorCode(err) != substate.EINVALID || !strings.Contains(err.Error(), "more than 32 MiB") {
+			t.Fatalf("err = %v, want EINVALID naming the size limit", err)
 		}
 	})
 	t.Run("Unreachable", func(t *testing.T) {

@@ -123,30 +123,9 @@ func (p *RestatePoller) query(ctx context.Context, sql string) ([]json.RawMessag
 	if err != nil {
 		return nil, substate.WrapError(substate.EINTERNAL, err, "restate admin query: encode request")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(p.URL, "/")+"/query", bytes.NewReader(body))
+	b, err := p.send(ctx, http.MethodPost, "/query", "query", body)
 	if err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "restate admin query: bad admin url %q", p.URL)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Content-Type", "application/json")
-	if p.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.Token)
-	}
-	p.Metrics.CountCall(substate.ProviderRestate, "query")
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin query: admin api unreachable")
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRestateResponse))
-	if err != nil {
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin query: read answer")
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, restateError(resp.StatusCode, b)
+		return nil, err
 	}
 	var page struct {
 		Rows []json.RawMessage `json:"rows"`
@@ -155,6 +134,60 @@ func (p *RestatePoller) query(ctx context.Context, sql string) ([]json.RawMessag
 		return nil, substate.WrapError(substate.EINVALID, err, "restate admin query: decode answer")
 	}
 	return page.Rows, nil
+}
+
+// get sends one GET to the admin API and returns the answer's body, which
+// must be JSON.
+func (p *RestatePoller) get(ctx context.Context, path, operation string) (json.RawMessage, error) {
+	b, err := p.send(ctx, http.MethodGet, path, operation, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(b) {
+		return nil, substate.Errorf(substate.EINVALID, "restate admin api: %s answered with invalid JSON", path)
+	}
+	return b, nil
+}
+
+// send sends one request to the admin API (a JSON body when body is not
+// nil), counted as operation, and returns the body of a 200 answer. An
+// answer larger than maxRestateResponse is refused, not cut.
+func (p *RestatePoller) send(ctx context.Context, method, path, operation string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(p.URL, "/")+path, rd)
+	if err != nil {
+		return nil, substate.WrapError(substate.EINVALID, err, "restate admin api: bad admin url %q", p.URL)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if p.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.Token)
+	}
+	p.Metrics.CountCall(substate.ProviderRestate, operation)
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: admin api unreachable")
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRestateResponse+1))
+	if err != nil {
+		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: read answer")
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, restateError(resp.StatusCode, b)
+	}
+	if len(b) > maxRestateResponse {
+		return nil, substate.Errorf(substate.EINVALID, "restate admin api: %s answered with more than %d MiB", path, maxRestateResponse>>20)
+	}
+	return b, nil
 }
 
 // restateAnswerError is an error answer of the admin API: the server

@@ -1,8 +1,12 @@
 package consumers_test
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,4 +153,105 @@ func dlqHas(t *testing.T, p *pipeline, what, reason string) bool {
 		}
 	}
 	return false
+}
+
+// TestRestateRealServerPollerQuiet runs a poller that reads by id only the
+// invocations quiet for After: one it has just seen paused is not read
+// again, but the poller still remembers the pause, so once resumed and
+// backing off the count goes on from the spell before (Restate's
+// retry_count starts again at 1).
+func TestRestateRealServerPollerQuiet(t *testing.T) {
+	r := newRealRestate(t)
+	rs := r.rs
+	r.poller.After = time.Hour
+	id := rs.Send(t, "Provision", "t-stall", "stall", nil, 0)
+	rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
+	r.sweep(t) // discovery publishes the paused row
+	if v := r.tenant(t, "t-stall"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+		t.Fatalf("paused after 3 attempts: view %+v", v)
+	}
+	if res := r.sweep(t); res.Stale != 0 || res.Polled != 0 {
+		t.Fatalf("a sweep within After read the invocation: %+v", res)
+	}
+	r.resume(t, id)
+	row := rs.WaitRow(t, id, "backing off after its second attempt since the resume", func(row map[string]any) bool {
+		return row["status"] == "backing-off" && row["retry_count"] == 2.0
+	})
+	r.sweep(t) // discovery: the resume moved modified_at
+	want := expectOf(rowStateOf(row), 3, r.resumedAfter[id])
+	if want.retries != 5 {
+		t.Fatalf("expected %d retries for row %v", want.retries, rowStateOf(row))
+	}
+	if s := rowStateOf(rs.Row(t, id)); s != rowStateOf(row) {
+		t.Fatalf("the row changed during the sweep: %s, then %s", rowStateOf(row), s)
+	}
+	want.check(t, "t-stall resumed, row "+rowStateOf(row).String(), r.tenant(t, "t-stall"))
+}
+
+// TestRestateRealServerJournalReadOncePerPause: the journal of a paused
+// invocation is read once per pause, also when discovery found it before
+// the view listed it.
+func TestRestateRealServerJournalReadOncePerPause(t *testing.T) {
+	r := newRealRestate(t)
+	journalReads := &countingTransport{match: "FROM sys_journal_events"}
+	r.poller.Client = &http.Client{Transport: journalReads, Timeout: 10 * time.Second}
+	id := r.rs.Send(t, "Provision", "t-once", "stuck", nil, 0)
+	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
+	r.sweep(t) // discovery publishes the paused row, with its journal
+	if v := r.tenant(t, "t-once"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+		t.Fatalf("paused after 3 attempts: view %+v", v)
+	}
+	r.sweep(t)
+	r.sweep(t)
+	if n := journalReads.count.Load(); n != 1 {
+		t.Fatalf("the journal of an invocation paused once was read %d times, want 1", n)
+	}
+}
+
+// countingTransport counts the requests to a path starting with path, or
+// whose body contains match.
+type countingTransport struct {
+	path, match string
+	count       atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if c.path != "" && strings.HasPrefix(req.URL.Path, c.path) {
+		c.count.Add(1)
+	}
+	if c.match != "" && req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		if strings.Contains(string(b), c.match) {
+			c.count.Add(1)
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestRestateRealServerPolicyReadWithTheJournal: the poller reads a paused
+// invocation's retry policy with its journal, once per pause, and not again
+// while the invocation stays paused, however long.
+func TestRestateRealServerPolicyReadWithTheJournal(t *testing.T) {
+	r := newRealRestate(t)
+	var later time.Duration
+	r.poller.Now = func() time.Time { return time.Now().Add(later) }
+	policyReads := &countingTransport{path: "/services/"}
+	r.poller.Client = &http.Client{Transport: policyReads, Timeout: 10 * time.Second}
+	id := r.rs.Send(t, "Provision", "t-policy", "same", nil, 0)
+	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
+	r.sweep(t)
+	if v := r.tenant(t, "t-policy"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+		t.Fatalf("paused after 3 attempts alike: view %+v, want 3 retries", v)
+	}
+	for range 3 {
+		later += 2 * time.Minute
+		r.sweep(t)
+	}
+	if v, n := r.tenant(t, "t-policy"), policyReads.count.Load(); v.WorkflowRetryCount != 3 || n != 1 {
+		t.Fatalf("still paused 6 minutes later: view %+v after %d policy reads, want 3 retries and 1 read", v, n)
+	}
 }

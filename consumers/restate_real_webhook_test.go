@@ -94,6 +94,15 @@ func TestRestateRealServerWebhook(t *testing.T) {
 		rs.Resume(t, id)
 		follow(t, id, "w-stuck", func(s rowState) bool { return s.Status == "completed" })
 	})
+	t.Run("PausedWithTheSameErrorEachTime", func(t *testing.T) {
+		// One TransientError for three attempts: the count needs the
+		// handler's retry policy, which the reporter attaches.
+		id := rs.Send(t, "Provision", "w-same", "same", nil, 0)
+		follow(t, id, "w-same", func(s rowState) bool { return s.Status == "paused" })
+		rs.Gate(t, "w-same", "open")
+		rs.Resume(t, id)
+		follow(t, id, "w-same", func(s rowState) bool { return s.Status == "completed" })
+	})
 	for _, end := range []struct {
 		name string
 		act  func(testing.TB, string)

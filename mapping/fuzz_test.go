@@ -19,25 +19,32 @@ func fuzzMap(f *testing.F, kind substate.RawKind, seeds ...[]byte) {
 	f.Add([]byte(`{"rows":null}`))
 	m := mapping.New(mapping.Config{Tenants: testRules(f)})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		evs, err := m.Map(substate.RawEvent{Kind: kind, ID: "fuzz", Body: body})
-		if err != nil {
-			if code := substate.ErrorCode(err); code != substate.EINVALID && code != substate.ENOTENANT {
-				t.Fatalf("error code %q: %v", code, err)
-			}
-			return
-		}
-		if len(evs) == 0 {
-			t.Fatal("no events and no error")
-		}
-		for _, ev := range evs {
-			if err := ev.Validate(); err != nil {
-				t.Fatalf("invalid event %+v: %v", ev, err)
-			}
-			if !ev.Verb.Valid() || ev.Status == "" || ev.Provider != kind.Provider() {
-				t.Fatalf("incomplete event %+v", ev)
-			}
-		}
+		checkMapped(t, m, substate.RawEvent{Kind: kind, ID: "fuzz", Body: body})
 	})
+}
+
+// checkMapped maps raw: it must not panic, an error must carry an
+// application code, and every event returned must be valid.
+func checkMapped(t *testing.T, m *mapping.Mapper, raw substate.RawEvent) {
+	t.Helper()
+	evs, err := m.Map(raw)
+	if err != nil {
+		if code := substate.ErrorCode(err); code != substate.EINVALID && code != substate.ENOTENANT {
+			t.Fatalf("error code %q: %v", code, err)
+		}
+		return
+	}
+	if len(evs) == 0 {
+		t.Fatal("no events and no error")
+	}
+	for _, ev := range evs {
+		if err := ev.Validate(); err != nil {
+			t.Fatalf("invalid event %+v: %v", ev, err)
+		}
+		if !ev.Verb.Valid() || ev.Status == "" || ev.Provider != raw.Kind.Provider() || ev.RetryCount < 0 {
+			t.Fatalf("incomplete event %+v", ev)
+		}
+	}
 }
 
 func FuzzEventBridge(f *testing.F) {
@@ -59,12 +66,30 @@ func FuzzRestate(f *testing.F) {
 	for _, n := range fixtureNames(f, "restate-invocation-*.json") {
 		seeds = append(seeds, fixture(f, n))
 	}
-	fuzzMap(f, substate.RawRestate, append(seeds, restateRow(f, "paused", map[string]any{"modified_at": 1718791247905}))...)
+	fuzzMap(f, substate.RawRestate, append(seeds, restateRow(f, "paused", map[string]any{"modified_at": 1718791247905}),
+		restateRow(f, "paused", map[string]any{"sys_journal_events": journal(f, "P:a", "P:b"),
+			"handler_retry_policy": map[string]any{"max_attempts": 9_000_000_000_000_000_000, "on_max_attempts": "Pause"}}))...)
 }
 
 func FuzzEngine(f *testing.F) {
 	fuzzMap(f, substate.RawEngine, engineEvent(f, "error"), engineEvent(f, "teleporting"),
 		[]byte(`{"specversion":"1.0","subject":"acme","time":"2026-11-01T10:00:00Z","data":`+string(engineEvent(f, "running"))+`}`))
+}
+
+// FuzzEngineBinaryCloudEvent feeds engine events in CloudEvents binary
+// mode: arbitrary ce-* attribute headers around an arbitrary body.
+func FuzzEngineBinaryCloudEvent(f *testing.F) {
+	bare := []byte(`{"executionId":"acme-1","workflow":"provision","seq":3,"status":"error","error":"quota"}`)
+	f.Add("1.0", "acme-1/3", "acme", "2026-11-01T10:00:00.000Z", bare)
+	f.Add("1.0", "", "", "", engineEvent(f, "running"))
+	f.Add("0.3", "x", "acme", "2026-11-01T10:00:00Z", bare)
+	f.Add("1.0", "x", "acme", "yesterday", bare)
+	f.Add("1.0", "x", "a.b c*>", "2026-11-01T10:00:00+02:00", bare)
+	m := mapping.New(mapping.Config{Tenants: testRules(f)})
+	f.Fuzz(func(t *testing.T, spec, id, subject, at string, body []byte) {
+		header := map[string]string{"ce-specversion": spec, "ce-id": id, "ce-subject": subject, "ce-time": at}
+		checkMapped(t, m, substate.RawEvent{Kind: substate.RawEngine, ID: "fuzz", Body: body, Header: header})
+	})
 }
 
 func FuzzParseHistory(f *testing.F) {

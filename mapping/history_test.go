@@ -2,6 +2,7 @@ package mapping_test
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
 
@@ -137,4 +138,24 @@ func TestMapPoll(t *testing.T) {
 			wantCode(t, err, substate.EINVALID)
 		}
 	})
+}
+
+// TestMapPollPriorRetriesBounded: a poll's prior summary claiming a
+// negative or huge retry count still maps to a count that is not negative.
+func TestMapPollPriorRetriesBounded(t *testing.T) {
+	m := newMapper(t)
+	var payload map[string]any
+	if err := json.Unmarshal(backingOffPoll(t), &payload); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		retries int
+		want    int
+	}{{-5, 1}, {math.MaxInt, 1<<31 + 1}} {
+		payload["history"].(map[string]any)["prior"] = map[string]any{"throughEventId": 2, "events": 2, "retries": tt.retries}
+		ev := mustMap(t, m, substate.RawStepFunctionsPoll, mustJSON(t, payload))[0]
+		if ev.RetryCount != tt.want {
+			t.Errorf("prior retries %d: retry count %d, want %d", tt.retries, ev.RetryCount, tt.want)
+		}
+	}
 }

@@ -35,6 +35,11 @@ type describeExecution struct {
 	RedriveCount    int          `json:"redriveCount"`
 }
 
+// maxPriorRetries bounds the retries a poll's prior summary may claim, so
+// that the count folded on from it stays a count (Step Functions keeps at
+// most 25,000 events per execution).
+const maxPriorRetries = 1 << 31
+
 // MapPoll maps a Step Functions poll payload to one canonical event: the
 // described status, refined by the history (backing-off, retry count, the
 // latest error).
@@ -50,6 +55,7 @@ func (m *Mapper) MapPoll(body []byte) (substate.EventData, error) {
 	var prior HistorySummary
 	if p.History.Prior != nil {
 		prior = *p.History.Prior
+		prior.Retries = min(max(prior.Retries, 0), maxPriorRetries)
 	}
 	h := historyOf(prior.Fold(p.History.Events))
 	cond := CondNone

@@ -89,6 +89,7 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	if out.Workflow == "" {
 		out.Workflow = r.Target
 	}
+	r.bound()
 	state, cond := restateState(r, occurred)
 	apply(&out, m.resolve(substate.ProviderRestate, state, cond))
 	attempt := 0
@@ -108,6 +109,24 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	}
 	out.TenantID = tenant
 	return out, nil
+}
+
+// maxRestateCount bounds each count a row carries (retry_count, the
+// journal's event count, the policy's max_attempts): a retry count summed
+// from them, over at most a few dozen spells, then cannot overflow,
+// whatever a sender wrote there.
+const maxRestateCount = 1 << 31
+
+// bound caps the row's counts at maxRestateCount.
+func (r *restateRow) bound() {
+	for _, n := range []*int{r.RetryCount, r.JournalEventCount} {
+		if n != nil {
+			*n = min(*n, maxRestateCount)
+		}
+	}
+	if p := r.RetryPolicy; p != nil && p.MaxAttempts != nil {
+		*p.MaxAttempts = min(*p.MaxAttempts, maxRestateCount)
+	}
 }
 
 // restateRank is the rank of a status among the rows of one modified_at.

@@ -1,6 +1,7 @@
 package mapping_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -88,6 +89,24 @@ func TestMapRestateJournalRetryCount(t *testing.T) {
 		ev := mustMap(t, m, substate.RawRestate, restateRow(t, "paused", set))[0]
 		if want := 8 + 2; ev.RetryCount != want {
 			t.Errorf("retries %d, want %d", ev.RetryCount, want)
+		}
+	})
+	t.Run("HugeCountsDoNotOverflow", func(t *testing.T) {
+		huge := map[string]any{"max_attempts": math.MaxInt, "on_max_attempts": "Pause"}
+		for _, tt := range []struct {
+			name, status string
+			set          map[string]any
+			want         int
+		}{
+			{"PolicyTwice", "paused", map[string]any{"sys_journal_events": journal(t, "P:a", "P:b"), "handler_retry_policy": huge}, 2 << 31},
+			{"RetryCount", "paused", map[string]any{"retry_count": math.MaxInt, "sys_journal_events": journal(t, "P:a"), "handler_retry_policy": huge}, 1 << 31},
+			{"EventCount", "paused", map[string]any{"sys_journal_events": journal(t, "P:a"), "sys_journal_events_count": math.MaxInt}, 1 << 31},
+			{"Resumed", "backing-off", map[string]any{"retry_count": math.MaxInt, "sys_journal_events": journal(t, "P:a"), "handler_retry_policy": pauses3}, 3 + 1<<31},
+		} {
+			ev := mustMap(t, m, substate.RawRestate, restateRow(t, tt.status, tt.set))[0]
+			if ev.RetryCount != tt.want {
+				t.Errorf("%s: retries %d, want %d", tt.name, ev.RetryCount, tt.want)
+			}
 		}
 	})
 	t.Run("StackTraceStaysOut", func(t *testing.T) {

@@ -21,8 +21,7 @@ var record = flag.Bool("record", false, "record the Restate fixture rows of inte
 // API's /query answers them ({"rows":[…]}). The service's folder in stack
 // traces is replaced by /srv/provision. The paused row carries its
 // journal's failure events and its handler's retry policy as the poller
-// attaches them (rows recorded before the poller attached the policy lack
-// it; the count is the same for them: their failures differ).
+// attaches them.
 func TestRecordFixtures(t *testing.T) {
 	if !*record {
 		t.Skip("run with -record to record the Restate fixture rows")

@@ -77,6 +77,16 @@ const provision = restate.object({
         if (gates.get(ctx.key) === "fail") throw new Error(`downstream unavailable (attempt ${n})`);
         return `ok after ${n}`;
       }),
+    // Like stuck, but waiting 0.05 s, then 5 s between attempts: resumed
+    // with its gate still shut, it backs off after its second attempt long
+    // enough to be checked, then pauses again.
+    stall: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 50, exponentiationFactor: 100, maxInterval: 3600000, maxAttempts: 3, onMaxAttempts: "pause" } },
+      async (ctx) => {
+        const n = attempt(ctx);
+        if (gates.get(ctx.key) !== "open") throw new Error(`downstream unavailable (attempt ${n})`);
+        return `ok after ${n}`;
+      }),
     // Like stuck, but every attempt fails with the same message (Restate
     // then records one TransientError event for all of them).
     same: restate.handlers.object.exclusive(
@@ -97,8 +107,8 @@ const notify = restate.service({
 
 // Reporter posts an invocation's sys_invocation row to a webhook, signed as
 // Standard Webhooks asks: how a Restate deployment reports to substate. A
-// row goes with its journal's failure events, which tell a paused or
-// resumed invocation's attempts.
+// row goes with its journal's failure events and its handler's retry
+// policy, which tell a paused or resumed invocation's attempts.
 const reporter = restate.service({
   name: "Reporter",
   handlers: {
@@ -127,6 +137,8 @@ async function report({ invocationId, url, secret, adminUrl }) {
     if (events.length > 0) {
       rows[0].sys_journal_events = events;
       rows[0].sys_journal_events_count = events.length;
+      const policy = await retryPolicy(adminUrl, rows[0].target_service_name, rows[0].target_handler_name);
+      if (policy) rows[0].handler_retry_policy = policy;
     }
   }
   const body = JSON.stringify(rows[0]);
@@ -140,6 +152,21 @@ async function report({ invocationId, url, secret, adminUrl }) {
     body,
   });
   return { status: res.status, row: rows[0] };
+}
+
+// retryPolicy returns a handler's effective retry policy as substate's
+// poller attaches it ({max_attempts, on_max_attempts}: the handler's
+// settings, else the service's), or null: with it, the attempts of a spell
+// paused after failing alike each time are known (Restate journals one
+// TransientError for them).
+async function retryPolicy(adminUrl, service, handler) {
+  const answer = await fetch(`${adminUrl}/services/${encodeURIComponent(service)}`, { headers: { "accept": "application/json" } });
+  if (!answer.ok) return null;
+  const svc = await answer.json();
+  const own = ((svc.handlers || []).find((h) => h.name === handler) || {}).retry_policy || {};
+  const pick = (k) => (own[k] != null ? own[k] : (svc.retry_policy || {})[k]);
+  if (pick("max_attempts") == null || pick("on_max_attempts") == null) return null;
+  return { max_attempts: pick("max_attempts"), on_max_attempts: pick("on_max_attempts") };
 }
 
 const [port, controlPort] = process.argv.slice(2).map(Number);
