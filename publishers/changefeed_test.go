@@ -125,6 +125,43 @@ func TestChangeFeedCrash(t *testing.T) {
 	checkFeed(t, w.b.JetStream, w.want)
 }
 
+// TestChangeFeedRound checks what one round publishes: the oldest change
+// of every tenant in the window, not only those before the first tenant
+// that repeats, and each tenant's later change in the next round.
+func TestChangeFeedRound(t *testing.T) {
+	w := newFeedWorld(t, 1)
+	apply := func(tenant string, s substate.SubState) {
+		w.seq++
+		w.rev[tenant]++
+		res, err := w.db.Apply(context.Background(), []substate.Sequenced{{Seq: w.seq, Event: substate.EventData{
+			TenantID: tenant, Provider: substate.ProviderEngine, ExecutionID: "e1", Workflow: "w",
+			SubState: s, ProviderState: string(s), Revision: w.rev[tenant],
+			OccurredAt:         time.Date(2026, 1, 1, 0, 0, int(w.rev[tenant]), 0, time.UTC),
+			ExecutionStartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		}}})
+		if err != nil || len(res.Changes) != 1 {
+			t.Fatalf("apply %s %s: %d changes, %v", tenant, s, len(res.Changes), err)
+		}
+		w.want = append(w.want, res.Changes...)
+	}
+	apply("a", substate.StateRunning)
+	apply("b", substate.StateRunning)
+	apply("a", substate.StateBackingOff)
+	apply("c", substate.StateRunning)
+	apply("a", substate.StateRunning)
+	f := w.feed()
+	for i, want := range []int{3, 1, 1, 0} {
+		n, err := f.Drain(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("round %d published %d changes, want %d", i+1, n, want)
+		}
+	}
+	checkFeed(t, w.b.JetStream, w.want)
+}
+
 // drainAll drains the outbox until it is empty.
 func drainAll(tb testing.TB, f *publishers.ChangeFeed, db *state.DB) {
 	tb.Helper()
