@@ -184,7 +184,7 @@ func drainAll(tb testing.TB, f *publishers.ChangeFeed, db *state.DB) {
 // tenant's in the order the view committed them.
 func checkFeed(tb testing.TB, js jetstream.JetStream, want []substate.Change) {
 	tb.Helper()
-	msgs := bustest.Msgs(tb, js, substate.StreamChanges)
+	feed := bustest.Changes(tb, js)
 	wantBySeq := make(map[uint64]substate.Change, len(want))
 	wantOrder := map[string][]uint64{}
 	for _, c := range want {
@@ -193,15 +193,8 @@ func checkFeed(tb testing.TB, js jetstream.JetStream, want []substate.Change) {
 	}
 	seen := map[uint64]bool{}
 	gotOrder := map[string][]uint64{}
-	for _, m := range msgs {
-		e, err := substate.UnmarshalChangeEvent(m.Data)
-		if err != nil {
-			tb.Fatalf("stream seq %d: %v", m.Sequence, err)
-		}
-		c := e.Data
-		if seen[c.Seq] {
-			tb.Errorf("change %d is in the feed twice", c.Seq)
-		}
+	for _, fc := range feed {
+		m, c := fc.Msg, fc.Change
 		seen[c.Seq] = true
 		w, ok := wantBySeq[c.Seq]
 		switch {
@@ -224,8 +217,8 @@ func checkFeed(tb testing.TB, js jetstream.JetStream, want []substate.Change) {
 			tb.Errorf("tenant %q: feed order %v, want %v", tenant, gotOrder[tenant], order)
 		}
 	}
-	if len(msgs) != len(want) {
-		tb.Errorf("feed holds %d messages, want %d", len(msgs), len(want))
+	if len(feed) != len(want) {
+		tb.Errorf("feed holds %d messages, want %d", len(feed), len(want))
 	}
 }
 
