@@ -16,12 +16,6 @@ const StreamChanges = "SUBSTATE_CHANGES"
 // substate.changes.<subState>.<provider>.<tenant>.
 const ChangesStreamSubject = SubjectChangesPrefix + "*.*.*"
 
-// ChangePublisher publishes real changes of tenant views on the change feed
-// after the transaction that made them committed.
-type ChangePublisher interface {
-	PublishChanges(ctx context.Context, changes []Change) error
-}
-
 // ChangeOutbox holds the changes a view committed that the change feed has
 // not acknowledged yet. The view writes a change into it in the transaction
 // that makes the change, so a crash between the commit and the publish
