@@ -233,6 +233,7 @@ func (d *DB) Close() error {
 	d.db = nil
 	if d.removeTimer != nil {
 		d.removeTimer.Stop()
+		d.removeArmed = false
 	}
 	d.pmu.Unlock()
 	if cerr := closeBolt(db, d.Health()); cerr != nil {
