@@ -16,9 +16,6 @@ type Timestamp struct{ time.Time }
 // EventTimeLayout is the layout of every CloudEvents time substate writes.
 const EventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// FormatEventTime formats t with EventTimeLayout, in UTC.
-func FormatEventTime(t time.Time) string { return t.UTC().Format(EventTimeLayout) }
-
 // MarshalJSONTo writes the time as a JSON string in EventTimeLayout.
 func (t Timestamp) MarshalJSONTo(enc *jsontext.Encoder) error {
 	var buf [32]byte
