@@ -88,18 +88,7 @@ const ChangeSource = "/substate/view"
 
 // ChangeEvent is a change on the feed: a CloudEvents 1.0 structured-mode
 // envelope around the Change.
-type ChangeEvent struct {
-	SpecVersion     string    `json:"specversion"`
-	ID              string    `json:"id"`
-	Source          string    `json:"source"`
-	Type            string    `json:"type"`
-	Subject         string    `json:"subject"`
-	Time            Timestamp `json:"time"`
-	DataContentType string    `json:"datacontenttype"`
-	DataSchema      string    `json:"dataschema,omitempty"`
-	TraceParent     string    `json:"traceparent,omitempty"`
-	Data            Change    `json:"data"`
-}
+type ChangeEvent = CloudEvent[Change]
 
 // NewChangeEvent wraps a change in its CloudEvent: id = the change's
 // sequence, subject = tenant, time = when the view changed, dataschema =
