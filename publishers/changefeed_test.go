@@ -162,6 +162,39 @@ func TestChangeFeedRound(t *testing.T) {
 	checkFeed(t, w.b.JetStream, w.want)
 }
 
+// TestChangeFeedKilledAfterAck: a worker killed after the feed's
+// acknowledgements, before the view's next commit deleted them from the
+// outbox, publishes those changes again after the restart, and the
+// stream stores none of them twice. The killed worker's view is a copy
+// of its file taken while it runs: what a kill -9 leaves on disk.
+func TestChangeFeedKilledAfterAck(t *testing.T) {
+	w := newFeedWorld(t, 2)
+	for range 5 {
+		w.commit()
+	}
+	drainAll(t, w.feed(), w.db)
+	killed := filepath.Join(t.TempDir(), "view.db")
+	b, err := os.ReadFile(w.db.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(killed, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := state.NewDB(killed)
+	db.ChangeOutbox = true
+	if err := db.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.OutboxLen()
+	if err != nil || n != len(w.want) {
+		t.Fatalf("the killed worker's outbox holds %d changes (%v), want the %d published", n, err, len(w.want))
+	}
+	drainAll(t, &publishers.ChangeFeed{JetStream: w.b.JetStream, Outbox: db}, db)
+	checkFeed(t, w.b.JetStream, w.want)
+}
+
 // drainAll drains the outbox until it is empty.
 func drainAll(tb testing.TB, f *publishers.ChangeFeed, db *state.DB) {
 	tb.Helper()
