@@ -24,6 +24,7 @@ func BenchmarkApply(b *testing.B) {
 		}
 	}
 	b.Run("sync/changes/outbox", func(b *testing.B) { benchApply(b, true, "changes", true) })
+	b.Run("nosync/changes/outbox", func(b *testing.B) { benchApply(b, false, "changes", true) })
 }
 
 func benchApply(b *testing.B, sync bool, mix string, outbox bool) {
