@@ -214,7 +214,7 @@ func initBuckets(tx *bolt.Tx, cp *uint64) error {
 	return initDerived(tx)
 }
 
-// Close writes what unchanged events left pending, removes the changes the
+// Close writes what unchanged events left pending, deletes the changes the
 // feed removed from the outbox, and closes the file. A
 // view found corrupt writes nothing (the pending events are delivered
 // again after the checkpoint) and gives bbolt closeTimeout to let go.
@@ -226,7 +226,7 @@ func (d *DB) Close() error {
 	}
 	var err error
 	if d.corrupt.Load() == nil {
-		err = d.flush()
+		err = errors.Join(d.flush(), d.removeNow())
 	}
 	d.pmu.Lock()
 	db := d.db
@@ -271,7 +271,7 @@ func (d *DB) Sync() error {
 	if d.db == nil {
 		return ErrClosed
 	}
-	if err := d.flush(); err != nil {
+	if err := errors.Join(d.flush(), d.removeNow()); err != nil {
 		return err
 	}
 	if err := d.db.Sync(); err != nil {
@@ -311,13 +311,10 @@ func pageAlloc(db *bolt.DB) int64 {
 	return st.TxStats.GetPageAlloc()
 }
 
-// flush commits the pending records and the applied sequence, and the
-// outbox's removals, if any are pending. d.mu must be held.
+// flush commits the pending records and the applied sequence, if any are
+// pending. d.mu must be held.
 func (d *DB) flush() error {
-	d.pmu.RLock()
-	idle := len(d.pending) == 0 && len(d.removed) == 0
-	d.pmu.RUnlock()
-	if idle {
+	if len(d.pending) == 0 {
 		return nil
 	}
 	_, err := d.commit(nil, d.seq)

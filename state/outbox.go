@@ -144,9 +144,25 @@ func (d *DB) flushRemoved() {
 	if d.db == nil || d.corrupt.Load() != nil {
 		return
 	}
-	if err := d.flush(); err != nil && d.Logger != nil {
+	if err := d.removeNow(); err != nil && d.Logger != nil {
 		d.Logger.Warn("removing published changes from the outbox failed; the next commit does it", "err", err)
 	}
+}
+
+// removeNow deletes the changes the feed removed from the file in a
+// transaction of their own (not a commit of the view: Stats.Commits does
+// not count it). d.mu must be held.
+func (d *DB) removeNow() error {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	if len(d.removed) == 0 {
+		return nil
+	}
+	if err := d.update(d.deleteRemoved); err != nil {
+		return err
+	}
+	clear(d.removed)
+	return nil
 }
 
 // deleteRemoved deletes the changes the feed removed from the outbox
