@@ -7,6 +7,26 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
+// CloudEvent is a CloudEvents 1.0 structured-mode envelope around data of
+// type T, as substate writes its canonical events (Event) and the changes
+// on its feed (ChangeEvent).
+type CloudEvent[T any] struct {
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"`
+	Type            string    `json:"type"`
+	Subject         string    `json:"subject"`
+	Time            Timestamp `json:"time"`
+	DataContentType string    `json:"datacontenttype"`
+	// DataSchema is the URL of the JSON Schema of the data (SchemaURL),
+	// when the publisher knows where the worker serves it.
+	DataSchema string `json:"dataschema,omitempty"`
+	// TraceParent is the W3C traceparent of the request that brought the
+	// event in (the CloudEvents distributed-tracing extension).
+	TraceParent string `json:"traceparent,omitempty"`
+	Data        T      `json:"data"`
+}
+
 // Timestamp is the time of a CloudEvent substate writes: RFC 3339 in UTC
 // with exactly three fractional digits (EventTimeLayout), whatever the
 // precision of the time it holds. It reads any RFC 3339 time, so events
@@ -15,9 +35,6 @@ type Timestamp struct{ time.Time }
 
 // EventTimeLayout is the layout of every CloudEvents time substate writes.
 const EventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// FormatEventTime formats t with EventTimeLayout, in UTC.
-func FormatEventTime(t time.Time) string { return t.UTC().Format(EventTimeLayout) }
 
 // MarshalJSONTo writes the time as a JSON string in EventTimeLayout.
 func (t Timestamp) MarshalJSONTo(enc *jsontext.Encoder) error {

@@ -84,22 +84,10 @@ func (d *EventData) Normalize() {
 	d.Terminal = d.SubState.Terminal()
 }
 
-// Event is a CloudEvents 1.0 structured-mode envelope around EventData.
+// Event is a canonical event: a CloudEvents 1.0 structured-mode envelope
+// around EventData.
 type Event struct {
-	SpecVersion     string    `json:"specversion"`
-	ID              string    `json:"id"`
-	Source          string    `json:"source"`
-	Type            string    `json:"type"`
-	Subject         string    `json:"subject"`
-	Time            Timestamp `json:"time"`
-	DataContentType string    `json:"datacontenttype"`
-	// DataSchema is the URL of the JSON Schema of the data (SchemaURL),
-	// when the publisher knows where the worker serves it.
-	DataSchema string `json:"dataschema,omitempty"`
-	// TraceParent is the W3C traceparent of the request that brought the
-	// event in (the CloudEvents distributed-tracing extension).
-	TraceParent string    `json:"traceparent,omitempty"`
-	Data        EventData `json:"data"`
+	CloudEvent[EventData]
 
 	// Raw names the raw message the event was mapped from. It travels in
 	// the HeaderRawSeq and HeaderRawID message headers, not in the JSON.
@@ -110,7 +98,7 @@ type Event struct {
 // provider, the type the sub-state, the subject is the tenant id and the
 // time is when it occurred.
 func NewEvent(id string, data EventData) Event {
-	return Event{
+	return Event{CloudEvent: CloudEvent[EventData]{
 		SpecVersion:     CloudEventsSpecVersion,
 		ID:              id,
 		Source:          "/substate/" + string(data.Provider),
@@ -119,7 +107,7 @@ func NewEvent(id string, data EventData) Event {
 		Time:            Timestamp{data.OccurredAt},
 		DataContentType: EventContentType,
 		Data:            data,
-	}
+	}}
 }
 
 // MarshalEvent encodes e as structured CloudEvents JSON.

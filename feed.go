@@ -16,12 +16,6 @@ const StreamChanges = "SUBSTATE_CHANGES"
 // substate.changes.<subState>.<provider>.<tenant>.
 const ChangesStreamSubject = SubjectChangesPrefix + "*.*.*"
 
-// ChangePublisher publishes real changes of tenant views on the change feed
-// after the transaction that made them committed.
-type ChangePublisher interface {
-	PublishChanges(ctx context.Context, changes []Change) error
-}
-
 // ChangeOutbox holds the changes a view committed that the change feed has
 // not acknowledged yet. The view writes a change into it in the transaction
 // that makes the change, so a crash between the commit and the publish
@@ -94,18 +88,7 @@ const ChangeSource = "/substate/view"
 
 // ChangeEvent is a change on the feed: a CloudEvents 1.0 structured-mode
 // envelope around the Change.
-type ChangeEvent struct {
-	SpecVersion     string    `json:"specversion"`
-	ID              string    `json:"id"`
-	Source          string    `json:"source"`
-	Type            string    `json:"type"`
-	Subject         string    `json:"subject"`
-	Time            Timestamp `json:"time"`
-	DataContentType string    `json:"datacontenttype"`
-	DataSchema      string    `json:"dataschema,omitempty"`
-	TraceParent     string    `json:"traceparent,omitempty"`
-	Data            Change    `json:"data"`
-}
+type ChangeEvent = CloudEvent[Change]
 
 // NewChangeEvent wraps a change in its CloudEvent: id = the change's
 // sequence, subject = tenant, time = when the view changed, dataschema =

@@ -17,7 +17,8 @@ import (
 // tenant view. Each fetched batch is applied in one view transaction that
 // also stores the batch's last stream sequence; messages are acknowledged
 // only after that commit, and redelivered ones at or below the stored
-// sequence are skipped. Real changes go on the change feed after the commit.
+// sequence are skipped. The view's commit writes the real changes into its
+// change outbox, which publishers.ChangeFeed publishes.
 //
 // The view must see the stream in order: when a batch skips sequences the
 // view has not seen, before its first message or between two of them (they
@@ -28,7 +29,6 @@ type Projector struct {
 	Consumer    jetstream.Consumer
 	Stream      jetstream.Stream // SUBSTATE_EVENTS, to read gaps
 	Store       substate.ViewStore
-	Changes     substate.ChangePublisher // optional
 	DeadLetters substate.DeadLetterPublisher
 	BatchSize   int           // 0 means 512
 	Linger      time.Duration // 0 means 2 ms
@@ -141,13 +141,6 @@ func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) erro
 		return err
 	}
 	p.observe(res)
-	if p.Changes != nil && len(res.Changes) > 0 {
-		if err := p.Changes.PublishChanges(ctx, res.Changes); err != nil {
-			p.logger().Warn("change feed publish failed", "changes", len(res.Changes), "err", err)
-		} else if p.Metrics != nil {
-			p.Metrics.ChangesEmitted.Add(float64(len(res.Changes)))
-		}
-	}
 	return nil
 }
 

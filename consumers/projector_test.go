@@ -37,7 +37,8 @@ func runProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.Consu
 	runProjectorWith(tb, b, view, cfg, publishers.NewJetStream(b.JetStream))
 }
 
-// runProjectorWith runs a projector that dead-letters through dlq.
+// runProjectorWith runs a projector that dead-letters through dlq, and
+// the change feed of its view.
 func runProjectorWith(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.ConsumerConfig, dlq substate.DeadLetterPublisher) {
 	tb.Helper()
 	ctx := context.Background()
@@ -53,8 +54,9 @@ func runProjectorWith(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.C
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, Changes: &publishers.Changes{Conn: b.Conn},
-		DeadLetters: dlq, Linger: time.Millisecond}
+	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, DeadLetters: dlq, Linger: time.Millisecond}
+	view.ChangeOutbox = true // the change feed as the worker runs it
+	runInBackground(tb, (&publishers.ChangeFeed{JetStream: b.JetStream, Outbox: view}).Run)
 	runInBackground(tb, p.Run)
 }
 

@@ -2,6 +2,7 @@ package contract_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/contracttest"
 )
 
@@ -161,6 +164,48 @@ type asyncOperation struct {
 	Channel struct {
 		Ref string `json:"$ref"`
 	} `json:"channel"`
+}
+
+// TestOpenAPITenantFilter: every condition of a tenant listing can be
+// asked for with a query parameter openapi.json declares for GET
+// /v1/tenants, and the server accepts every value a parameter's enum lists.
+func TestOpenAPITenantFilter(t *testing.T) {
+	v, err := contracttest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := v.Doc.Paths.Find("/v1/tenants").Get
+	set := map[string]bool{}
+	for _, ref := range op.Parameters {
+		p := ref.Value
+		values := []string{"1"}
+		switch s := p.Schema.Value; {
+		case len(s.Enum) > 0:
+			values = values[:0]
+			for _, e := range s.Enum {
+				values = append(values, fmt.Sprint(e))
+			}
+		case s.Type.Is("boolean"):
+			values = []string{"true"}
+		}
+		for _, val := range values {
+			f, err := httpapi.ParseTenantFilter(map[string][]string{p.Name: {val}})
+			if err != nil {
+				t.Errorf("%s=%s, as openapi.json allows: %v", p.Name, val, err)
+			}
+			fv := reflect.ValueOf(f)
+			for i := range fv.NumField() {
+				if !fv.Field(i).IsZero() {
+					set[fv.Type().Field(i).Name] = true
+				}
+			}
+		}
+	}
+	for _, field := range reflect.VisibleFields(reflect.TypeFor[substate.TenantFilter]()) {
+		if !set[field.Name] {
+			t.Errorf("TenantFilter.%s: no query parameter of GET /v1/tenants in openapi.json sets it", field.Name)
+		}
+	}
 }
 
 // TestAsyncAPI: the document parses as AsyncAPI 3.0 (no unknown member,

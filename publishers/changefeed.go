@@ -27,11 +27,10 @@ const (
 // after the restart, which the stream drops as a duplicate inside its
 // dedupe window: no change is lost and none is stored twice.
 //
-// Per-tenant order: a round publishes at most one change of each tenant
-// (the outbox's oldest changes up to the first second change of a tenant
-// already in the round), and the next round starts only after every
-// publish of this one was acknowledged or failed, so a tenant's change is
-// stored only after its previous one was.
+// Per-tenant order: a round publishes the oldest change of each tenant
+// among the outbox's oldest Window changes, and the next round starts only
+// after every publish of this one was acknowledged or failed, so a
+// tenant's change is stored only after its previous one was.
 type ChangeFeed struct {
 	JetStream jetstream.JetStream
 	Outbox    substate.ChangeOutbox
@@ -115,17 +114,18 @@ func (f *ChangeFeed) Drain(ctx context.Context) (int, error) {
 	return len(acked), err
 }
 
-// onePerTenant returns the changes up to the first one whose tenant
-// already has a change before it.
+// onePerTenant returns the first change of each tenant, in order: a
+// later change of a tenant waits for the next round.
 func onePerTenant(changes []substate.Change) []substate.Change {
 	seen := make(map[string]bool, len(changes))
-	for i := range changes {
-		if seen[changes[i].TenantID] {
-			return changes[:i]
+	out := changes[:0]
+	for _, c := range changes {
+		if !seen[c.TenantID] {
+			seen[c.TenantID] = true
+			out = append(out, c)
 		}
-		seen[changes[i].TenantID] = true
 	}
-	return changes
+	return out
 }
 
 // publish sends the round asynchronously and returns the sequences of

@@ -125,6 +125,76 @@ func TestChangeFeedCrash(t *testing.T) {
 	checkFeed(t, w.b.JetStream, w.want)
 }
 
+// TestChangeFeedRound checks what one round publishes: the oldest change
+// of every tenant in the window, not only those before the first tenant
+// that repeats, and each tenant's later change in the next round.
+func TestChangeFeedRound(t *testing.T) {
+	w := newFeedWorld(t, 1)
+	apply := func(tenant string, s substate.SubState) {
+		w.seq++
+		w.rev[tenant]++
+		res, err := w.db.Apply(context.Background(), []substate.Sequenced{{Seq: w.seq, Event: substate.EventData{
+			TenantID: tenant, Provider: substate.ProviderEngine, ExecutionID: "e1", Workflow: "w",
+			SubState: s, ProviderState: string(s), Revision: w.rev[tenant],
+			OccurredAt:         time.Date(2026, 1, 1, 0, 0, int(w.rev[tenant]), 0, time.UTC),
+			ExecutionStartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		}}})
+		if err != nil || len(res.Changes) != 1 {
+			t.Fatalf("apply %s %s: %d changes, %v", tenant, s, len(res.Changes), err)
+		}
+		w.want = append(w.want, res.Changes...)
+	}
+	apply("a", substate.StateRunning)
+	apply("b", substate.StateRunning)
+	apply("a", substate.StateBackingOff)
+	apply("c", substate.StateRunning)
+	apply("a", substate.StateRunning)
+	f := w.feed()
+	for i, want := range []int{3, 1, 1, 0} {
+		n, err := f.Drain(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("round %d published %d changes, want %d", i+1, n, want)
+		}
+	}
+	checkFeed(t, w.b.JetStream, w.want)
+}
+
+// TestChangeFeedKilledAfterAck: a worker killed after the feed's
+// acknowledgements, before the view's next commit deleted them from the
+// outbox, publishes those changes again after the restart, and the
+// stream stores none of them twice. The killed worker's view is a copy
+// of its file taken while it runs: what a kill -9 leaves on disk.
+func TestChangeFeedKilledAfterAck(t *testing.T) {
+	w := newFeedWorld(t, 2)
+	for range 5 {
+		w.commit()
+	}
+	drainAll(t, w.feed(), w.db)
+	killed := filepath.Join(t.TempDir(), "view.db")
+	b, err := os.ReadFile(w.db.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(killed, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := state.NewDB(killed)
+	db.ChangeOutbox = true
+	if err := db.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.OutboxLen()
+	if err != nil || n != len(w.want) {
+		t.Fatalf("the killed worker's outbox holds %d changes (%v), want the %d published", n, err, len(w.want))
+	}
+	drainAll(t, &publishers.ChangeFeed{JetStream: w.b.JetStream, Outbox: db}, db)
+	checkFeed(t, w.b.JetStream, w.want)
+}
+
 // drainAll drains the outbox until it is empty.
 func drainAll(tb testing.TB, f *publishers.ChangeFeed, db *state.DB) {
 	tb.Helper()
@@ -147,7 +217,7 @@ func drainAll(tb testing.TB, f *publishers.ChangeFeed, db *state.DB) {
 // tenant's in the order the view committed them.
 func checkFeed(tb testing.TB, js jetstream.JetStream, want []substate.Change) {
 	tb.Helper()
-	msgs := bustest.Msgs(tb, js, substate.StreamChanges)
+	feed := bustest.Changes(tb, js)
 	wantBySeq := make(map[uint64]substate.Change, len(want))
 	wantOrder := map[string][]uint64{}
 	for _, c := range want {
@@ -156,15 +226,8 @@ func checkFeed(tb testing.TB, js jetstream.JetStream, want []substate.Change) {
 	}
 	seen := map[uint64]bool{}
 	gotOrder := map[string][]uint64{}
-	for _, m := range msgs {
-		e, err := substate.UnmarshalChangeEvent(m.Data)
-		if err != nil {
-			tb.Fatalf("stream seq %d: %v", m.Sequence, err)
-		}
-		c := e.Data
-		if seen[c.Seq] {
-			tb.Errorf("change %d is in the feed twice", c.Seq)
-		}
+	for _, fc := range feed {
+		m, c := fc.Msg, fc.Change
 		seen[c.Seq] = true
 		w, ok := wantBySeq[c.Seq]
 		switch {
@@ -187,8 +250,8 @@ func checkFeed(tb testing.TB, js jetstream.JetStream, want []substate.Change) {
 			tb.Errorf("tenant %q: feed order %v, want %v", tenant, gotOrder[tenant], order)
 		}
 	}
-	if len(msgs) != len(want) {
-		tb.Errorf("feed holds %d messages, want %d", len(msgs), len(want))
+	if len(feed) != len(want) {
+		tb.Errorf("feed holds %d messages, want %d", len(feed), len(want))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -133,32 +132,6 @@ func TestPublishDeadLetterByID(t *testing.T) {
 	}
 	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 3 {
 		t.Fatalf("DLQ holds %d, want 3: a and b once, the one without an id", n)
-	}
-}
-
-func TestPublishChanges(t *testing.T) {
-	b := bustest.Open(t)
-	sub, err := b.Conn.SubscribeSync(substate.SubjectChangesPrefix + ">")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := substate.Change{Seq: 3, TenantID: "acme corp",
-		Old: substate.TenantView{TenantID: "acme corp", WorkflowSubState: substate.StateRunning},
-		New: substate.TenantView{TenantID: "acme corp", WorkflowSubState: substate.StateFailed, WorkflowErrorMessage: "boom"}}
-	if err := (&publishers.Changes{Conn: b.Conn}).PublishChanges(context.Background(), []substate.Change{ch}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := sub.NextMsg(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := substate.UnmarshalChangeEvent(m.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := e.Data
-	if m.Subject != substate.ChangeSubject(&ch) || got.New.WorkflowErrorMessage != "boom" || got.Old.WorkflowSubState != substate.StateRunning {
-		t.Fatalf("change on %s: %+v", m.Subject, got)
 	}
 }
 

@@ -178,7 +178,7 @@ func (w *work) write(b *buckets) error {
 			return fmt.Errorf("tenant %q: %w", id, err)
 		}
 	}
-	return nil
+	return b.saveCounts()
 }
 
 // pendingAfter is how many tenants would be pending if w were held.

@@ -14,17 +14,39 @@ import (
 // reports the cost per event: every event a change, every other one
 // unchanged (a newer event with the same status), or none changed. "sync"
 // fsyncs each commit as the projector does; "nosync" is a rebuild.
+// "outbox" writes the changes into the change outbox as the worker does,
+// and after each batch takes them out again as the change feed does once
+// the stream acknowledged them.
 func BenchmarkApply(b *testing.B) {
 	for _, sync := range []string{"sync", "nosync"} {
 		for _, mix := range []string{"changes", "half-unchanged", "unchanged"} {
-			b.Run(sync+"/"+mix, func(b *testing.B) { benchApply(b, sync == "sync", mix) })
+			b.Run(sync+"/"+mix, func(b *testing.B) { benchApply(b, sync == "sync", mix, false) })
 		}
 	}
+	b.Run("sync/changes/outbox", func(b *testing.B) { benchApply(b, true, "changes", true) })
+	b.Run("nosync/changes/outbox", func(b *testing.B) { benchApply(b, false, "changes", true) })
 }
 
-func benchApply(b *testing.B, sync bool, mix string) {
+func benchApply(b *testing.B, sync bool, mix string, outbox bool) {
 	const tenants, batchSize = 10000, 100
-	db := openDB(b, func(db *state.DB) { db.NoSync = !sync })
+	db := openDB(b, func(db *state.DB) { db.NoSync, db.ChangeOutbox = !sync, outbox })
+	ctx := context.Background()
+	drain := func() {
+		if !outbox {
+			return
+		}
+		pending, err := db.PendingChanges(ctx, batchSize)
+		if err != nil {
+			b.Fatal(err)
+		}
+		seqs := make([]uint64, len(pending))
+		for i := range pending {
+			seqs[i] = pending[i].Seq
+		}
+		if err := db.RemoveChanges(ctx, seqs); err != nil {
+			b.Fatal(err)
+		}
+	}
 	s := newStream(b, db)
 	revs := make([]substate.Revision, tenants)
 	ids, execs := make([]string, tenants), make([]string, tenants)
@@ -50,6 +72,9 @@ func benchApply(b *testing.B, sync bool, mix string) {
 			evs = append(evs, next(i))
 		}
 		s.apply(evs...)
+		for range 10 {
+			drain()
+		}
 	}
 	events, batch := 0, make([]substate.EventData, batchSize)
 	b.ReportAllocs()
@@ -59,6 +84,7 @@ func benchApply(b *testing.B, sync bool, mix string) {
 			events++
 		}
 		s.apply(batch...)
+		drain()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 	b.ReportMetric(float64(db.Stats().Commits)/float64(events/batchSize), "commits/batch")

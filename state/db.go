@@ -70,13 +70,16 @@ type DB struct {
 	corrupt atomic.Pointer[CorruptError] // set when the file was found corrupt; see Health
 
 	outboxReady chan struct{} // see ChangesWaiting
+	removeTimer *time.Timer   // see RemoveChanges; guarded by pmu
+	removeArmed bool          // removeTimer is set to fire; guarded by pmu
 
-	// pmu guards what readers see besides the file: pending, seq,
+	// pmu guards what readers see besides the file: pending, removed, seq,
 	// checkpoint, stats. Apply takes it for writing only around a commit.
 	pmu        sync.RWMutex
-	pending    map[string]Record // unchanged-but-newer records not yet written
-	seq        uint64            // highest sequence applied, in memory
-	checkpoint uint64            // highest sequence committed
+	pending    map[string]Record   // unchanged-but-newer records not yet written
+	removed    map[uint64]struct{} // outbox changes the feed removed, still in the file
+	seq        uint64              // highest sequence applied, in memory
+	checkpoint uint64              // highest sequence committed
 	stats      Stats
 	allocated  int64 // bbolt's page bytes allocated as of the last commit
 }
@@ -134,7 +137,7 @@ func (d *DB) Open() error {
 	if d.outboxReady == nil {
 		d.outboxReady = make(chan struct{}, 1)
 	}
-	d.db, d.pending, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), cp, cp, Stats{}
+	d.db, d.pending, d.removed, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), make(map[uint64]struct{}), cp, cp, Stats{}
 	d.allocated = pageAlloc(db)
 	d.corrupt.Store(nil)
 	d.pmu.Unlock()
@@ -211,7 +214,8 @@ func initBuckets(tx *bolt.Tx, cp *uint64) error {
 	return initDerived(tx)
 }
 
-// Close writes what unchanged events left pending and closes the file. A
+// Close writes what unchanged events left pending, deletes the changes the
+// feed removed from the outbox, and closes the file. A
 // view found corrupt writes nothing (the pending events are delivered
 // again after the checkpoint) and gives bbolt closeTimeout to let go.
 func (d *DB) Close() error {
@@ -222,11 +226,15 @@ func (d *DB) Close() error {
 	}
 	var err error
 	if d.corrupt.Load() == nil {
-		err = d.flush()
+		err = errors.Join(d.flush(), d.removeNow())
 	}
 	d.pmu.Lock()
 	db := d.db
 	d.db = nil
+	if d.removeTimer != nil {
+		d.removeTimer.Stop()
+		d.removeArmed = false
+	}
 	d.pmu.Unlock()
 	if cerr := closeBolt(db, d.Health()); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close tenant view: %w", cerr))
@@ -263,7 +271,7 @@ func (d *DB) Sync() error {
 	if d.db == nil {
 		return ErrClosed
 	}
-	if err := d.flush(); err != nil {
+	if err := errors.Join(d.flush(), d.removeNow()); err != nil {
 		return err
 	}
 	if err := d.db.Sync(); err != nil {
@@ -314,7 +322,8 @@ func (d *DB) flush() error {
 }
 
 // commit writes the changed records of a batch and every pending record
-// with the checkpoint seq in one transaction, then clears pending, and
+// with the checkpoint seq in one transaction, and deletes the changes the
+// feed removed from the outbox, then clears pending and removed, and
 // returns the bytes the transaction wrote. d.mu must be held.
 func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	d.pmu.Lock()
@@ -322,6 +331,9 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	err := d.update(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		if err := d.writePending(&b, w); err != nil {
+			return err
+		}
+		if err := d.deleteRemoved(tx); err != nil {
 			return err
 		}
 		if w != nil {
@@ -340,6 +352,7 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 		return 0, fmt.Errorf("commit tenant view: %w", err)
 	}
 	clear(d.pending)
+	clear(d.removed)
 	d.seq, d.checkpoint = seq, seq
 	d.stats.Commits++
 	alloc := pageAlloc(d.db)

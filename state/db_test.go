@@ -335,3 +335,39 @@ func TestConcurrentReadsDuringApply(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamMarkWhileClosing reads the stream mark while the view closes
+// and opens again, as the worker's running check may while it stops: a
+// read either answers or returns ErrClosed, and never finds the view
+// corrupt.
+func TestStreamMarkWhileClosing(t *testing.T) {
+	db := openDB(t)
+	if err := db.SetStreamMark("mark"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 50 {
+			if err := db.Close(); err != nil {
+				t.Error(err)
+			}
+			if err := db.Open(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if err := db.Health(); err != nil {
+				t.Fatalf("health after reads during Close: %v", err)
+			}
+			return
+		default:
+		}
+		if mark, err := db.StreamMark(); err != nil && !errors.Is(err, state.ErrClosed) || err == nil && mark != "mark" {
+			t.Fatalf("StreamMark = %q, %v", mark, err)
+		}
+	}
+}

@@ -34,8 +34,8 @@ func updatedKey(v *substate.TenantView) []byte {
 	return append(binary.BigEndian.AppendUint64(nil, ns), v.TenantID...)
 }
 
-// trackDerived moves next's by-updated key and sub-state count from where
-// old had them; old is nil for a tenant not stored yet.
+// trackDerived moves next's by-updated key from where old had it, and
+// its sub-state count in b.moved; old is nil for a tenant not stored yet.
 func (b *buckets) trackDerived(old, next *Record) error {
 	var from []byte
 	var oldCode byte
@@ -45,17 +45,28 @@ func (b *buckets) trackDerived(old, next *Record) error {
 	if err := move(b.updated, from, updatedKey(&next.View)); err != nil {
 		return err
 	}
-	newCode := subStateCode(next.View.WorkflowSubState)
-	if old != nil && oldCode == newCode {
+	if newCode := subStateCode(next.View.WorkflowSubState); newCode != oldCode {
+		if oldCode > 0 {
+			b.moved[oldCode-1]--
+		}
+		if newCode > 0 {
+			b.moved[newCode-1]++
+		}
+	}
+	return nil
+}
+
+// saveCounts adds what the transaction's puts moved to the stored counts:
+// one write of the counter per commit, however many tenants moved.
+func (b *buckets) saveCounts() error {
+	if b.moved == ([codeFailed]int64{}) {
 		return nil
 	}
 	counts := decodeCounts(b.meta.Get(keyCounts))
-	if old != nil && oldCode > 0 {
-		counts[oldCode-1] = max(counts[oldCode-1]-1, 0)
+	for i, d := range b.moved {
+		counts[i] = max(counts[i]+d, 0)
 	}
-	if newCode > 0 {
-		counts[newCode-1]++
-	}
+	b.moved = [codeFailed]int64{}
 	return b.meta.Put(keyCounts, encodeCounts(counts))
 }
 

@@ -123,3 +123,16 @@ func verifyDerived(tx *bolt.Tx) error {
 	}
 	return err
 }
+
+// OutboxInFile returns how many changes the outbox bucket of the file
+// holds, those the feed removed but no commit has deleted yet included.
+func (d *DB) OutboxInFile() int {
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	var n int
+	_ = d.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketOutbox).Stats().KeyN
+		return nil
+	})
+	return n
+}

@@ -98,7 +98,8 @@ func keysOf(v *substate.TenantView) indexKeys {
 // buckets are the write transaction's handles on the view's buckets.
 type buckets struct {
 	tenants, subState, errors, retry, meta *bolt.Bucket
-	updated                                *bolt.Bucket // see derived.go
+	updated                                *bolt.Bucket      // see derived.go
+	moved                                  [codeFailed]int64 // count changes by sub-state, not saved yet (saveCounts)
 }
 
 func bucketsOf(tx *bolt.Tx) buckets {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	bolt "go.etcd.io/bbolt"
@@ -70,6 +71,9 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 	err := d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+			if _, gone := d.removed[binary.BigEndian.Uint64(k)]; gone {
+				continue
+			}
 			var e outboxEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode outbox change %x: %w", k, err)
@@ -85,7 +89,13 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 	return out, nil
 }
 
-// RemoveChanges deletes the changes with these sequences from the outbox.
+// RemoveChanges forgets the changes with these sequences, once the feed
+// has them: PendingChanges and OutboxLen leave them out at once, and the
+// file loses them in the next commit of the view, so that draining the
+// outbox costs the projector no write transaction of its own. When no
+// commit comes within removeDelay (a quiet view), a transaction of their
+// own removes them. A crash before then publishes them again after the
+// restart, which the stream drops as duplicates inside its dedupe window.
 func (d *DB) RemoveChanges(ctx context.Context, seqs []uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -93,22 +103,81 @@ func (d *DB) RemoveChanges(ctx context.Context, seqs []uint64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
 	if d.db == nil {
 		return ErrClosed
 	}
-	err := d.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketOutbox)
-		for _, s := range seqs {
-			if err := b.Delete(binary.BigEndian.AppendUint64(nil, s)); err != nil {
-				return err
-			}
-		}
+	for _, s := range seqs {
+		d.removed[s] = struct{}{}
+	}
+	delay := removeDelay
+	if len(d.removed) >= removeBatch {
+		delay = 0
+	}
+	switch {
+	case d.removeTimer == nil:
+		d.removeTimer = time.AfterFunc(delay, d.flushRemoved)
+	case !d.removeArmed || delay == 0:
+		d.removeTimer.Reset(delay)
+	}
+	d.removeArmed = true
+	return nil
+}
+
+// removeDelay is how long changes the feed has removed may wait for the
+// next commit of the view before a transaction of their own removes them
+// from the file; removeBatch is how many may wait.
+const (
+	removeDelay = 200 * time.Millisecond
+	removeBatch = 4096
+)
+
+// flushRemoved removes from the file the changes the feed removed that no
+// commit has taken along yet.
+func (d *DB) flushRemoved() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pmu.Lock()
+	d.removeArmed = false
+	d.pmu.Unlock()
+	if d.db == nil || d.corrupt.Load() != nil {
+		return
+	}
+	if err := d.removeNow(); err != nil && d.Logger != nil {
+		d.Logger.Warn("removing published changes from the outbox failed; the next commit does it", "err", err)
+	}
+}
+
+// removeNow deletes the changes the feed removed from the file in a
+// transaction of their own (not a commit of the view: Stats.Commits does
+// not count it). d.mu must be held.
+func (d *DB) removeNow() error {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	if len(d.removed) == 0 {
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("remove from change outbox: %w", err)
+	}
+	if err := d.update(d.deleteRemoved); err != nil {
+		return err
+	}
+	clear(d.removed)
+	return nil
+}
+
+// deleteRemoved deletes the changes the feed removed from the outbox
+// bucket. d.pmu must be held for writing.
+func (d *DB) deleteRemoved(tx *bolt.Tx) error {
+	if len(d.removed) == 0 {
+		return nil
+	}
+	b := tx.Bucket(bucketOutbox)
+	var k [8]byte
+	for s := range d.removed {
+		binary.BigEndian.PutUint64(k[:], s)
+		if err := b.Delete(k[:]); err != nil {
+			return fmt.Errorf("remove from change outbox: %w", err)
+		}
 	}
 	return nil
 }
@@ -122,7 +191,14 @@ func (d *DB) OutboxLen() (int, error) {
 	}
 	var n int
 	err := d.view(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketOutbox).Stats().KeyN
+		b := tx.Bucket(bucketOutbox)
+		n = b.Stats().KeyN
+		var k [8]byte
+		for s := range d.removed {
+			if binary.BigEndian.PutUint64(k[:], s); b.Get(k[:]) != nil {
+				n--
+			}
+		}
 		return nil
 	})
 	return n, err

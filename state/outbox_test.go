@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/state"
@@ -47,6 +48,61 @@ func TestChangeOutbox(t *testing.T) {
 		if n, err := db.OutboxLen(); err != nil || n != 1 {
 			t.Fatalf("OutboxLen = %d, %v; want 1", n, err)
 		}
+	})
+
+	// Removing costs no write transaction of its own while the view
+	// commits: the next commit deletes what the feed removed, and only a
+	// quiet view gets a transaction for it.
+	t.Run("RemovedWithNextCommit", func(t *testing.T) {
+		db := openDB(t, withOutbox)
+		s := newStream(t, db)
+		s.apply(ev("a", "e1", substate.StateRunning, 1), ev("b", "e1", substate.StateRunning, 1))
+		commits := db.Stats().Commits
+		if err := db.RemoveChanges(ctx, []uint64{1, 2}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.PendingChanges(ctx, 10); err != nil || len(got) != 0 {
+			t.Fatalf("PendingChanges after removing both = %+v, %v; want none", got, err)
+		}
+		if n, err := db.OutboxLen(); err != nil || n != 0 {
+			t.Fatalf("OutboxLen = %d, %v; want 0", n, err)
+		}
+		if n := db.OutboxInFile(); n != 2 {
+			t.Fatalf("the file holds %d changes right after RemoveChanges, want 2: removing wrote a transaction of its own", n)
+		}
+		s.apply(ev("a", "e1", substate.StateBackingOff, 2))
+		if got, want := db.Stats().Commits, commits+1; got != want {
+			t.Fatalf("%d commits, want %d", got, want)
+		}
+		if n := db.OutboxInFile(); n != 1 {
+			t.Fatalf("the file holds %d changes after the next commit, want the new one alone", n)
+		}
+		quiet := func(seq uint64) {
+			t.Helper()
+			if err := db.RemoveChanges(ctx, []uint64{seq}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for db.OutboxInFile() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("a quiet view kept a removed change in the file")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		quiet(3)
+		if err := db.RemoveChanges(ctx, []uint64{3}); err != nil { // again: a feed restarted
+			t.Fatal(err)
+		}
+		if n, err := db.OutboxLen(); err != nil || n != 0 {
+			t.Fatalf("OutboxLen after removing a change twice = %d, %v; want 0", n, err)
+		}
+		s.apply(ev("b", "e1", substate.StateBackingOff, 2))
+		reopen(t, db)
+		if n := db.OutboxInFile(); n != 1 {
+			t.Fatalf("the file holds %d changes after reopening, want 1", n)
+		}
+		quiet(4) // the timer works after a reopen too
 	})
 
 	t.Run("Off", func(t *testing.T) {

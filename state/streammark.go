@@ -15,9 +15,8 @@ var keyStreamMark = []byte("events-stream")
 // another instance; the worker compares the two at start-up.
 func (d *DB) StreamMark() (string, error) {
 	d.pmu.RLock()
-	db := d.db
-	d.pmu.RUnlock()
-	if db == nil {
+	defer d.pmu.RUnlock()
+	if d.db == nil {
 		return "", ErrClosed
 	}
 	var mark string

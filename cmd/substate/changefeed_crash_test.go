@@ -96,22 +96,9 @@ func checkFeedChains(tb testing.TB, dir string) {
 	}
 	defer b.Close()
 	last := map[string]substate.Change{}
-	seen := map[uint64]bool{}
-	msgs := bustest.Msgs(tb, b.JetStream, substate.StreamChanges)
-	for _, m := range msgs {
-		e, err := substate.UnmarshalChangeEvent(m.Data)
-		if err != nil {
-			tb.Fatalf("feed message %d: %v", m.Sequence, err)
-		}
-		c := e.Data
-		if seen[c.Seq] {
-			tb.Errorf("change %d is in the feed twice", c.Seq)
-		}
-		seen[c.Seq] = true
-		prev, ok := last[c.TenantID]
-		if ok && c.Seq <= prev.Seq {
-			tb.Errorf("tenant %s: change %d after change %d", c.TenantID, c.Seq, prev.Seq)
-		}
+	feed := bustest.Changes(tb, b.JetStream)
+	for _, fc := range feed {
+		c, prev := fc.Change, last[fc.Change.TenantID]
 		if got, want := statusOf(c.Old), statusOf(prev.New); got != want {
 			tb.Errorf("tenant %s: change %d starts from %+v, the previous change ended at %+v: a change is missing", c.TenantID, c.Seq, got, want)
 		}
@@ -125,7 +112,7 @@ func checkFeedChains(tb testing.TB, dir string) {
 			tb.Errorf("tenant %s: the feed ends at %+v, the view is %+v", id, got, want)
 		}
 	}
-	tb.Logf("%d changes of %d tenants in the feed", len(msgs), len(last))
+	tb.Logf("%d changes of %d tenants in the feed", len(feed), len(last))
 }
 
 // feedStatus is what the dirty check compares: a change of any of it is a

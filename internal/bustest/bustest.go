@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 )
 
@@ -82,6 +83,40 @@ func Msgs(tb testing.TB, js jetstream.JetStream, stream string) []*jetstream.Raw
 			tb.Fatal(err)
 		}
 		out = append(out, m)
+	}
+	return out
+}
+
+// FeedChange is a change as the change feed stored it.
+type FeedChange struct {
+	Msg    *jetstream.RawStreamMsg
+	Change substate.Change
+}
+
+// Changes returns what SUBSTATE_CHANGES holds, in stream order. A message
+// that is not a change fails tb; a change stored twice, or stored before
+// an earlier change of its tenant, is an error of tb.
+func Changes(tb testing.TB, js jetstream.JetStream) []FeedChange {
+	tb.Helper()
+	msgs := Msgs(tb, js, substate.StreamChanges)
+	out := make([]FeedChange, 0, len(msgs))
+	seen := map[uint64]bool{}
+	last := map[string]uint64{}
+	for _, m := range msgs {
+		e, err := substate.UnmarshalChangeEvent(m.Data)
+		if err != nil {
+			tb.Fatalf("%s message %d: %v", substate.StreamChanges, m.Sequence, err)
+		}
+		c := e.Data
+		if seen[c.Seq] {
+			tb.Errorf("change %d is in the feed twice", c.Seq)
+		}
+		seen[c.Seq] = true
+		if prev, ok := last[c.TenantID]; ok && c.Seq <= prev {
+			tb.Errorf("tenant %q: change %d after change %d", c.TenantID, c.Seq, prev)
+		}
+		last[c.TenantID] = c.Seq
+		out = append(out, FeedChange{Msg: m, Change: c})
 	}
 	return out
 }
