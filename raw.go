@@ -1,6 +1,9 @@
 package substate
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // RawKind names the shape of a raw provider payload; it is the part of the
 // raw subject after "substate.raw." and tells the normalizer which decoder to use.
@@ -60,4 +63,35 @@ type Mapper interface {
 // EventPublisher publishes canonical events and returns once each is durable.
 type EventPublisher interface {
 	PublishEvents(ctx context.Context, events []Event) error
+}
+
+// HeaderStopCause is the header of a raw provider status that substate
+// itself published after it stopped the execution: the cause the operator
+// gave. A provider that keeps no cause (Restate's cancel and kill take
+// none) reports its own "canceled"/"killed"; the mapping puts this cause
+// in the view's error instead, and the evidence keeps both.
+const HeaderStopCause = "substate-stop-cause"
+
+// HeaderCEPrefix starts the headers of a CloudEvent in binary mode on
+// NATS: its attributes, one header each.
+const HeaderCEPrefix = "ce-"
+
+// KeptRawHeaders returns the headers of a stored raw message that its
+// mapping reads, keys in lower case, nil when there are none: the
+// traceparent, the CloudEvents binary-mode attributes (ce-*) and the stop
+// cause. The normalizer and the replay of the raw stream (evidence checks,
+// re-normalization) read the same ones, so both map a message alike.
+func KeptRawHeaders(h map[string][]string) map[string]string {
+	var out map[string]string
+	for k, vs := range h {
+		lk := strings.ToLower(k)
+		if len(vs) == 0 || (lk != HeaderTraceParent && lk != HeaderStopCause && !strings.HasPrefix(lk, HeaderCEPrefix)) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[lk] = vs[0]
+	}
+	return out
 }

@@ -75,3 +75,12 @@ func RestateRevision(modifiedAt time.Time, attempt, rank int) Revision {
 	attempt = min(max(attempt, 0), 1<<10-1)
 	return Revision(uint64(ms)<<13 | uint64(attempt)<<2 | uint64(rank&3))
 }
+
+// RestateStopCauseRevision is the revision of a settled Restate row that
+// substate published with the cause of its own stop (HeaderStopCause): one
+// step above the same row without the cause, so the row with the cause
+// wins whichever of the two arrives first, and below any row with a later
+// modified_at. A settled revision's attempt bits are otherwise unused.
+func RestateStopCauseRevision(modifiedAt time.Time) Revision {
+	return RestateRevision(modifiedAt, 0, RestateRankSettled) + 1<<2
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
@@ -80,9 +82,60 @@ func wantAudit(t *testing.T, p *pipeline, res substate.ExecutionResult, outcome 
 // wantStopped checks the view of a stopped execution.
 func wantStopped(t *testing.T, p *pipeline, tenant, exec, cause string) {
 	t.Helper()
-	v := p.waitTenant(t, tenant, "stopped", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
+	v := p.waitTenant(t, tenant, "stopped with its cause", func(v substate.TenantView) bool {
+		return v.WorkflowSubState == substate.StateFailed && strings.Contains(strings.ToLower(v.WorkflowErrorMessage), strings.ToLower(cause))
+	})
 	if v.WorkflowVerb != substate.VerbCancelled || v.WorkflowExecutionID != exec || !strings.Contains(strings.ToLower(v.WorkflowErrorMessage), strings.ToLower(cause)) {
 		t.Fatalf("stopped: view %+v, want failed/cancelled with %q", v, cause)
+	}
+}
+
+// wantCauseKept checks that the poller's own row of a stopped invocation,
+// published after the stop's (same status, no cause), leaves the cause as
+// the view's error: the row with the cause ranks above it.
+func wantCauseKept(t *testing.T, r *realRestate, id, tenant, cause string) {
+	t.Helper()
+	row, v := r.observe(t, id, tenant)
+	if n := rawRowsOf(t, r.pipeline, id); n.plain == 0 || n.withCause != 1 {
+		t.Fatalf("raw rows of %s: %+v, want the stop's with its cause and the poller's without", id, n)
+	}
+	if row.Status != "completed" || v.WorkflowErrorMessage != cause || v.WorkflowVerb != substate.VerbCancelled {
+		t.Fatalf("after the poller's row %s: view %+v, want the cause %q kept", row, v, cause)
+	}
+}
+
+// rawRows counts the raw Restate rows stored of one invocation.
+type rawRows struct{ plain, withCause int }
+
+func rawRowsOf(t *testing.T, p *pipeline, id string) rawRows {
+	t.Helper()
+	ctx := context.Background()
+	c, err := p.bus.JetStream.OrderedConsumer(ctx, substate.StreamRaw, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{substate.RawSubject(substate.RawRestate)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n rawRows
+	for {
+		batch, err := c.FetchNoWait(500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			if !strings.Contains(string(m.Data()), id) || !strings.Contains(string(m.Data()), `"completed"`) {
+				continue
+			}
+			if m.Headers().Get(substate.HeaderStopCause) != "" {
+				n.withCause++
+			} else {
+				n.plain++
+			}
+		}
+		if got == 0 {
+			return n
+		}
 	}
 }
 
@@ -237,8 +290,10 @@ func TestOperateRestate(t *testing.T) {
 		r.follow(t, id, "t-op-nap", func(s rowState) bool { return s.Status == "suspended" })
 		res := act(t, s, substate.ExecutionRequest{TenantID: "t-op-nap", Action: substate.ActionStop, Reason: "not needed"})
 		wantAudit(t, r.pipeline, res, substate.AuditDone)
-		r.follow(t, id, "t-op-nap", completed)
-		wantStopped(t, r.pipeline, "t-op-nap", id, "cancel") // Restate keeps no cause: the audit event has it
+		// The stop returns once Restate completed the invocation, and its
+		// cause is the view's error (Restate keeps none).
+		wantStopped(t, r.pipeline, "t-op-nap", id, "not needed")
+		wantCauseKept(t, r, id, "t-op-nap", "not needed")
 		_, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-op-nap", Action: substate.ActionStop, Who: "ops"})
 		if substate.ErrorCode(err) != substate.ECONFLICT {
 			t.Errorf("stop of a completed invocation: %v", err)
@@ -251,8 +306,8 @@ func TestOperateRestate(t *testing.T) {
 		if ev := wantAudit(t, r.pipeline, res, substate.AuditDone); !ev.Kill {
 			t.Errorf("kill audit %+v", ev)
 		}
-		r.follow(t, id, "t-op-kill", completed)
-		wantStopped(t, r.pipeline, "t-op-kill", id, "kill")
+		wantStopped(t, r.pipeline, "t-op-kill", id, "stuck for good")
+		wantCauseKept(t, r, id, "t-op-kill", "stuck for good")
 	})
 	t.Run("RestartAsNew", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-op-again", "terminal", nil, 0)

@@ -2,7 +2,6 @@ package consumers
 
 import (
 	"bytes"
-	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,26 +25,10 @@ func withTraceParent(events []substate.RawEvent, traceParent string) {
 	}
 }
 
-// ceHeaderPrefix starts the headers of a CloudEvent in binary mode on
-// NATS: its attributes, one header each.
-const ceHeaderPrefix = "ce-"
-
 // rawHeaders returns the headers of a raw message the mapping and the
-// normalizer read: the traceparent and the CloudEvents binary-mode
-// attributes (ce-*), keys in lower case; nil when there are none.
+// normalizer read (substate.KeptRawHeaders).
 func rawHeaders(msg jetstream.Msg) map[string]string {
-	var out map[string]string
-	for k, vs := range msg.Headers() {
-		lk := strings.ToLower(k)
-		if len(vs) == 0 || (lk != substate.HeaderTraceParent && !strings.HasPrefix(lk, ceHeaderPrefix)) {
-			continue
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[lk] = vs[0]
-	}
-	return out
+	return substate.KeptRawHeaders(msg.Headers())
 }
 
 // traceParentOf returns the valid traceparent of a raw event, or "": from
@@ -54,7 +37,7 @@ func rawHeaders(msg jetstream.Msg) map[string]string {
 func traceParentOf(raw *substate.RawEvent) string {
 	tp := raw.Header[substate.HeaderTraceParent]
 	if tp == "" {
-		tp = raw.Header[ceHeaderPrefix+substate.HeaderTraceParent]
+		tp = raw.Header[substate.HeaderCEPrefix+substate.HeaderTraceParent]
 	}
 	if tp == "" && bytes.Contains(raw.Body, []byte(`"traceparent"`)) {
 		var env struct {

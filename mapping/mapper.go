@@ -98,7 +98,7 @@ func (m *Mapper) mapKind(raw substate.RawEvent) ([]substate.EventData, error) {
 		}
 		return []substate.EventData{ev}, nil
 	case substate.RawRestate:
-		return m.MapRestate(raw.Body)
+		return m.mapRestate(raw.Body, raw.Header[substate.HeaderStopCause])
 	case substate.RawEngine:
 		ev, err := m.mapEngineRaw(raw)
 		if err != nil {

@@ -34,6 +34,13 @@ type restateRow struct {
 // MapRestate maps sys_invocation rows, a single row object or {"rows":[…]},
 // to one canonical event per row.
 func (m *Mapper) MapRestate(body []byte) ([]substate.EventData, error) {
+	return m.mapRestate(body, "")
+}
+
+// mapRestate maps rows as MapRestate does; stopCause, when substate
+// published the rows after stopping their invocation, becomes the error of
+// a row that Restate completed as cancelled or killed.
+func (m *Mapper) mapRestate(body []byte, stopCause string) ([]substate.EventData, error) {
 	rows, err := decodeRestateRows(body)
 	if err != nil {
 		return nil, err
@@ -44,6 +51,7 @@ func (m *Mapper) MapRestate(body []byte) ([]substate.EventData, error) {
 		if err != nil {
 			return nil, err
 		}
+		withStopCause(&ev, &rows[i], stopCause)
 		out = append(out, ev)
 	}
 	return out, nil
@@ -203,6 +211,19 @@ func restateState(r *restateRow, occurred time.Time) (string, Condition) {
 		return r.Status, CondCompletedFailure
 	}
 	return r.Status + "/" + result, CondNone
+}
+
+// withStopCause makes the cause substate stopped an invocation for the
+// error of its cancelled or killed row, at a revision above the same row
+// without it (substate.RestateStopCauseRevision). Restate's own failure
+// text stays in the raw evidence.
+func withStopCause(ev *substate.EventData, r *restateRow, cause string) {
+	cause = strings.TrimSpace(cause)
+	if cause == "" || r.Status != "completed" || !killed(r.CompletionFailure) {
+		return
+	}
+	ev.ErrorMessage = firstLine(cause)
+	ev.Revision = substate.RestateStopCauseRevision(ev.OccurredAt)
 }
 
 // killed reports a completion failure caused by a kill or cancellation

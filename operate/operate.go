@@ -127,6 +127,10 @@ func (s *Service) Act(ctx context.Context, req substate.ExecutionRequest) (subst
 	}
 	s.logger().Info("execution action", "action", req.Action, "tenant", req.TenantID, "provider", info.Provider,
 		"execution", info.ExecutionID, "new_execution", res.NewExecutionID, "who", req.Who, "reason", req.Reason)
+	if req.Action == substate.ActionStop {
+		s.publishStop(ctx, op, info.Provider, info.ExecutionID, stopCause(req))
+		return res, nil
+	}
 	s.refresh(ctx, info.Provider, info.ExecutionID, res.NewExecutionID)
 	return res, nil
 }
@@ -174,16 +178,20 @@ func precondition(req substate.ExecutionRequest, info substate.ExecutionInfo) er
 func (s *Service) perform(ctx context.Context, op substate.ExecutionOperator, req substate.ExecutionRequest, info substate.ExecutionInfo) (string, error) {
 	switch req.Action {
 	case substate.ActionStop:
-		cause := req.Reason
-		if cause == "" {
-			cause = "stopped by " + req.Who
-		}
-		return "", op.StopExecution(ctx, info.ExecutionID, substate.StopOptions{Cause: cause, Kill: req.Kill})
+		return "", op.StopExecution(ctx, info.ExecutionID, substate.StopOptions{Cause: stopCause(req), Kill: req.Kill})
 	case substate.ActionRetry:
 		return "", op.RetryExecution(ctx, info.ExecutionID)
 	default:
 		return op.RestartExecution(ctx, info.ExecutionID)
 	}
+}
+
+// stopCause is the cause of a stop: the reason given, else who stopped it.
+func stopCause(req substate.ExecutionRequest) string {
+	if req.Reason != "" {
+		return req.Reason
+	}
+	return "stopped by " + req.Who
 }
 
 // auditEvent records an action and its outcome.
@@ -216,6 +224,62 @@ func (s *Service) refresh(ctx context.Context, p substate.Provider, ids ...strin
 		}
 		if err != nil {
 			s.logger().Warn("status after the action not published; the next poll will show it", "execution", id, "err", err)
+		}
+	}
+}
+
+// StopSettle bounds how long a stop waits for the provider to report the
+// execution ended (Restate completes a cancelled invocation once its
+// handler has run its compensations), and StopPoll how often it asks.
+const (
+	StopSettle = 30 * time.Second
+	StopPoll   = 250 * time.Millisecond
+)
+
+// publishStop publishes the provider's status of a stopped execution once
+// it has ended, with the cause in substate.HeaderStopCause: a provider that
+// keeps no cause (Restate) then shows it as the view's error. The raw
+// event's id is the status's own with "/stopped" appended, so the stream
+// keeps it beside the same status published without the cause. An
+// execution that does not end within StopSettle is published as it is:
+// the view then shows the provider's own text, and the audit event the
+// cause.
+func (s *Service) publishStop(ctx context.Context, op substate.ExecutionOperator, p substate.Provider, id, cause string) {
+	poller := s.Pollers[p]
+	if poller == nil || s.Raw == nil {
+		return
+	}
+	s.awaitEnd(ctx, op, id)
+	raw, err := poller.Poll(ctx, id, true)
+	if err == nil {
+		if raw.Header == nil {
+			raw.Header = map[string]string{}
+		}
+		raw.Header[substate.HeaderStopCause] = cause
+		raw.ID += "/stopped"
+		err = s.Raw.PublishRaw(ctx, raw)
+	}
+	if err != nil {
+		s.logger().Warn("status after the stop not published; the next poll will show it, without the cause", "execution", id, "err", err)
+	}
+}
+
+// awaitEnd waits until the provider describes the execution as ended, for
+// at most StopSettle.
+func (s *Service) awaitEnd(ctx context.Context, op substate.ExecutionOperator, id string) {
+	ctx, cancel := context.WithTimeout(ctx, StopSettle)
+	defer cancel()
+	t := time.NewTicker(StopPoll)
+	defer t.Stop()
+	for {
+		if info, err := op.DescribeExecution(ctx, id); err == nil && info.Ended {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.logger().Warn("stopped execution has not ended yet", "execution", id, "waited", StopSettle)
+			return
+		case <-t.C:
 		}
 	}
 }

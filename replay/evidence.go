@@ -142,7 +142,7 @@ func RawEventOf(m Message) substate.RawEvent {
 		id = "seq:" + strconv.FormatUint(m.Seq, 10)
 	}
 	kind := strings.TrimPrefix(m.Subject, substate.SubjectRawPrefix)
-	return substate.RawEvent{Kind: substate.RawKind(kind), ID: id, Body: m.Data}
+	return substate.RawEvent{Kind: substate.RawKind(kind), ID: id, Body: m.Data, Header: substate.KeptRawHeaders(m.Header)}
 }
 
 // EvidenceOf describes a SUBSTATE_RAW message as evidence, its body as

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/fixtures"
@@ -114,5 +116,17 @@ func TestEvidenceExplainsWhatIsMissing(t *testing.T) {
 	}
 	if !strings.Contains(got[2].Missing, "retention") {
 		t.Errorf("a sequence no longer held: %+v", got[2])
+	}
+}
+
+// A raw message is mapped again with the headers its mapping reads, as the
+// normalizer read them: a stop cause, a traceparent.
+func TestRawEventOfKeepsTheMappingsHeaders(t *testing.T) {
+	m := replay.Message{Seq: 7, Subject: substate.RawSubject(substate.RawRestate), Data: []byte(`{}`), Header: nats.Header{
+		"Nats-Msg-Id": {"row-1/stopped"}, "Substate-Stop-Cause": {"not needed"}, "Substate-Received-At": {"2026-01-01T00:00:00Z"},
+	}}
+	raw := replay.RawEventOf(m)
+	if raw.ID != "row-1/stopped" || raw.Kind != substate.RawRestate || raw.Header[substate.HeaderStopCause] != "not needed" || len(raw.Header) != 1 {
+		t.Fatalf("RawEventOf = %+v", raw)
 	}
 }
