@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bustest"
 )
 
 // TestDemoStayRetry walks the operator's story on the demo, as a new user
 // would: "substate demo --stay", then list the failed tenants, describe the
-// one whose courier was down, retry it, and watch it succeed. The demo then
+// one whose courier was down, retry it, and watch it succeed; start an
+// order that waits, stop it with a cause and see the cause. The demo then
 // stays until its worker fails, and exits non-zero with it.
 func TestDemoStayRetry(t *testing.T) {
 	var out, errOut syncBuffer
@@ -57,6 +63,33 @@ func TestDemoStayRetry(t *testing.T) {
 		_, got, _ := runCLI(t, "tenants", "get", "cyberdyne", "--server", server, "--json")
 		if !strings.Contains(got, `"workflowSubState": "succeeded"`) {
 			return "cyberdyne did not succeed after the retry:\n" + got
+		}
+		return ""
+	})
+
+	// Stop a running one, with a cause: a new order that waits an hour.
+	file := filepath.Join(t.TempDir(), "slow.yaml")
+	if err := os.WriteFile(file, []byte("name: slow\nversion: \"1\"\nstartAt: nap\nstates:\n  nap: {type: Wait, seconds: 3600, next: done}\n  done: {type: Success}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, got, stderr := runCLI(t, "workflow", "start", file, "--tenant", "initech", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker)); code != 0 {
+		t.Fatalf("workflow start: %d\n%s%s", code, got, stderr)
+	}
+	eventually(t, func() string {
+		if _, got, _ := runCLI(t, "tenants", "get", "initech", "--server", server, "--json"); !strings.Contains(got, `"workflowSubState": "waiting"`) {
+			return "initech is not waiting:\n" + got
+		}
+		return ""
+	})
+	if code, got, stderr := runCLI(t, "executions", "stop", "initech", "--reason", "the customer left", "--server", server); code != 0 {
+		t.Fatalf("executions stop: %d\n%s%s", code, got, stderr)
+	}
+	eventually(t, func() string {
+		_, got, _ := runCLI(t, "tenants", "get", "initech", "--server", server, "--json")
+		for _, want := range []string{`"workflowSubState": "failed"`, `"workflowVerb": "cancelled"`, `"workflowErrorMessage": "the customer left"`} {
+			if !strings.Contains(got, want) {
+				return "initech after the stop lacks " + want + ":\n" + got
+			}
 		}
 		return ""
 	})
