@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -370,12 +371,13 @@ func (w *Worker) ready() error {
 func (w *Worker) Run(ctx context.Context) error {
 	err := runGroup(ctx, w.actors()...)
 	w.drainChangeFeed()
-	if !errors.Is(err, consumers.ErrPullStopped) {
+	if !errors.Is(err, consumers.ErrPullStopped) && !errors.Is(err, nats.ErrConnectionClosed) {
 		return err
 	}
 	// A pull consumer stops when its connection closed or its stream went
-	// away; say which, rather than that it stopped. The connection's closed
-	// handler may run a moment after the consumer noticed.
+	// away, and any other part may be the first to meet the closed
+	// connection; say why it closed, rather than that it did. The
+	// connection's closed handler may run a moment after a part noticed.
 	select {
 	case <-w.Bus.Lost():
 		return w.Bus.LostErr()
