@@ -15,6 +15,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/worker"
 )
 
 // TestAttacksLeaveViewAndStreams is the attack of the issue that made NATS
@@ -53,7 +54,7 @@ func TestAttacksLeaveViewAndStreams(t *testing.T) {
 	ghost.TenantID = "ghost-tenant"
 	for _, id := range []bus.Identity{bus.Tasks, bus.Subscriber} {
 		t.Run(string(id), func(t *testing.T) {
-			seed := (bus.Credentials{Dir: natsCredentialsDir(dataDir)}).SeedFile(id)
+			seed := (bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).SeedFile(id)
 			key, err := nats.NkeyOptionFromSeed(seed)
 			if err != nil {
 				t.Fatal(err)

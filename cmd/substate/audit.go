@@ -11,6 +11,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/worker"
 )
 
 // AuditCmd is "substate audit".
@@ -40,7 +41,7 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	defer nc.Close()
-	page, err := newHistory(js).History(ctx, q)
+	page, err := worker.NewHistory(js).History(ctx, q)
 	if err != nil {
 		return err
 	}

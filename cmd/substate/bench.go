@@ -11,6 +11,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/worker"
 )
 
 // BenchCmd is "substate bench": the real pipeline in process, measured.
@@ -24,8 +25,8 @@ type BenchCmd struct {
 	Profile    string        `type:"path" placeholder:"FILE" help:"Write a CPU profile of the whole run to FILE (go tool pprof reads it)."`
 	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open, or of the flat-cost scenario."`
 
-	FlatFlags   `embed:""`
-	WorkerFlags `embed:""`
+	FlatFlags    `embed:""`
+	worker.Flags `embed:""`
 }
 
 // benchRun is one run of the bench.
@@ -42,7 +43,7 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	err := checkSharedServer(ctx, c.WorkerFlags)
+	err := checkSharedServer(ctx, c.Flags)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func (b *benchRun) window() int { return 8 * b.BatchSize }
 // resident memory is the scenario's own.
 func (b *benchRun) open(ctx context.Context, name string, batch, keys int) (*benchPipeline, error) {
 	debug.FreeOSMemory()
-	return openPipeline(ctx, b.WorkerFlags, b.logs, filepath.Join(b.root, name), batch, keys)
+	return openPipeline(ctx, b.Flags, b.logs, filepath.Join(b.root, name), batch, keys)
 }
 
 // stageResult is the rate of one stage running alone on a backlog.
@@ -288,7 +289,7 @@ type rebuildResult struct {
 // "substate rebuild" does and compares it with the live view.
 func (b *benchRun) rebuild(ctx context.Context, p *benchPipeline) (*rebuildResult, error) {
 	t := startTimer()
-	db, prog, err := rebuildView(ctx, p.w.Bus.JetStream, filepath.Join(p.dir, "rebuilt.db"), replay.Range{}, b.BatchSize, nil)
+	db, prog, err := worker.RebuildView(ctx, p.w.Bus.JetStream, filepath.Join(p.dir, "rebuilt.db"), replay.Range{}, b.BatchSize, nil)
 	if err != nil {
 		return nil, err
 	}

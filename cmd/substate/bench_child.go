@@ -21,6 +21,7 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/worker"
 )
 
 // workerCommand returns the command that runs "substate <args>" in a
@@ -53,7 +54,7 @@ func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*c
 	if err != nil {
 		return nil, err
 	}
-	f := b.WorkerFlags
+	f := b.Flags
 	url, nkey := srv.ClientURL(), f.NATSNkey
 	if creds, ok := srv.Credentials(); ok {
 		nkey = creds.SeedFile(bus.Worker)
@@ -64,7 +65,7 @@ func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*c
 	// The streams as the bench made them: a worker on other settings
 	// would update them (the default 10m duplicate window over a shorter
 	// --dedupe-window), and measure what was not asked.
-	args = append(args, f.StreamFlags.args()...)
+	args = append(args, f.StreamFlags.Args()...)
 	for _, o := range [...][2]string{{"--nats-creds", f.NATSCreds}, {"--nats-nkey", nkey}, {"--nats-tls-ca", f.NATSTLSCA}, {"--nats-tls-cert", f.NATSTLSCert}, {"--nats-tls-key", f.NATSTLSKey}} {
 		if o[1] != "" {
 			args = append(args, o[0], o[1])
@@ -170,7 +171,7 @@ func (c *childWorker) stop() (*state.DB, error) {
 	if err := c.cmd.Wait(); err != nil {
 		return nil, fmt.Errorf("bench: worker: %w", err)
 	}
-	db := state.NewDB(filepath.Join(c.dir, viewFile("")))
+	db := state.NewDB(filepath.Join(c.dir, worker.ViewFile("")))
 	return db, db.Open()
 }
 

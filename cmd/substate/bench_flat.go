@@ -12,6 +12,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/worker"
 )
 
 // FlatFlags select the flat-cost scenario of the bench, which runs alone:
@@ -113,7 +114,7 @@ func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatRepo
 func measureFlat(ctx context.Context, srv *bus.Bus, child *childWorker, sent int, elapsed time.Duration) (flatRow, error) {
 	live, held := goMemory()
 	row := flatRow{Events: sent, Seconds: elapsed.Seconds(), WorkerRSSMiB: mib(child.memory().rss), ServerRSSMiB: mib(readMemory().rss),
-		HeapLiveMiB: mib(live), GoHeldMiB: mib(held), ViewFileMiB: mib(uint64(fileSize(filepath.Join(child.dir, viewFile("")))))}
+		HeapLiveMiB: mib(live), GoHeldMiB: mib(held), ViewFileMiB: mib(uint64(fileSize(filepath.Join(child.dir, worker.ViewFile("")))))}
 	perM := float64(sent) / 1e6
 	for _, s := range []struct {
 		name string

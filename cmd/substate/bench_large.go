@@ -103,13 +103,13 @@ func (b *benchRun) openChildRun(ctx context.Context, name string) (srv *bus.Bus,
 		return nil, nil, nil, err
 	}
 	debug.FreeOSMemory() // see open
-	f := b.WorkerFlags
+	f := b.Flags
 	f.DataDir = dir
-	if srv, err = bus.Open(f.busConfig(f.loggerTo(b.logs))); err != nil {
+	if srv, err = bus.Open(f.BusConfig(f.LoggerTo(b.logs))); err != nil {
 		return nil, nil, nil, err
 	}
 	free := func() error { return release(srv, srv.Close, dir, b.Keep) }
-	if err := f.topology().EnsureStreams(ctx, srv.JetStream); err != nil {
+	if err := f.Topology().EnsureStreams(ctx, srv.JetStream); err != nil {
 		return nil, nil, nil, firstErr(err, free())
 	}
 	if child, err = b.startChild(ctx, srv, filepath.Join(dir, "worker")); err != nil {

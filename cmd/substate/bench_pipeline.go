@@ -15,13 +15,14 @@ import (
 	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/worker"
 )
 
 // benchPipeline is the worker one bench scenario runs on: the real worker
 // (embedded NATS server or --nats-url, streams, normalizer, projector,
 // bbolt view) on a data directory of its own, its view wrapped in a probe.
 type benchPipeline struct {
-	w     *Worker
+	w     *worker.Worker
 	view  *state.DB
 	probe *viewProbe
 	pub   *publishers.JetStream
@@ -31,20 +32,20 @@ type benchPipeline struct {
 // openPipeline opens a fresh worker under dir with the given batch size,
 // logging to logs; keys is the number of status changes the probe can
 // tell apart.
-func openPipeline(ctx context.Context, f WorkerFlags, logs *os.File, dir string, batch, keys int) (*benchPipeline, error) {
+func openPipeline(ctx context.Context, f worker.Flags, logs *os.File, dir string, batch, keys int) (*benchPipeline, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
 	f.DataDir, f.BatchSize = dir, batch
 	f.SFNReconcile = "off" // the bench's executions exist nowhere to poll
-	f.Role, f.Instance = RoleAll, ""
-	w := NewWorker(f)
-	w.Logger = f.loggerTo(logs)
+	f.Role, f.Instance = worker.RoleAll, ""
+	w := worker.New(f)
+	w.Logger = f.LoggerTo(logs)
 	if err := w.Open(ctx); err != nil {
 		return nil, err
 	}
 	p := &benchPipeline{w: w, view: w.View, probe: newViewProbe(w.View, keys), pub: publishers.NewJetStream(w.Bus.JetStream), dir: dir}
-	w.projector.Store = p.probe
+	w.Projector.Store = p.probe
 	return p, nil
 }
 
@@ -53,7 +54,7 @@ func openPipeline(ctx context.Context, f WorkerFlags, logs *os.File, dir string,
 func (p *benchPipeline) run(stages ...func(context.Context) error) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runGroup(ctx, stages...) }()
+	go func() { done <- worker.RunGroup(ctx, stages...) }()
 	return func() error {
 		cancel()
 		return <-done
@@ -61,17 +62,17 @@ func (p *benchPipeline) run(stages ...func(context.Context) error) func() error 
 }
 
 // normalize and project are the worker's two pipeline stages.
-func (p *benchPipeline) normalize(ctx context.Context) error { return p.w.normalizer.Run(ctx) }
-func (p *benchPipeline) project(ctx context.Context) error   { return p.w.projector.Run(ctx) }
+func (p *benchPipeline) normalize(ctx context.Context) error { return p.w.Normalizer.Run(ctx) }
+func (p *benchPipeline) project(ctx context.Context) error   { return p.w.Projector.Run(ctx) }
 
 // feed drains the view's outbox to the change feed, as the worker does
 // beside its projector; without a change feed it waits for the end.
 func (p *benchPipeline) feed(ctx context.Context) error {
-	if p.w.changes == nil {
+	if p.w.Changes == nil {
 		<-ctx.Done()
 		return nil
 	}
-	return p.w.changes.Run(ctx)
+	return p.w.Changes.Run(ctx)
 }
 
 // sender returns a sender of the load's events through this pipeline.
@@ -161,11 +162,11 @@ func deleteStreams(ctx context.Context, js jetstream.JetStream) error {
 // checkSharedServer refuses a --nats-url server that already holds
 // substate's streams: the bench deletes what it creates, and must never
 // touch a deployment's data.
-func checkSharedServer(ctx context.Context, f WorkerFlags) error {
+func checkSharedServer(ctx context.Context, f worker.Flags) error {
 	if f.NATSURL == "" {
 		return nil
 	}
-	b, err := bus.Open(f.busConfig(nil))
+	b, err := bus.Open(f.BusConfig(nil))
 	if err != nil {
 		return err
 	}
@@ -179,4 +180,6 @@ func checkSharedServer(ctx context.Context, f WorkerFlags) error {
 }
 
 // viewFileSize returns the size of the pipeline's view file.
-func (p *benchPipeline) viewFileSize() int64 { return fileSize(filepath.Join(p.dir, viewFile(""))) }
+func (p *benchPipeline) viewFileSize() int64 {
+	return fileSize(filepath.Join(p.dir, worker.ViewFile("")))
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/worker"
 )
 
 // benchReport is everything one bench run measured.
@@ -259,11 +260,11 @@ func cpuModel() string {
 // compareViews compares two views tenant by tenant, every field but
 // updatedAt.
 func compareViews(ctx context.Context, live, rebuilt substate.ViewStore) ([]replay.TenantDiff, error) {
-	a, err := allViews(ctx, live)
+	a, err := worker.AllViews(ctx, live)
 	if err != nil {
 		return nil, err
 	}
-	b, err := allViews(ctx, rebuilt)
+	b, err := worker.AllViews(ctx, rebuilt)
 	if err != nil {
 		return nil, err
 	}

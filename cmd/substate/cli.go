@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/substatehq/substate/worker"
 )
 
 // CLI is the command tree. Every flag also reads SUBSTATE_<FLAG> from the
@@ -34,7 +36,7 @@ type CLI struct {
 type Main struct {
 	Stdout, Stderr io.Writer
 	// Ready, when set, is called by long-running commands once they serve.
-	Ready func(w *Worker)
+	Ready func(w *worker.Worker)
 }
 
 // NewMain returns a Main writing to the process's standard streams.

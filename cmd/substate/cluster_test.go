@@ -21,6 +21,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/worker"
 )
 
 // natsNode is one nats-server of a three-node JetStream cluster, run in a
@@ -167,7 +168,7 @@ func TestCluster(t *testing.T) {
 	want := referenceFoldURL(t, url)
 	checkNewest(t, url, want)
 	for _, w := range workers {
-		live := readView(t, filepath.Join(w.dir, viewFile(w.instance)))
+		live := readView(t, filepath.Join(w.dir, worker.ViewFile(w.instance)))
 		if len(live) != len(want) {
 			t.Errorf("%s: %d tenants, reference has %d", w.instance, len(live), len(want))
 		}

@@ -81,7 +81,7 @@ func TestConsoleDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Flags.TenantRule = []string{"input:$.tenantId", `name:^(?P<tenant>[a-z]+)-run$`}
-		c := &console.Console{JS: w.Bus.JetStream, Requeue: w.requeueRaw, Auth: &httpapi.Authorizer{Keys: keys}}
+		c := &console.Console{JS: w.Bus.JetStream, Requeue: w.RequeueRaw, Auth: &httpapi.Authorizer{Keys: keys}}
 		if err := c.Open(); err != nil {
 			t.Fatal(err)
 		}

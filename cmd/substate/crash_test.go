@@ -15,6 +15,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/worker"
 )
 
 // process is "substate run" in a child process (this test binary
@@ -45,7 +46,7 @@ func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...st
 		}
 	})
 	p := &process{cmd: cmd, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr,
-		nkey: (bus.Credentials{Dir: natsCredentialsDir(dataDir)}).SeedFile(bus.Worker)}
+		nkey: (bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).SeedFile(bus.Worker)}
 	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	// A worker on a cluster that is still electing leaders retries its
 	// start-up for up to 30 s.

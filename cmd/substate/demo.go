@@ -18,20 +18,21 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
+	"github.com/substatehq/substate/worker"
 )
 
 // DemoCmd is "substate demo": the worker on the embedded default, driven by
 // real traffic until every tenant has settled.
 type DemoCmd struct {
-	Tenants     int           `default:"8" help:"Tenants running the order workflow on the built-in engine."`
-	Timeout     time.Duration `default:"3m" help:"Give up when the tenants have not settled by then."`
-	Stay        bool          `help:"Keep the worker and its console running after the summary, until interrupted."`
-	WorkerFlags `embed:""`
+	Tenants      int           `default:"8" help:"Tenants running the order workflow on the built-in engine."`
+	Timeout      time.Duration `default:"3m" help:"Give up when the tenants have not settled by then."`
+	Stay         bool          `help:"Keep the worker and its console running after the summary, until interrupted."`
+	worker.Flags `embed:""`
 }
 
 // demoRun is one run of the demo.
 type demoRun struct {
-	w      *Worker
+	w      *worker.Worker
 	out    io.Writer
 	mu     sync.Mutex        // serializes output lines
 	expect map[string]string // tenant → the sub-state it should settle in
@@ -46,7 +47,7 @@ type demoRun struct {
 
 // Run runs the demo and fails when a tenant settles other than expected.
 func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
-	w := NewWorker(c.WorkerFlags)
+	w := worker.New(c.Flags)
 	logs, err := c.logFile(w)
 	if err != nil {
 		return err
@@ -91,12 +92,12 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 
 // logFile sends the worker's logs to <data-dir>/demo.log, so the demo's
 // own lines stay readable.
-func (c *DemoCmd) logFile(w *Worker) (*os.File, error) {
+func (c *DemoCmd) logFile(w *worker.Worker) (*os.File, error) {
 	f, err := openLog(filepath.Join(c.DataDir, "demo.log"))
 	if err != nil {
 		return nil, err
 	}
-	w.Logger = c.LogFlags.loggerTo(f)
+	w.Logger = c.LogFlags.LoggerTo(f)
 	return f, nil
 }
 

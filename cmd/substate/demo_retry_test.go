@@ -10,6 +10,7 @@ import (
 
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/worker"
 )
 
 // TestDemoStayRetry walks the operator's story on the demo, as a new user
@@ -19,8 +20,8 @@ import (
 // stays until its worker fails, and exits non-zero with it.
 func TestDemoStayRetry(t *testing.T) {
 	var out, errOut syncBuffer
-	ready := make(chan *Worker, 1)
-	m := &Main{Stdout: &out, Stderr: &errOut, Ready: func(w *Worker) { ready <- w }}
+	ready := make(chan *worker.Worker, 1)
+	m := &Main{Stdout: &out, Stderr: &errOut, Ready: func(w *worker.Worker) { ready <- w }}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	done := make(chan int, 1)
@@ -28,7 +29,7 @@ func TestDemoStayRetry(t *testing.T) {
 		done <- m.Run(ctx, []string{"demo", "--stay", "--tenants", "5", "--data-dir", t.TempDir(),
 			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
 	}()
-	var w *Worker
+	var w *worker.Worker
 	select {
 	case w = <-ready:
 	case code := <-done:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine/demo"
+	"github.com/substatehq/substate/worker"
 )
 
 // summary prints the final view of the demo's tenants and the count of
@@ -94,7 +95,7 @@ func storyTenant(views []substate.TenantView) string {
 // their defaults. retry, when not empty, is the tenant whose courier was
 // down: its retry needs the demo's own task services, which remember that
 // the courier already failed once, so it is shown with --stay.
-func exploreHint(f WorkerFlags, tenant, retry string) string {
+func exploreHint(f worker.Flags, tenant, retry string) string {
 	run := "substate run --data-dir " + shellQuote(f.DataDir)
 	var server, nats string
 	if f.HTTPAddr != defaultHTTPAddr {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/substatehq/substate/worker"
 )
 
 // TestDemo runs the demo twice on the same data: the second run must show
@@ -106,7 +108,7 @@ func TestDemoInterrupted(t *testing.T) {
 // TestExploreHint checks that the commands the demo suggests at its end
 // reach the addresses it ran on.
 func TestExploreHint(t *testing.T) {
-	f := WorkerFlags{DataDir: "./data", HTTPAddr: defaultHTTPAddr}
+	f := worker.Flags{DataDir: "./data", HTTPAddr: defaultHTTPAddr}
 	f.NATSListen = defaultNATSListen
 	want := `
 To look around, start the worker again on the demo's data, then ask it from another terminal:
@@ -121,7 +123,7 @@ To retry the order that failed because the courier was down, run the demo with -
 		t.Errorf("defaults:\n%s\nwant\n%s", got, want)
 	}
 
-	f = WorkerFlags{DataDir: "/tmp/my demo", HTTPAddr: "127.0.0.1:28080"}
+	f = worker.Flags{DataDir: "/tmp/my demo", HTTPAddr: "127.0.0.1:28080"}
 	f.NATSListen = "127.0.0.1:24222"
 	want = `
 To look around, start the worker again on the demo's data, then ask it from another terminal:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/worker"
 )
 
 // ClientFlags connect a command to the NATS a worker uses.
@@ -43,7 +44,7 @@ func (f ClientFlags) ConnectAs(id bus.Identity) (*nats.Conn, jetstream.JetStream
 		opts = append(opts, nats.UserCredentials(f.NATSCreds))
 	}
 	nkey := f.NATSNkey
-	if seed := (bus.Credentials{Dir: natsCredentialsDir(f.DataDir)}).SeedFile(id); nkey == "" && f.NATSCreds == "" && fileExists(seed) {
+	if seed := (bus.Credentials{Dir: worker.NATSCredentialsDir(f.DataDir)}).SeedFile(id); nkey == "" && f.NATSCreds == "" && fileExists(seed) {
 		nkey = seed
 	}
 	if nkey != "" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/worker"
 )
 
 // TestRunRefusesExposedHTTP: on a non-loopback --http-addr, "substate run"
@@ -87,7 +88,7 @@ func TestRunEmbeddedNATSWithTLS(t *testing.T) {
 	w := startWorker(t, dataDir, "--nats-listen", "0.0.0.0:0",
 		"--nats-server-tls-cert", p.Cert, "--nats-server-tls-key", p.Key)
 	port := w.Bus.ClientURL()[strings.LastIndex(w.Bus.ClientURL(), ":")+1:]
-	seed := (bus.Credentials{Dir: natsCredentialsDir(dataDir)}).SeedFile(bus.Worker)
+	seed := (bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).SeedFile(bus.Worker)
 	key, err := nats.NkeyOptionFromSeed(seed)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 		micro.WithEndpointSubject("substate.tasks.payments.charge")); err != nil {
 		t.Fatal(err)
 	}
-	wk, _ := nats.NkeyOptionFromSeed((bus.Credentials{Dir: natsCredentialsDir(dataDir)}).SeedFile(bus.Worker))
+	wk, _ := nats.NkeyOptionFromSeed((bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).SeedFile(bus.Worker))
 	worker, err := nats.Connect("nats://"+natsAddr, wk)
 	if err != nil {
 		t.Fatal(err)

@@ -14,15 +14,17 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/substatehq/substate/worker"
 )
 
 // startWorkerMain runs "substate run" in process like startWorker, but
 // hands back its exit code and output instead of expecting a clean stop.
-func startWorkerMain(tb testing.TB, dataDir string, extra ...string) (*Worker, <-chan int, *syncBuffer) {
+func startWorkerMain(tb testing.TB, dataDir string, extra ...string) (*worker.Worker, <-chan int, *syncBuffer) {
 	tb.Helper()
-	ready := make(chan *Worker, 1)
+	ready := make(chan *worker.Worker, 1)
 	var out syncBuffer
-	m := &Main{Stdout: &out, Stderr: &out, Ready: func(w *Worker) { ready <- w }}
+	m := &Main{Stdout: &out, Stderr: &out, Ready: func(w *worker.Worker) { ready <- w }}
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
 	args := append([]string{"run", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0", "--log-level", "warn"}, extra...)
@@ -84,33 +86,9 @@ func TestRunWithPartsOff(t *testing.T) {
 		t.Fatalf("substate run exited %d with its optional parts off:\n%s", code, out)
 	case <-time.After(2 * time.Second):
 	}
-	if err := w.ready(); err != nil {
+	if err := w.Ready(); err != nil {
 		t.Errorf("not ready: %v", err)
 	}
-}
-
-func TestRunGroup(t *testing.T) {
-	boom := errors.New("boom")
-	block := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-	t.Run("FirstError", func(t *testing.T) {
-		err := runGroup(context.Background(), block, func(context.Context) error { return boom })
-		if !errors.Is(err, boom) || errors.Is(err, context.Canceled) {
-			t.Fatalf("got %v, want only boom", err)
-		}
-	})
-	t.Run("StoppedOnItsOwn", func(t *testing.T) {
-		err := runGroup(context.Background(), block, func(context.Context) error { return nil })
-		if !errors.Is(err, errStopped) {
-			t.Fatalf("got %v, want errStopped", err)
-		}
-	})
-	t.Run("Cancelled", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := runGroup(ctx, block, func(ctx context.Context) error { <-ctx.Done(); return nil }); err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatalf("got %v, want nil or cancelled", err)
-		}
-	})
 }
 
 func TestFailExitStatus(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/substatehq/substate/worker"
 )
 
 // k8sObject is the part of a Kubernetes object the checks read.
@@ -90,7 +92,7 @@ func TestKubernetesManifests(t *testing.T) {
 			configMaps[o.Metadata.Name] = o.Data
 		}
 	}
-	roles := map[string]string{"substate-ingest": RoleIngest, "substate-projector": RoleProject, "substate-engine": RoleEngine}
+	roles := map[string]string{"substate-ingest": worker.RoleIngest, "substate-projector": worker.RoleProject, "substate-engine": worker.RoleEngine}
 	workloads := 0
 	for _, o := range objs {
 		if o.Kind != "Deployment" && o.Kind != "StatefulSet" {
@@ -102,7 +104,7 @@ func TestKubernetesManifests(t *testing.T) {
 			continue
 		}
 		// The engine owns its executions: one pod, never two at once.
-		if roles[o.Metadata.Name] == RoleEngine && (o.Kind != "StatefulSet" || o.Spec.Replicas == nil || *o.Spec.Replicas != 1) {
+		if roles[o.Metadata.Name] == worker.RoleEngine && (o.Kind != "StatefulSet" || o.Spec.Replicas == nil || *o.Spec.Replicas != 1) {
 			t.Errorf("%s %s: the engine must be a StatefulSet of one replica", o.Kind, o.Metadata.Name)
 		}
 		for _, c := range o.Spec.Template.Spec.Containers {
@@ -118,7 +120,7 @@ func TestKubernetesManifests(t *testing.T) {
 }
 
 // dryRunContainer parses the container's command line in its environment.
-func dryRunContainer(t *testing.T, known map[string]*kong.Flag, configMaps map[string]map[string]string, c k8sContainer) *WorkerFlags {
+func dryRunContainer(t *testing.T, known map[string]*kong.Flag, configMaps map[string]map[string]string, c k8sContainer) *worker.Flags {
 	t.Helper()
 	if c.Image != "substate" || len(c.Args) == 0 || c.Args[0] != "run" {
 		t.Fatalf("image %q args %v: want the substate image running \"run\"", c.Image, c.Args)
@@ -151,12 +153,12 @@ func dryRunContainer(t *testing.T, known map[string]*kong.Flag, configMaps map[s
 }
 
 // checkContainer checks role, instance, probes, port and scrape settings.
-func checkContainer(t *testing.T, o k8sObject, c k8sContainer, f *WorkerFlags, role string) {
+func checkContainer(t *testing.T, o k8sObject, c k8sContainer, f *worker.Flags, role string) {
 	t.Helper()
 	if f.Role != role {
 		t.Errorf("role %s, want %s for a %s", f.Role, role, o.Kind)
 	}
-	if role == RoleProject && f.Instance != "from-SUBSTATE_INSTANCE" {
+	if role == worker.RoleProject && f.Instance != "from-SUBSTATE_INSTANCE" {
 		t.Errorf("instance %q: each projector replica needs its own, from the pod name", f.Instance)
 	}
 	if f.NATSURL == "" || f.NATSReplicas < 3 {
@@ -185,7 +187,7 @@ func checkContainer(t *testing.T, o k8sObject, c k8sContainer, f *WorkerFlags, r
 		t.Errorf("scrape annotations %v, want /metrics on port %s", a, port)
 	}
 	// The pod starts: it has the credentials its addresses need.
-	if err := NewWorker(*f).checkExposure(); err != nil {
+	if err := f.CheckExposure(); err != nil {
 		t.Errorf("the worker would not start: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/contracttest"
+	"github.com/substatehq/substate/worker"
 )
 
 // TestMain lets a test run this binary's main in a subprocess (to kill it
@@ -60,7 +61,7 @@ func runCLIFor(tb testing.TB, d time.Duration, args ...string) (int, string, str
 
 // testWorker is a worker run by "substate run" in process.
 type testWorker struct {
-	*Worker
+	*worker.Worker
 	cancel context.CancelFunc
 	done   chan int
 }
@@ -69,9 +70,9 @@ type testWorker struct {
 // until the test ends.
 func startWorker(tb testing.TB, dataDir string, extra ...string) *testWorker {
 	tb.Helper()
-	ready := make(chan *Worker, 1)
+	ready := make(chan *worker.Worker, 1)
 	var stderr syncBuffer
-	m := &Main{Stdout: &stderr, Stderr: &stderr, Ready: func(w *Worker) { ready <- w }}
+	m := &Main{Stdout: &stderr, Stderr: &stderr, Ready: func(w *worker.Worker) { ready <- w }}
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"run", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	tw := &testWorker{cancel: cancel, done: make(chan int, 1)}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/alecthomas/kong"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/substatehq/substate/worker"
 )
 
 // The tests in this file keep deploy/ honest: every YAML file parses, and
@@ -125,13 +127,13 @@ func setEnv(t *testing.T, known map[string]*kong.Flag, where string, env map[str
 }
 
 // dryRun parses a "substate run" command line in the current environment.
-func dryRun(t *testing.T, where string, args []string) *WorkerFlags {
+func dryRun(t *testing.T, where string, args []string) *worker.Flags {
 	t.Helper()
 	cli, err := parseCLI(args)
 	if err != nil {
 		t.Fatalf("%s: substate %s: %v", where, strings.Join(args, " "), err)
 	}
-	return &cli.Run.WorkerFlags
+	return &cli.Run.Flags
 }
 
 func TestEnvExample(t *testing.T) {

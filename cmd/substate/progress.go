@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/worker"
 )
 
 // terminal reports whether w is a terminal: a character device, or a
@@ -16,7 +17,7 @@ func terminal(w io.Writer) bool {
 		return t.Terminal()
 	}
 	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
+	return ok && worker.IsTerminal(f)
 }
 
 // progress shows how a rebuild advances: on a terminal one line, rewritten

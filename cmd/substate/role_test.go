@@ -16,6 +16,7 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine/demo"
 	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/worker"
 )
 
 // get returns the status and body of a GET.
@@ -36,14 +37,14 @@ func get(tb testing.TB, url string) (int, string) {
 func TestRoleSplit(t *testing.T) {
 	ingestDir := t.TempDir()
 	in := startWorker(t, ingestDir, "--role", "ingest")
-	if in.View != nil || in.projector != nil || in.Engine != nil {
+	if in.View != nil || in.Projector != nil || in.Engine != nil {
 		t.Fatal("the ingest role opened a view, a projector or the engine")
 	}
 	if views, _ := filepath.Glob(filepath.Join(ingestDir, "view*.db")); len(views) > 0 {
 		t.Fatalf("the ingest role created %v", views)
 	}
 	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker))
-	if pr.normalizer != nil {
+	if pr.Normalizer != nil {
 		t.Fatal("the project role started a normalizer")
 	}
 	nc := bustest.Connect(t, in.Bus, bus.Subscriber)
@@ -85,7 +86,7 @@ func TestRoleSplit(t *testing.T) {
 func TestEngineRole(t *testing.T) {
 	in := startWorker(t, t.TempDir(), "--role", "ingest")
 	en := startWorker(t, t.TempDir(), "--role", "engine", "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker))
-	if en.Engine == nil || en.View != nil || en.normalizer != nil || en.projector != nil {
+	if en.Engine == nil || en.View != nil || en.Normalizer != nil || en.Projector != nil {
 		t.Fatal("the engine role must run the engine and nothing else")
 	}
 	pr := startWorker(t, t.TempDir(), "--role", "project", "--instance", "replica-a", "--nats-url", in.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, in.Bus, bus.Worker))
@@ -109,29 +110,11 @@ func TestEngineRole(t *testing.T) {
 
 func TestNoChangeFeed(t *testing.T) {
 	w := startWorker(t, t.TempDir(), "--no-change-feed")
-	if w.changes != nil || w.View.ChangeOutbox {
+	if w.Changes != nil || w.View.ChangeOutbox {
 		t.Fatal("--no-change-feed left the change feed on")
 	}
-	if w = startWorker(t, t.TempDir()); w.changes == nil || !w.View.ChangeOutbox {
+	if w = startWorker(t, t.TempDir()); w.Changes == nil || !w.View.ChangeOutbox {
 		t.Fatal("the change feed is off by default")
-	}
-}
-
-// TestCheckExposureByRole: on 0.0.0.0 a role that ingests needs ingest
-// credentials and one that serves reads (the view, or /metrics when no
-// --metrics-addr takes it) needs read-API keys.
-func TestCheckExposureByRole(t *testing.T) {
-	for _, tc := range []struct {
-		role, metricsAddr string
-		wantErr           bool
-	}{
-		{RoleAll, "", true}, {RoleIngest, "", true}, {RoleProject, "", true}, {RoleEngine, "", true},
-		{RoleAll, ":9090", true}, {RoleIngest, ":9090", true}, {RoleProject, ":9090", true}, {RoleEngine, ":9090", false},
-	} {
-		f := WorkerFlags{HTTPAddr: "0.0.0.0:8080", RoleFlags: RoleFlags{Role: tc.role}, ReadAPIFlags: ReadAPIFlags{MetricsAddr: tc.metricsAddr}}
-		if err := NewWorker(f).checkExposure(); (err != nil) != tc.wantErr {
-			t.Errorf("role %s (metrics on %q) without credentials on 0.0.0.0: err = %v, want error %t", tc.role, tc.metricsAddr, err, tc.wantErr)
-		}
 	}
 }
 
@@ -165,18 +148,18 @@ func TestProjectorReadyAfterCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := NewWorker(cli.Run.WorkerFlags)
+	w := worker.New(cli.Run.Flags)
 	if err := w.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.ready(); err == nil || !strings.Contains(err.Error(), "catching up") {
+	if err := w.Ready(); err == nil || !strings.Contains(err.Error(), "catching up") {
 		t.Fatalf("ready before the projector ran: %v, want catching up", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	eventually(t, func() string {
-		if err := w.ready(); err != nil {
+		if err := w.Ready(); err != nil {
 			return err.Error()
 		}
 		return ""

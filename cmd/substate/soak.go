@@ -21,6 +21,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/worker"
 )
 
 // SoakCmd is "substate soak": kill -9 under load, again and again, then
@@ -275,7 +276,7 @@ func (s *soak) post(ctx context.Context, t int, step int64) bool {
 // check waits for the last worker to settle, then compares every
 // tenant's view with its last acknowledged step and runs verify.
 func (s *soak) check(ctx context.Context, res *soakResult) error {
-	nkey := (bus.Credentials{Dir: natsCredentialsDir(s.dir)}).SeedFile(bus.Worker)
+	nkey := (bus.Credentials{Dir: worker.NATSCredentialsDir(s.dir)}).SeedFile(bus.Worker)
 	b, err := bus.Open(bus.Config{URL: "nats://" + s.nats, NkeyFile: nkey})
 	if err != nil {
 		return err

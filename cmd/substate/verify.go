@@ -19,6 +19,7 @@ import (
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/worker"
 )
 
 // VerifyCmd is "substate verify".
@@ -175,7 +176,7 @@ func (c *VerifyCmd) replay(ctx context.Context, js jetstream.JetStream, seq uint
 	}
 	defer os.RemoveAll(dir)
 	prog := newProgress(stderr, time.Now)
-	db, p, err := rebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.update)
+	db, p, err := worker.RebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.update)
 	if err != nil {
 		return nil, p, err
 	}
@@ -183,7 +184,7 @@ func (c *VerifyCmd) replay(ctx context.Context, js jetstream.JetStream, seq uint
 	if prog.drawn {
 		prog.finish(fmt.Sprintf("replayed %d events in %s", p.Events, prog.elapsed().Round(time.Millisecond)))
 	}
-	views, err := allViews(ctx, db)
+	views, err := worker.AllViews(ctx, db)
 	return views, p, err
 }
 

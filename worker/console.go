@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (w *Worker) openConsole() *console.Console {
 	log := w.Logger.With("component", "console")
 	c := &console.Console{
 		Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
-		Consumers: w.consoleDurables(), Requeue: w.requeueRaw, Auth: w.Auth, Redact: w.Redaction, Logger: log,
+		Consumers: w.consoleDurables(), Requeue: w.RequeueRaw, Auth: w.Auth, Redact: w.Redaction, Logger: log,
 	}
 	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {
 		c.LastSweep = w.reconcile.metrics.LastSweep
@@ -57,9 +57,9 @@ func (w *Worker) consoleDurables() []console.Durable {
 	return out
 }
 
-// requeueRaw maps the raw message at seq again, as renormalize does, with
+// RequeueRaw maps the raw message at seq again, as renormalize does, with
 // the worker's tenant rules.
-func (w *Worker) requeueRaw(ctx context.Context, seq uint64) (int, error) {
+func (w *Worker) RequeueRaw(ctx context.Context, seq uint64) (int, error) {
 	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
 	if err != nil {
 		return 0, err

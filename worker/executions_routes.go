@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, 
 	if w.View == nil {
 		return nil, nil
 	}
-	if err := w.Flags.topology().EnsureAuditStream(ctx, w.Bus.JetStream); err != nil {
+	if err := w.Flags.Topology().EnsureAuditStream(ctx, w.Bus.JetStream); err != nil {
 		return nil, err
 	}
 	pub := publishers.NewJetStream(w.Bus.JetStream)

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type ReadAPIFlags struct {
 
 // servesReads reports whether the main HTTP server serves read routes:
 // the tenant view and its history (projector roles), or /metrics.
-func (f WorkerFlags) servesReads() bool { return f.projects() || f.MetricsAddr == "" }
+func (f Flags) servesReads() bool { return f.projects() || f.MetricsAddr == "" }
 
 // openReadAPI loads the read API's keys and builds the redaction policy.
 // Without keys it refuses a non-loopback --http-addr that serves reads.
@@ -46,7 +46,7 @@ func (w *Worker) openReadAPI() error {
 		}
 		w.Auth = auth
 	}
-	policy, err := redactionPolicy(w.Flags.TenantRule, w.Flags.RedactAllow)
+	policy, err := RedactionPolicy(w.Flags.TenantRule, w.Flags.RedactAllow)
 	if err != nil {
 		return err
 	}
@@ -54,9 +54,9 @@ func (w *Worker) openReadAPI() error {
 	return nil
 }
 
-// redactionPolicy is the policy that shows the allow paths and the fields
+// RedactionPolicy is the policy that shows the allow paths and the fields
 // the input tenant rules read (the default rule reads $.tenantId).
-func redactionPolicy(tenantRules, allow []string) (*redact.Policy, error) {
+func RedactionPolicy(tenantRules, allow []string) (*redact.Policy, error) {
 	if len(tenantRules) == 0 {
 		tenantRules = []string{"input:$.tenantId"}
 	}
@@ -100,7 +100,7 @@ func (w *Worker) openMetricsHTTP(context.Context) error {
 		return nil
 	}
 	w.MetricsHTTP = &httpapi.Server{
-		Addr: w.Flags.MetricsAddr, Ready: w.ready, Logger: w.Logger.With("component", "metrics"),
+		Addr: w.Flags.MetricsAddr, Ready: w.Ready, Logger: w.Logger.With("component", "metrics"),
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}),
 	}
 	if err := w.MetricsHTTP.Open(); err != nil {
@@ -109,26 +109,4 @@ func (w *Worker) openMetricsHTTP(context.Context) error {
 	w.closers = append(w.closers, w.MetricsHTTP.Close)
 	w.Logger.Info("metrics listening", "url", w.MetricsHTTP.URL())
 	return nil
-}
-
-// RedactFlags choose how a command shows the providers' execution input
-// and output it reads from the streams: redacted as the read API shows
-// them to read:raw callers, unless asked otherwise.
-type RedactFlags struct {
-	Unredacted  bool     `help:"Show the providers' execution input and output as received, secrets included, instead of redacted."`
-	RedactAllow []string `name:"redact-allow" sep:"none" placeholder:"JSONPATH" help:"Field of the execution input and output to show (RFC 9535 JSONPath), repeatable; the tenant rule's fields are always shown."`
-	TenantRule  []string `sep:"none" placeholder:"RULE" help:"The worker's tenant rules (its --tenant-rule): their input fields are shown."`
-}
-
-// redactor returns what redacts a raw payload for output: nil with
-// --unredacted.
-func (f RedactFlags) redactor() (func([]byte) []byte, error) {
-	if f.Unredacted {
-		return nil, nil
-	}
-	p, err := redactionPolicy(f.TenantRule, f.RedactAllow)
-	if err != nil {
-		return nil, err
-	}
-	return func(b []byte) []byte { return httpapi.RedactEvidence(b, p) }, nil
 }

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -29,8 +29,8 @@ import (
 	"github.com/substatehq/substate/state"
 )
 
-// WorkerFlags configure the worker; run, demo and bench share them.
-type WorkerFlags struct {
+// Flags configure the worker; run, demo and bench share them.
+type Flags struct {
 	DataDir              string        `default:"./data" help:"Where the view (view.db), the engine's executions (engine.db) and the embedded NATS store (nats/) live."`
 	HTTPAddr             string        `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
 	HTTPMaxConns         int           `name:"http-max-conns" default:"4096" help:"HTTP connections open at once; one more is answered 503 at once (lowered to fit the open-file limit; -1 for no cap)."`
@@ -58,7 +58,7 @@ type WorkerFlags struct {
 // Worker is a running substate worker: NATS (embedded or not), the streams,
 // the view, the normalizer, the projector and the HTTP server.
 type Worker struct {
-	Flags   WorkerFlags
+	Flags   Flags
 	Logger  *slog.Logger
 	Bus     *bus.Bus
 	View    *state.DB
@@ -74,23 +74,27 @@ type Worker struct {
 	Redaction   *redact.Policy
 	MetricsHTTP *httpapi.Server // on --metrics-addr; nil without it
 
+	// The pipeline's stages, each nil when the role does not run it: the
+	// normalizer, the projector and the change feed that drains the
+	// view's outbox (nil with --no-change-feed).
+	Normalizer *consumers.Normalizer
+	Projector  *consumers.Projector
+	Changes    *publishers.ChangeFeed
+
 	evidence *replay.CheckMetrics // what the evidence check found
 
-	registry   *prometheus.Registry
-	normalizer *consumers.Normalizer
-	projector  *consumers.Projector
-	forwarder  *consumers.Forwarder   // nil without --eventbridge-bus
-	changes    *publishers.ChangeFeed // nil with --no-change-feed or without a view
-	caughtUp   atomic.Bool            // the view has caught up once; see checkDurable
-	streamErr  atomic.Pointer[error]  // the stream loss watchStream found
-	backlog    atomic.Uint64          // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
-	gapFirst   atomic.Uint64          // the first sequence of the last gap watchStream reported
-	reconcile  reconcile
-	closers    []func() error
+	registry  *prometheus.Registry
+	forwarder *consumers.Forwarder  // nil without --eventbridge-bus
+	caughtUp  atomic.Bool           // the view has caught up once; see checkDurable
+	streamErr atomic.Pointer[error] // the stream loss watchStream found
+	backlog   atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
+	gapFirst  atomic.Uint64         // the first sequence of the last gap watchStream reported
+	reconcile reconcile
+	closers   []func() error
 }
 
-// NewWorker returns a worker for the flags; Open starts it.
-func NewWorker(f WorkerFlags) *Worker {
+// New returns a worker for the flags; Open starts it.
+func New(f Flags) *Worker {
 	return &Worker{Flags: f, Logger: f.Logger(), registry: prometheus.NewRegistry()}
 }
 
@@ -102,7 +106,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 			w.Close()
 		}
 	}()
-	if err := w.checkExposure(); err != nil {
+	if err := w.Flags.CheckExposure(); err != nil {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
@@ -122,13 +126,12 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// checkExposure refuses to serve HTTP on a non-loopback address without
+// CheckExposure refuses to serve HTTP on a non-loopback address without
 // ingest credentials (anyone on the network could write tenant statuses)
 // or without read-API keys (anyone could read every tenant and /metrics),
 // naming every flag missing at once.
-func (w *Worker) checkExposure() error {
-	f := w.Flags
-	if loopback(f.HTTPAddr) {
+func (f Flags) CheckExposure() error {
+	if Loopback(f.HTTPAddr) {
 		return nil
 	}
 	var missing []string
@@ -144,19 +147,9 @@ func (w *Worker) checkExposure() error {
 	return substate.Errorf(substate.EINVALID, "refusing to serve HTTP on non-loopback address %s without %s", f.HTTPAddr, strings.Join(missing, " and "))
 }
 
-// busConfig says where the flags put NATS.
-func (f WorkerFlags) busConfig(log *slog.Logger) bus.Config {
-	return bus.Config{
-		URL: f.NATSURL, Listen: f.NATSListen, StoreDir: filepath.Join(f.DataDir, "nats"), Sync: f.NATSSync,
-		CredsFile: f.NATSCreds, NkeyFile: f.NATSNkey, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
-		Name: "substate", Logger: log, CredentialsDir: natsCredentialsDir(f.DataDir), Instances: []string{f.Instance},
-		ServerTLS: bus.ServerTLS{Cert: f.NATSServerTLSCert, Key: f.NATSServerTLSKey, ClientCA: f.NATSServerTLSClientCA},
-	}
-}
-
 func (w *Worker) openBus(context.Context) error {
 	f := w.Flags
-	b, err := bus.Open(f.busConfig(w.Logger))
+	b, err := bus.Open(f.BusConfig(w.Logger))
 	if err != nil {
 		return err
 	}
@@ -169,7 +162,7 @@ func (w *Worker) openBus(context.Context) error {
 	return retry(30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return w.Flags.topology().EnsureStreams(ctx, b.JetStream)
+		return w.Flags.Topology().EnsureStreams(ctx, b.JetStream)
 	}, w.Logger)
 }
 
@@ -196,20 +189,8 @@ func retry(limit time.Duration, fn func() error, log *slog.Logger) error {
 	}
 }
 
-// topology is the configuration of the streams the flags ask for.
-func (f WorkerFlags) topology() bus.Topology {
-	return bus.Topology{
-		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
-		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
-		DLQ:        bus.Retention{MaxAge: f.DLQMaxAge},
-		Changes:    bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
-		Duplicates: f.DedupeWindow,
-		Replicas:   f.NATSReplicas,
-	}
-}
-
 func (w *Worker) openView(context.Context) error {
-	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, viewFile(w.Flags.Instance)))
+	w.View = state.NewDB(filepath.Join(w.Flags.DataDir, ViewFile(w.Flags.Instance)))
 	w.View.Logger = w.Logger.With("component", "projector") // logs each committed change
 	w.View.MoveCorrupt = true                               // a corrupt file is moved aside and refilled, see docs/view.md
 	w.View.ChangeOutbox = w.Flags.ChangeFeed                // see openChangeFeed
@@ -220,9 +201,9 @@ func (w *Worker) openView(context.Context) error {
 	return nil
 }
 
-// viewFile is view.db, or view-<instance>.db for a named replica sharing a
+// ViewFile is view.db, or view-<instance>.db for a named replica sharing a
 // data directory with others.
-func viewFile(instance string) string {
+func ViewFile(instance string) string {
 	if instance == "" {
 		return "view.db"
 	}
@@ -248,7 +229,7 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 		return err
 	}
 	pub := publishers.NewJetStream(w.Bus.JetStream)
-	w.normalizer = &consumers.Normalizer{
+	w.Normalizer = &consumers.Normalizer{
 		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
 		Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries}, BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
@@ -273,7 +254,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.projector = &consumers.Projector{
+	w.Projector = &consumers.Projector{
 		Consumer: c, Stream: stream, Store: w.View,
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
@@ -299,7 +280,7 @@ func (w *Worker) openEngine(context.Context) error {
 func (w *Worker) openHTTP(ctx context.Context) error {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &consumers.Ingress{
-		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !loopback(w.Flags.HTTPAddr),
+		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !Loopback(w.Flags.HTTPAddr),
 		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
 		Admission: &consumers.Admission{
 			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
@@ -329,7 +310,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 	maps.Copy(extra, execs)
 	maps.Copy(extra, contract.Routes()) // public, like the documentation they are
 	w.HTTP = &httpapi.Server{
-		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.ready,
+		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.Ready,
 		Metrics: w.metricsHandler(), Logger: w.Logger.With("component", "http"), Auth: w.Auth,
 		Extra: extra, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 	}
@@ -341,9 +322,9 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 	return nil
 }
 
-// ready is the readiness check: NATS connected, streams and consumers in
+// Ready is the readiness check: NATS connected, streams and consumers in
 // place, view open and caught up once.
-func (w *Worker) ready() error {
+func (w *Worker) Ready() error {
 	if err := w.Bus.Health(); err != nil {
 		return err
 	}
@@ -369,7 +350,7 @@ func (w *Worker) ready() error {
 // Run runs the consumers until ctx is done or one of them fails, then lets
 // each finish the batch in hand.
 func (w *Worker) Run(ctx context.Context) error {
-	err := runGroup(ctx, w.actors()...)
+	err := RunGroup(ctx, w.actors()...)
 	w.drainChangeFeed()
 	if !errors.Is(err, consumers.ErrPullStopped) && !errors.Is(err, nats.ErrConnectionClosed) {
 		return err
@@ -383,7 +364,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.Bus.LostErr()
 	case <-time.After(time.Second):
 	}
-	if w.projector != nil {
+	if w.Projector != nil {
 		if lerr := w.compareRunning(context.WithoutCancel(ctx)); lerr != nil {
 			return lerr
 		}

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func (w *Worker) watchStore(ctx context.Context) error { return w.Bus.WatchStore
 // ingress's admission control.
 func (w *Worker) watchBacklog(ctx context.Context) error {
 	return every(ctx, time.Second, func() {
-		if info, err := w.normalizer.Consumer.Info(ctx); err == nil {
+		if info, err := w.Normalizer.Consumer.Info(ctx); err == nil {
 			w.backlog.Store(info.NumPending + uint64(info.NumAckPending))
 		}
 	})

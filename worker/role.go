@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -76,14 +76,14 @@ func (w *Worker) openSteps() []func(context.Context) error {
 // actors returns what Run runs: the role's consumers and the lag watch.
 func (w *Worker) actors() []func(context.Context) error {
 	var out []func(context.Context) error
-	if w.normalizer != nil {
-		out = append(out, w.normalizer.Run, w.watchBacklog)
+	if w.Normalizer != nil {
+		out = append(out, w.Normalizer.Run, w.watchBacklog)
 	}
 	if w.forwarder != nil {
 		out = append(out, w.forwarder.Run)
 	}
-	if w.projector != nil {
-		out = append(out, w.projector.Run, w.runReconcile, w.watchStream)
+	if w.Projector != nil {
+		out = append(out, w.Projector.Run, w.runReconcile, w.watchStream)
 		if w.Flags.EvidenceCheckInterval > 0 {
 			out = append(out, w.checkEvidence)
 		}
@@ -91,8 +91,8 @@ func (w *Worker) actors() []func(context.Context) error {
 	if w.Flags.APIKeysFile != "" {
 		out = append(out, w.watchKeys)
 	}
-	if w.changes != nil {
-		out = append(out, w.changes.Run)
+	if w.Changes != nil {
+		out = append(out, w.Changes.Run)
 	}
 	return append(out, w.watchLag, w.watchBus, w.watchStore)
 }
@@ -100,11 +100,11 @@ func (w *Worker) actors() []func(context.Context) error {
 // pullConsumers returns the durable consumers the role reads.
 func (w *Worker) pullConsumers() []jetstream.Consumer {
 	var out []jetstream.Consumer
-	if w.normalizer != nil {
-		out = append(out, w.normalizer.Consumer)
+	if w.Normalizer != nil {
+		out = append(out, w.Normalizer.Consumer)
 	}
-	if w.projector != nil {
-		out = append(out, w.projector.Consumer)
+	if w.Projector != nil {
+		out = append(out, w.Projector.Consumer)
 	}
 	return out
 }

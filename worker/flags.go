@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"log/slog"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+
+	"github.com/substatehq/substate/bus"
 )
 
 // LogFlags choose how logs look.
@@ -17,25 +19,27 @@ type LogFlags struct {
 }
 
 // Logger returns the logger the flags describe, writing to stderr.
-func (f LogFlags) Logger() *slog.Logger { return f.loggerTo(os.Stderr) }
+func (f LogFlags) Logger() *slog.Logger { return f.LoggerTo(os.Stderr) }
 
-// loggerTo returns the logger the flags describe, writing to w. Text on a
+// LoggerTo returns the logger the flags describe, writing to w. Text on a
 // terminal is tint's, colored; text written anywhere else is slog's own
 // key=value text, which costs a third of tint's without colors (tint
 // scans every value for color codes to strip, allocating as it goes) and
 // reads as well in a file or a log collector.
-func (f LogFlags) loggerTo(w *os.File) *slog.Logger {
+func (f LogFlags) LoggerTo(w *os.File) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: f.LogLevel}
 	switch {
 	case f.LogFormat == "json":
 		return slog.New(slog.NewJSONHandler(w, opts))
-	case isTerminal(w):
+	case IsTerminal(w):
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func isTerminal(f *os.File) bool {
+// IsTerminal reports whether f is a terminal: logs are colored and
+// progress lines redrawn only there.
+func IsTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
@@ -57,9 +61,9 @@ type NATSFlags struct {
 	NATSServerTLSClientCA string `name:"nats-server-tls-client-ca" type:"existingfile" help:"CA that must have signed a certificate every client of the embedded NATS server presents (besides its nkey)."`
 }
 
-// natsCredentialsDir is where the embedded NATS server keeps the seed
+// NATSCredentialsDir is where the embedded NATS server keeps the seed
 // files of its identities: worker.nk, tasks.nk, subscriber.nk.
-func natsCredentialsDir(dataDir string) string { return filepath.Join(dataDir, "nats", "credentials") }
+func NATSCredentialsDir(dataDir string) string { return filepath.Join(dataDir, "nats", "credentials") }
 
 // StreamFlags set the retention of substate's streams.
 type StreamFlags struct {
@@ -73,15 +77,37 @@ type StreamFlags struct {
 	DedupeWindow    time.Duration `default:"10m" help:"Window in which JetStream drops a repeated source event id or change-feed sequence, and a reused source id with another body is answered 409. JetStream keeps every id of the window in memory (about 220 bytes each): at 1,000 events/s, 10m holds about 130 MB. A repeat after the window changes nothing in the view."`
 }
 
-// args returns the command-line flags that give another worker process
+// Args returns the command-line flags that give another worker process
 // these stream settings: one that declares the streams otherwise would
 // update them to its own.
-func (f StreamFlags) args() []string {
+func (f StreamFlags) Args() []string {
 	return []string{
 		"--raw-max-age", f.RawMaxAge.String(), "--raw-max-bytes", strconv.FormatInt(f.RawMaxBytes, 10),
 		"--events-max-age", f.EventsMaxAge.String(), "--events-max-bytes", strconv.FormatInt(f.EventsMaxBytes, 10),
 		"--dlq-max-age", f.DLQMaxAge.String(),
 		"--changes-max-age", f.ChangesMaxAge.String(), "--changes-max-bytes", strconv.FormatInt(f.ChangesMaxBytes, 10),
 		"--dedupe-window", f.DedupeWindow.String(),
+	}
+}
+
+// BusConfig says where the flags put NATS.
+func (f Flags) BusConfig(log *slog.Logger) bus.Config {
+	return bus.Config{
+		URL: f.NATSURL, Listen: f.NATSListen, StoreDir: filepath.Join(f.DataDir, "nats"), Sync: f.NATSSync,
+		CredsFile: f.NATSCreds, NkeyFile: f.NATSNkey, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
+		Name: "substate", Logger: log, CredentialsDir: NATSCredentialsDir(f.DataDir), Instances: []string{f.Instance},
+		ServerTLS: bus.ServerTLS{Cert: f.NATSServerTLSCert, Key: f.NATSServerTLSKey, ClientCA: f.NATSServerTLSClientCA},
+	}
+}
+
+// Topology is the configuration of the streams the flags ask for.
+func (f Flags) Topology() bus.Topology {
+	return bus.Topology{
+		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
+		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
+		DLQ:        bus.Retention{MaxAge: f.DLQMaxAge},
+		Changes:    bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
+		Duplicates: f.DedupeWindow,
+		Replicas:   f.NATSReplicas,
 	}
 }

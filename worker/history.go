@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func (w *Worker) replayRoutes() map[string]http.Handler {
 	log := w.Logger.With("component", "http")
 	routes := map[string]http.Handler{
-		"GET /v1/tenants/{id}/history": w.readRoute(httpapi.ScopeRead, httpapi.RedactedHistory(newHistory(w.Bus.JetStream), w.Redaction, log)),
+		"GET /v1/tenants/{id}/history": w.readRoute(httpapi.ScopeRead, httpapi.RedactedHistory(NewHistory(w.Bus.JetStream), w.Redaction, log)),
 	}
 	if w.View != nil { // a role without a view has no checkpoint to tell
 		routes["GET /v1/view/checkpoint"] = w.readRoute(httpapi.ScopeRead, httpapi.Checkpoint(w.View, log))
@@ -26,24 +26,25 @@ func (w *Worker) replayRoutes() map[string]http.Handler {
 	return routes
 }
 
-// history tells tenants' histories: it reads a tenant's events from
+// History tells tenants' histories: it reads a tenant's events from
 // SUBSTATE_EVENTS and folds them with state.ApplyEvent, the rule function
 // the projector applies, from the tenant's first retained event on, so a
 // transition says the same whatever range is asked for.
-type history struct {
+type History struct {
 	reader   *replay.Reader
 	evidence *replay.Evidence
 }
 
-var _ substate.HistoryReader = (*history)(nil)
+var _ substate.HistoryReader = (*History)(nil)
 
-func newHistory(js jetstream.JetStream) *history {
+// NewHistory returns the history of the tenants whose events js holds.
+func NewHistory(js jetstream.JetStream) *History {
 	r := &replay.Reader{JS: js}
-	return &history{reader: r, evidence: &replay.Evidence{Reader: r, EventID: mapping.EventID}}
+	return &History{reader: r, evidence: &replay.Evidence{Reader: r, EventID: mapping.EventID}}
 }
 
 // History returns one page of a tenant's transitions.
-func (h *history) History(ctx context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
+func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
 	page := substate.HistoryPage{TenantID: q.TenantID, Transitions: []substate.Transition{}}
 	var rec state.Record
 	var lookups []replay.Lookup
@@ -78,23 +79,18 @@ func (h *history) History(ctx context.Context, q substate.HistoryQuery) (substat
 	return page, nil
 }
 
-// fold applies one stream message to a tenant's record and describes it.
+// fold applies one stream message to a tenant's record and describes it:
+// a message that is not a canonical event changes nothing and is told as
+// invalid.
 func fold(rec state.Record, m *replay.Event) (substate.Transition, state.Record) {
-	t := substate.Transition{
-		Seq: m.Seq, StoredAt: m.Stored.UTC(), EventID: m.Header.Get(substate.HeaderMsgID),
-		Old: substate.StateOf(rec.View), New: substate.StateOf(rec.View),
-	}
 	if m.Err != nil {
-		t.Outcome, t.Reason = substate.OutcomeInvalid, m.Err.Error()
-		return t, rec
+		s := substate.StateOf(rec.View)
+		return substate.Transition{
+			Seq: m.Seq, StoredAt: m.Stored.UTC(), EventID: m.Header.Get(substate.HeaderMsgID),
+			Outcome: substate.OutcomeInvalid, Reason: m.Err.Error(), Old: s, New: s,
+		}, rec
 	}
-	d := &m.Event.Data
-	t.EventID, t.OccurredAt, t.Provider = m.Event.ID, d.OccurredAt.UTC(), d.Provider
-	t.ExecutionID, t.ProviderState, t.Revision = d.ExecutionID, d.ProviderState, d.Revision
-	next, out := state.ApplyEvent(rec, *d, m.Stored)
-	t.Outcome, t.New = out.String(), substate.StateOf(next.View)
-	// The record still names the execution a succeeded event hid from the
-	// view, so a success of the same execution is not mistaken for a new one.
-	t.NewExecution = out == state.Changed && rec.ExecutionID != "" && d.ExecutionID != rec.ExecutionID
+	t, next := state.Fold(rec, &m.Event, m.Stored)
+	t.Seq = m.Seq
 	return t, next
 }

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -148,5 +148,5 @@ func (w *Worker) runReconcile(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	return runGroup(ctx, actors...)
+	return RunGroup(ctx, actors...)
 }

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func (w *Worker) openChangeFeed(context.Context) error {
 		return nil
 	}
 	emitted := w.Metrics.ChangesEmitted
-	w.changes = &publishers.ChangeFeed{
+	w.Changes = &publishers.ChangeFeed{
 		JetStream: w.Bus.JetStream, Outbox: w.View,
 		Published: func(n int) { emitted.Add(float64(n)) },
 		Logger:    w.Logger.With("component", "changefeed"),
@@ -33,13 +33,13 @@ const changeFeedDrainTimeout = 5 * time.Second
 // outbox before the worker stops. What it cannot publish stays in the
 // outbox, durable, for the next start.
 func (w *Worker) drainChangeFeed() {
-	if w.changes == nil {
+	if w.Changes == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), changeFeedDrainTimeout)
 	defer cancel()
 	for {
-		n, err := w.changes.Drain(ctx)
+		n, err := w.Changes.Drain(ctx)
 		if err != nil {
 			w.Logger.Warn("change feed not drained on shutdown; the rest is published at the next start", "err", err)
 			return
@@ -63,13 +63,13 @@ func (w *Worker) openSchemaBase(context.Context) error {
 		return substate.Errorf(substate.EINVALID, "--public-url %q is not an absolute URL such as https://substate.example.com", w.Flags.PublicURL)
 	}
 	base := w.schemaBase()
-	if w.normalizer != nil {
-		if p, ok := w.normalizer.Events.(*publishers.JetStream); ok {
+	if w.Normalizer != nil {
+		if p, ok := w.Normalizer.Events.(*publishers.JetStream); ok {
 			p.SchemaBase = base
 		}
 	}
-	if w.changes != nil {
-		w.changes.SchemaBase = base
+	if w.Changes != nil {
+		w.Changes.SchemaBase = base
 	}
 	return nil
 }
