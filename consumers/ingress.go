@@ -149,7 +149,7 @@ func (in *Ingress) deadLetter(r *http.Request, body []byte, refusal error) error
 	}
 	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
 	d := substate.DeadLetter{
-		Stage: substate.StageIngest, Reason: reason(refusal), Subject: r.URL.Path,
+		Stage: substate.StageIngest, Reason: substate.DeadLetterReason(refusal), Subject: r.URL.Path,
 		ID: substate.StageIngest + "/" + hex.EncodeToString(sum[:]), Body: body, Header: header,
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
