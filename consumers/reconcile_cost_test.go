@@ -15,6 +15,7 @@ import (
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/state"
 )
 
@@ -40,7 +41,7 @@ func documentedCost(s costSettings) (histories, describes int) {
 func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, describes int) {
 	t.Helper()
 	ctx := context.Background()
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC))
 	srv := awstest.New(t)
 	srv.Now = clock.Now

@@ -20,6 +20,7 @@ import (
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/awstest"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
 )
@@ -74,8 +75,8 @@ type pipeline struct {
 func newPipeline(tb testing.TB) *pipeline {
 	tb.Helper()
 	b := newBus(tb)
-	runNormalizer(tb, b, nil)
-	view := openView(tb)
+	pipelinetest.RunNormalizer(tb, b, nil)
+	view := pipelinetest.OpenView(tb)
 	ctx := context.Background()
 	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, bus.ProjectorConsumerConfig("", 30*time.Second, 1), 0)
 	if err != nil {
@@ -87,7 +88,7 @@ func newPipeline(tb testing.TB) *pipeline {
 	}
 	pub := publishers.NewJetStream(b.JetStream)
 	proj := &consumers.Projector{Consumer: c, Stream: stream, Store: view, DeadLetters: pub, Linger: time.Millisecond}
-	runInBackground(tb, proj.Run)
+	pipelinetest.RunInBackground(tb, proj.Run)
 	return &pipeline{bus: b, view: view, pub: pub}
 }
 
@@ -103,8 +104,8 @@ func (p *pipeline) publish(tb testing.TB, raw substate.RawEvent) {
 // applied to the view.
 func (p *pipeline) settle(tb testing.TB) {
 	tb.Helper()
-	waitFor(tb, "the normalizer to settle", settled(tb, p.bus.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
-	waitFor(tb, "the projector to settle", settled(tb, p.bus.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(tb, "the normalizer to settle", pipelinetest.Settled(tb, p.bus.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+	pipelinetest.WaitFor(tb, "the projector to settle", pipelinetest.Settled(tb, p.bus.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 }
 
 // tenant returns a tenant's view.
@@ -121,7 +122,7 @@ func (p *pipeline) tenant(tb testing.TB, id string) substate.TenantView {
 func (p *pipeline) waitTenant(tb testing.TB, id string, what string, ok func(substate.TenantView) bool) substate.TenantView {
 	tb.Helper()
 	var v substate.TenantView
-	waitFor(tb, "tenant "+id+" "+what, func() bool {
+	pipelinetest.WaitFor(tb, "tenant "+id+" "+what, func() bool {
 		var err error
 		v, err = p.view.Tenant(context.Background(), id)
 		return err == nil && ok(v)

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/awstest"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/internal/pipelinetest"
 )
 
 // runningTenant is the tenant of sfn-status-running.json: the input's
@@ -110,7 +112,7 @@ func TestReconcilerLatePollDoesNotRegress(t *testing.T) {
 	p.waitTenant(t, runningTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
 	// … and only then is the poll result published.
 	p.publish(t, late)
-	waitFor(t, "the late poll to be normalized", func() bool { return streamCount(t, p.bus.JetStream, substate.StreamEvents) == 2 })
+	pipelinetest.WaitFor(t, "the late poll to be normalized", func() bool { return streamCount(t, p.bus.JetStream, substate.StreamEvents) == 2 })
 	p.settle(t)
 	if v := p.tenant(t, runningTenant); v.WorkflowSubState != substate.StateSucceeded || v.ProviderState != "SUCCEEDED" {
 		t.Fatalf("view after the late poll = %s (%s), want succeeded", v.WorkflowSubState, v.ProviderState)
@@ -151,7 +153,7 @@ func TestReconcilerPollsEachExecutionEvery(t *testing.T) {
 
 func TestReconcilerFailures(t *testing.T) {
 	ctx := context.Background()
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	b := newBus(t)
@@ -227,7 +229,7 @@ func TestReconcilerFailures(t *testing.T) {
 }
 
 func TestReconcilerRunKeepsGoing(t *testing.T) {
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	arn := awstest.ExecutionARN(awstest.StateMachineARN("orders"), "t1")
@@ -259,7 +261,7 @@ func (f pollerFunc) Poll(ctx context.Context, id string, withHistory bool) (subs
 
 func TestReconcilerRateLimit(t *testing.T) {
 	ctx := context.Background()
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	machine := awstest.StateMachineARN("orders")
@@ -305,7 +307,7 @@ func TestReconcilerRateLimit(t *testing.T) {
 // late the polls are.
 func TestReconcilerSpreadsPollsFairly(t *testing.T) {
 	ctx := context.Background()
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	machine := awstest.StateMachineARN("orders")

@@ -17,6 +17,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/state"
 )
 
@@ -188,7 +189,7 @@ func validID(i int) string { return fmt.Sprintf("inv_1%011d%022d", i, i) }
 
 func TestRestatePollerBatches(t *testing.T) {
 	ctx := context.Background()
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	admin := newRestateAdmin(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
 	for i := range 5 {
@@ -234,7 +235,7 @@ func TestRestatePollerIsolatesARefusedID(t *testing.T) {
 
 func TestRestatePollerFailures(t *testing.T) {
 	ctx := context.Background()
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
 	applyRestate(t, view, restateTenant, restateInvocation, 1, clock.Now().Add(-time.Minute))
 	applyRestate(t, view, "mallory", "inv_x'); DROP TABLE state; --", 2, clock.Now().Add(-time.Minute))
@@ -356,7 +357,7 @@ func TestRestatePollerDiscoveryCursor(t *testing.T) {
 	ctx := context.Background()
 	admin := newRestateAdmin(t)
 	clock := newClock(time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC))
-	poller := newRestatePoller(admin.URL, openView(t), newPublisher(newBus(t)), clock)
+	poller := newRestatePoller(admin.URL, pipelinetest.OpenView(t), newPublisher(newBus(t)), clock)
 	poller.Services = []string{"Provision", "O'Brien"}
 	for range 3 {
 		if _, err := poller.Sweep(ctx); err != nil {

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/ingress"
+	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -20,13 +21,13 @@ import (
 func TestRestateRealServerWebhook(t *testing.T) {
 	r := newRealRestate(t)
 	rs := r.rs
-	secret := loadVector(t).Secret
-	wv, err := consumers.NewWebhookVerifier(secret)
+	secret := fixtures.StandardWebhookVector().Secret
+	wv, err := ingress.NewWebhookVerifier(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pub := publishers.NewJetStream(r.bus.JetStream)
-	in := &consumers.Ingress{Store: pub, DeadLetters: pub, Webhook: wv, Ready: r.bus.Ready, Timeout: 5 * time.Second}
+	in := &ingress.Ingress{Store: pub, DeadLetters: pub, Webhook: wv, Ready: r.bus.Ready, Timeout: 5 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	t.Cleanup(srv.Close)
 

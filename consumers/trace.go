@@ -10,22 +10,6 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// withTraceParent adds the request's W3C traceparent to the headers of
-// its raw events, so the normalizer can carry it into the canonical events
-// (CloudEvents distributed tracing). An invalid traceparent is left out
-// rather than propagated.
-func withTraceParent(events []substate.RawEvent, traceParent string) {
-	if !substate.ValidTraceParent(traceParent) {
-		return
-	}
-	for i := range events {
-		if events[i].Header == nil {
-			events[i].Header = map[string]string{}
-		}
-		events[i].Header[substate.HeaderTraceParent] = traceParent
-	}
-}
-
 // ceHeaderPrefix starts the headers of a CloudEvent in binary mode on
 // NATS: its attributes, one header each.
 const ceHeaderPrefix = "ce-"

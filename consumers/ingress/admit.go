@@ -1,4 +1,4 @@
-package consumers
+package ingress
 
 import (
 	"strconv"

@@ -1,4 +1,4 @@
-package consumers_test
+package ingress_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package consumers_test
+package ingress_test
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/ingress"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -22,14 +23,14 @@ func withID(tb testing.TB, id string) []byte {
 // event posted stays in the backlog, and once it reaches the bound the
 // ingress answers 429 with Retry-After and stores nothing more.
 func TestIngressThrottlesOnBacklog(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	ctx := context.Background()
 	c, err := bus.EnsureConsumer(ctx, b.JetStream, substate.StreamRaw, bus.ConsumerConfig(bus.ConsumerNormalizer, time.Minute, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	in, srv := newIngress(t, b)
-	in.Admission = &consumers.Admission{MaxBacklog: 3, RetryAfter: 5 * time.Second, Backlog: func() uint64 {
+	in.Admission = &ingress.Admission{MaxBacklog: 3, RetryAfter: 5 * time.Second, Backlog: func() uint64 {
 		info, err := c.Info(ctx)
 		if err != nil {
 			t.Error(err)
@@ -49,14 +50,14 @@ func TestIngressThrottlesOnBacklog(t *testing.T) {
 		!strings.Contains(resp.errorMessage(), "3 raw events are waiting") {
 		t.Fatalf("over the backlog bound: %d %v Retry-After %q, want 429 throttled with Retry-After 5", resp.status, resp.body, resp.retryAfter)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamRaw); n != 3 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamRaw); n != 3 {
 		t.Fatalf("raw stream holds %d, want 3", n)
 	}
 }
 
 // blockingStore holds each publish until the test lets it go.
 type blockingStore struct {
-	consumers.RawStore
+	ingress.RawStore
 	entered chan struct{}
 	release chan struct{}
 }
@@ -70,11 +71,11 @@ func (s blockingStore) StoreRaw(ctx context.Context, ev substate.RawEvent) (uint
 // While the publishes in flight are at their bound, one more request is
 // answered 429 at once; when they complete, requests are taken again.
 func TestIngressThrottlesInFlight(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	in, srv := newIngress(t, b)
 	store := blockingStore{RawStore: publishers.NewJetStream(b.JetStream), entered: make(chan struct{}, 4), release: make(chan struct{})}
 	in.Store = store
-	in.Admission = &consumers.Admission{MaxInFlight: 2}
+	in.Admission = &ingress.Admission{MaxInFlight: 2}
 	url := srv.URL + "/v1/ingest/eventbridge"
 	key := map[string]string{"X-Api-Key": testAPIKey}
 	done := make(chan response, 1)

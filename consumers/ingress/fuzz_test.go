@@ -1,4 +1,4 @@
-package consumers_test
+package ingress_test
 
 import (
 	"bytes"
@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/ingress"
+	"github.com/substatehq/substate/internal/fixtures"
 )
 
 // capture is a RawStore and DeadLetterPublisher that keeps what it is
@@ -39,13 +40,13 @@ func (c *capture) PublishDeadLetter(_ context.Context, d substate.DeadLetter) er
 // panic, only the documented statuses, every accepted event has an id and a
 // JSON object body, and every 400 kept the body as a dead letter.
 func FuzzIngress(f *testing.F) {
-	v := loadVector(f)
+	v := fixtures.StandardWebhookVector()
 	f.Add(false, eventBridgeBody(f), testAPIKey, "", "", "")
 	f.Add(false, []byte(`[{"id":"a"},{"id":"b"}]`), testAPIKey, "", "", "")
 	f.Add(false, []byte(`[{"id":"a"}, 7]`), "nope", "", "", "")
 	f.Add(true, []byte(v.Body), "", v.Headers["webhook-id"], v.Headers["webhook-timestamp"], v.Headers["webhook-signature"])
 	f.Add(true, []byte(`{"rows":[]}`), "", "msg_1", "-9223372036854775808", "v1,AAAA")
-	wv, err := consumers.NewWebhookVerifier(v.Secret)
+	wv, err := ingress.NewWebhookVerifier(v.Secret)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func FuzzIngress(f *testing.F) {
 	wv.Now = func() time.Time { return time.Unix(ts, 0) }
 	f.Fuzz(func(t *testing.T, restate bool, body []byte, key, id, stamp, sig string) {
 		c := &capture{}
-		in := &consumers.Ingress{Store: c, DeadLetters: c, APIKey: testAPIKey}
+		in := &ingress.Ingress{Store: c, DeadLetters: c, APIKey: testAPIKey}
 		path := "/v1/ingest/eventbridge"
 		if restate {
 			in.Webhook, path = wv, "/v1/ingest/restate"

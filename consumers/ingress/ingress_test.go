@@ -1,4 +1,4 @@
-package consumers_test
+package ingress_test
 
 import (
 	"bytes"
@@ -13,8 +13,10 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/ingress"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -32,10 +34,10 @@ func eventBridgeBody(tb testing.TB) []byte {
 	return req.Body
 }
 
-func newIngress(tb testing.TB, b *bus.Bus) (*consumers.Ingress, *httptest.Server) {
+func newIngress(tb testing.TB, b *bus.Bus) (*ingress.Ingress, *httptest.Server) {
 	tb.Helper()
 	pub := publishers.NewJetStream(b.JetStream)
-	in := &consumers.Ingress{Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
+	in := &ingress.Ingress{Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	tb.Cleanup(srv.Close)
 	return in, srv
@@ -91,7 +93,7 @@ func (r response) errorMessage() string {
 }
 
 func TestIngressEventBridge(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	_, srv := newIngress(t, b)
 	url := srv.URL + "/v1/ingest/eventbridge"
 	key := map[string]string{"X-Api-Key": testAPIKey}
@@ -102,7 +104,7 @@ func TestIngressEventBridge(t *testing.T) {
 		if r.status != http.StatusAccepted || r.body["accepted"] != 1.0 {
 			t.Fatalf("got %d %v, want 202 accepted 1", r.status, r.body)
 		}
-		msgs := streamMsgs(t, b.JetStream, substate.StreamRaw)
+		msgs := bustest.Msgs(t, b.JetStream, substate.StreamRaw)
 		if len(msgs) != 1 {
 			t.Fatalf("raw stream holds %d messages, want 1", len(msgs))
 		}
@@ -123,7 +125,7 @@ func TestIngressEventBridge(t *testing.T) {
 				t.Fatalf("redelivery: got %d %v, want 202", r.status, r.body)
 			}
 		}
-		if n := streamCount(t, b.JetStream, substate.StreamRaw); n != 1 {
+		if n := bustest.Count(t, b.JetStream, substate.StreamRaw); n != 1 {
 			t.Fatalf("raw stream holds %d messages after redeliveries, want 1", n)
 		}
 	})
@@ -133,18 +135,18 @@ func TestIngressEventBridge(t *testing.T) {
 		if r.status != http.StatusAccepted || r.body["accepted"] != 2.0 {
 			t.Fatalf("got %d %v, want 202 accepted 2", r.status, r.body)
 		}
-		if n := streamCount(t, b.JetStream, substate.StreamRaw); n != 3 {
+		if n := bustest.Count(t, b.JetStream, substate.StreamRaw); n != 3 {
 			t.Fatalf("raw stream holds %d messages, want 3", n)
 		}
 	})
 }
 
 func TestIngressErrors(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	_, srv := newIngress(t, b)
 	url := srv.URL + "/v1/ingest/eventbridge"
 	key := map[string]string{"X-Api-Key": testAPIKey}
-	big := append([]byte(`{"id":"x","pad":"`), bytes.Repeat([]byte("a"), consumers.MaxIngestBody)...)
+	big := append([]byte(`{"id":"x","pad":"`), bytes.Repeat([]byte("a"), ingress.MaxIngestBody)...)
 	big = append(big, `"}`...)
 	for _, tc := range []struct {
 		name   string
@@ -171,12 +173,12 @@ func TestIngressErrors(t *testing.T) {
 			}
 		})
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamRaw); n != 0 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamRaw); n != 0 {
 		t.Fatalf("rejected requests stored %d raw messages", n)
 	}
 	// The six malformed bodies are kept as dead letters; the unauthenticated
 	// and the oversized ones are not.
-	dlq := streamMsgs(t, b.JetStream, substate.StreamDLQ)
+	dlq := bustest.Msgs(t, b.JetStream, substate.StreamDLQ)
 	if len(dlq) != 6 {
 		t.Fatalf("DLQ holds %d dead letters, want the 6 malformed bodies", len(dlq))
 	}
@@ -190,7 +192,7 @@ func TestIngressErrors(t *testing.T) {
 			t.Errorf("dead letter keeps the API key: %v", h)
 		}
 	}
-	if got := streamMsgs(t, b.JetStream, substate.StreamDLQ)[0]; string(got.Data) != `{"id": "x",` ||
+	if got := bustest.Msgs(t, b.JetStream, substate.StreamDLQ)[0]; string(got.Data) != `{"id": "x",` ||
 		!strings.Contains(got.Header.Get(substate.HeaderDLQReason), "not valid JSON") {
 		t.Errorf("first dead letter: %q reason %q", got.Data, got.Header.Get(substate.HeaderDLQReason))
 	}
@@ -198,7 +200,7 @@ func TestIngressErrors(t *testing.T) {
 	if r := post(t, url, []byte(`{"id": "x",`), key); r.status != 400 {
 		t.Fatalf("repeated malformed body: got %d %v", r.status, r.body)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 6 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 6 {
 		t.Fatalf("DLQ holds %d after a repeat, want 6", n)
 	}
 }
@@ -206,7 +208,7 @@ func TestIngressErrors(t *testing.T) {
 // TestIngressExposed: on a non-loopback address, a route whose credential
 // is not configured is closed even when the other route's is.
 func TestIngressExposed(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	in, srv := newIngress(t, b)
 	in.Exposed = true
 	row := fixtures.Provider("restate-invocation-running.json")
@@ -216,8 +218,8 @@ func TestIngressExposed(t *testing.T) {
 	if r := post(t, srv.URL+"/v1/ingest/eventbridge", eventBridgeBody(t), map[string]string{"X-Api-Key": testAPIKey}); r.status != 202 {
 		t.Fatalf("eventbridge with its key: got %d %v, want 202", r.status, r.body)
 	}
-	v := loadVector(t)
-	wv, err := consumers.NewWebhookVerifier(v.Secret)
+	v := fixtures.StandardWebhookVector()
+	wv, err := ingress.NewWebhookVerifier(v.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,30 +227,14 @@ func TestIngressExposed(t *testing.T) {
 	if r := post(t, srv.URL+"/v1/ingest/eventbridge", eventBridgeBody(t), nil); r.status != 401 || !strings.Contains(r.errorMessage(), "no API key") {
 		t.Fatalf("eventbridge without a key: got %d %v, want 401", r.status, r.body)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 0 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 0 {
 		t.Fatalf("refused requests left %d dead letters", n)
 	}
 }
 
-// webhookVector is the Standard Webhooks test vector.
-type webhookVector struct {
-	Secret  string            `json:"secret"`
-	Headers map[string]string `json:"headers"`
-	Body    string            `json:"body"`
-}
-
-func loadVector(tb testing.TB) webhookVector {
-	tb.Helper()
-	var v webhookVector
-	if err := json.Unmarshal(fixtures.Provider("standard-webhook-test-vector.json"), &v); err != nil {
-		tb.Fatal(err)
-	}
-	return v
-}
-
 func TestWebhookVerifierVector(t *testing.T) {
-	v := loadVector(t)
-	wv, err := consumers.NewWebhookVerifier(v.Secret)
+	v := fixtures.StandardWebhookVector()
+	wv, err := ingress.NewWebhookVerifier(v.Secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +272,7 @@ func TestWebhookVerifierVector(t *testing.T) {
 			}
 		})
 	}
-	if _, err := consumers.NewWebhookVerifier("not-a-secret"); substate.ErrorCode(err) != substate.EINVALID {
+	if _, err := ingress.NewWebhookVerifier("not-a-secret"); substate.ErrorCode(err) != substate.EINVALID {
 		t.Fatalf("bad secret: %v, want EINVALID", err)
 	}
 }
@@ -295,10 +281,10 @@ func TestWebhookVerifierVector(t *testing.T) {
 // secret, at a clock stopped at now, and returns the route's URL and what
 // signs a delivery as the sender would: the Standard Webhooks headers of
 // body under id, sent at.
-func signedRestate(tb testing.TB, in *consumers.Ingress, srv *httptest.Server) (url string, now time.Time, sign func(id string, at time.Time, body []byte) map[string]string) {
+func signedRestate(tb testing.TB, in *ingress.Ingress, srv *httptest.Server) (url string, now time.Time, sign func(id string, at time.Time, body []byte) map[string]string) {
 	tb.Helper()
-	v := loadVector(tb)
-	wv, err := consumers.NewWebhookVerifier(v.Secret)
+	v := fixtures.StandardWebhookVector()
+	wv, err := ingress.NewWebhookVerifier(v.Secret)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -312,7 +298,7 @@ func signedRestate(tb testing.TB, in *consumers.Ingress, srv *httptest.Server) (
 }
 
 func TestIngressRestate(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	in, srv := newIngress(t, b)
 	url, now, sign := signedRestate(t, in, srv)
 	row := fixtures.Provider("restate-invocation-running.json")
@@ -332,7 +318,7 @@ func TestIngressRestate(t *testing.T) {
 	if r := post(t, url, []byte(`[1]`), sign("msg_4", now, []byte(`[1]`))); r.status != 400 {
 		t.Fatalf("array body: got %d %v, want 400", r.status, r.body)
 	}
-	msgs := streamMsgs(t, b.JetStream, substate.StreamRaw)
+	msgs := bustest.Msgs(t, b.JetStream, substate.StreamRaw)
 	if len(msgs) != 1 || msgs[0].Header.Get(substate.HeaderMsgID) != "msg_1" || msgs[0].Subject != substate.RawSubject(substate.RawRestate) {
 		t.Fatalf("raw stream: %d messages, want the one signed row with id msg_1", len(msgs))
 	}
@@ -357,7 +343,7 @@ func TestIngressNATSUnavailable(t *testing.T) {
 		t.Fatalf("before the outage: got %d %v", r.status, r.body)
 	}
 	ns.stop()
-	waitFor(t, "the client to notice the outage", func() bool { return !b.Ready() })
+	pipelinetest.WaitFor(t, "the client to notice the outage", func() bool { return !b.Ready() })
 	r := post(t, url, event("during"), key)
 	if r.status != http.StatusServiceUnavailable || r.errorCode() != substate.EUNAVAILABLE {
 		t.Fatalf("during the outage: got %d %v, want 503", r.status, r.body)
@@ -368,7 +354,7 @@ func TestIngressNATSUnavailable(t *testing.T) {
 		t.Fatalf("malformed during the outage: got %d %v, want 503", r.status, r.body)
 	}
 	ns.start()
-	waitFor(t, "the client to reconnect", b.Ready)
+	pipelinetest.WaitFor(t, "the client to reconnect", b.Ready)
 	// The provider retries what got a 503.
 	for _, id := range []string{"during", "after"} {
 		if r := post(t, url, event(id), key); r.status != http.StatusAccepted {
@@ -376,7 +362,7 @@ func TestIngressNATSUnavailable(t *testing.T) {
 		}
 	}
 	var ids []string
-	for _, m := range streamMsgs(t, b.JetStream, substate.StreamRaw) {
+	for _, m := range bustest.Msgs(t, b.JetStream, substate.StreamRaw) {
 		ids = append(ids, m.Header.Get(substate.HeaderMsgID))
 	}
 	if got, want := strings.Join(ids, ","), "before,during,after"; got != want {
@@ -385,7 +371,7 @@ func TestIngressNATSUnavailable(t *testing.T) {
 	if r := post(t, url, []byte(`{"id":`), key); r.status != http.StatusBadRequest {
 		t.Fatalf("malformed after the outage: got %d %v, want 400", r.status, r.body)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 1 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 1 {
 		t.Fatalf("DLQ holds %d, want the malformed body once", n)
 	}
 }

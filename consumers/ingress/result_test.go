@@ -1,4 +1,4 @@
-package consumers_test
+package ingress_test
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/internal/fixtures"
 )
 
@@ -24,7 +25,7 @@ func (r response) events() []string {
 // a redelivery: 409 with the JSON error, and the body kept on the DLQ
 // with the reason. The same body again is a duplicate, reported as such.
 func TestIngressReusedWebhookID(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	in, srv := newIngress(t, b)
 	url, now, signAt := signedRestate(t, in, srv)
 	sign := func(id string, body []byte) map[string]string { return signAt(id, now, body) }
@@ -45,10 +46,10 @@ func TestIngressReusedWebhookID(t *testing.T) {
 	if r.status != http.StatusConflict || r.errorCode() != substate.ECONFLICT || !strings.Contains(r.errorMessage(), `"msg_1" was already accepted with a different body`) {
 		t.Fatalf("reused id, new body: %d %v, want 409 conflict", r.status, r.body)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamRaw); n != 1 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamRaw); n != 1 {
 		t.Fatalf("raw stream holds %d messages, want the first only", n)
 	}
-	dlq := streamMsgs(t, b.JetStream, substate.StreamDLQ)
+	dlq := bustest.Msgs(t, b.JetStream, substate.StreamDLQ)
 	if len(dlq) != 1 || string(dlq[0].Data) != string(other) || dlq[0].Header.Get("webhook-id") != "msg_1" ||
 		!strings.HasPrefix(dlq[0].Header.Get(substate.HeaderDLQReason), "conflict: source id \"msg_1\"") {
 		t.Fatalf("dead letters %d, want the refused body with its id and reason", len(dlq))
@@ -58,7 +59,7 @@ func TestIngressReusedWebhookID(t *testing.T) {
 // Every event of a batch is reported, and two events sharing an id in one
 // array are one stored and one duplicate, never "accepted":2.
 func TestIngressBatchOutcomes(t *testing.T) {
-	b := newBus(t)
+	b := bustest.Open(t)
 	_, srv := newIngress(t, b)
 	url := srv.URL + "/v1/ingest/eventbridge"
 	key := map[string]string{"X-Api-Key": testAPIKey}
@@ -72,7 +73,7 @@ func TestIngressBatchOutcomes(t *testing.T) {
 		strings.Join(r.events(), ",") != "a:accepted,a:duplicate,b:accepted" {
 		t.Fatalf("batch with a repeated id: %d %v", r.status, r.body)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamRaw); n != 2 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamRaw); n != 2 {
 		t.Fatalf("raw stream holds %d, want 2", n)
 	}
 	// The same event laid out differently is the same event.
@@ -85,7 +86,7 @@ func TestIngressBatchOutcomes(t *testing.T) {
 	if r.status != http.StatusConflict || !strings.Contains(r.errorMessage(), "event 1: source id \"c\"") {
 		t.Fatalf("two bodies under one id in a batch: %d %v, want 409 naming event 1", r.status, r.body)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 1 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 1 {
 		t.Fatalf("dead letters %d, want the refused batch", n)
 	}
 	// A conflict does not drop the events after it: the sender does not
@@ -96,13 +97,13 @@ func TestIngressBatchOutcomes(t *testing.T) {
 		t.Fatalf("conflicts around new events: %d %v, want 409 naming event 0 and counting the rest", r.status, r.body)
 	}
 	var ids []string
-	for _, m := range streamMsgs(t, b.JetStream, substate.StreamRaw) {
+	for _, m := range bustest.Msgs(t, b.JetStream, substate.StreamRaw) {
 		ids = append(ids, m.Header.Get(substate.HeaderMsgID))
 	}
 	if got, want := strings.Join(ids, ","), "a,b,c,d,e"; got != want {
 		t.Fatalf("raw stream ids %s, want %s", got, want)
 	}
-	if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 2 {
+	if n := bustest.Count(t, b.JetStream, substate.StreamDLQ); n != 2 {
 		t.Fatalf("dead letters %d, want both refused batches", n)
 	}
 }
