@@ -14,19 +14,20 @@ import (
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/operate"
 )
 
 // operations is the execution service over a pipeline, with the audit
 // stream in place.
-func operations(t *testing.T, p *pipeline, provider substate.Provider, op substate.ExecutionOperator, poller substate.StatusPoller) *operate.Service {
+func operations(t *testing.T, p *pipelinetest.Pipeline, provider substate.Provider, op substate.ExecutionOperator, poller substate.StatusPoller) *operate.Service {
 	t.Helper()
-	if err := bus.DefaultTopology().EnsureAuditStream(context.Background(), p.bus.JetStream); err != nil {
+	if err := bus.DefaultTopology().EnsureAuditStream(context.Background(), p.Bus.JetStream); err != nil {
 		t.Fatal(err)
 	}
 	s := &operate.Service{
-		Views: p.view, Operators: map[substate.Provider]substate.ExecutionOperator{provider: op},
-		Pollers: map[substate.Provider]substate.StatusPoller{}, Raw: p.pub, Audit: p.pub,
+		Views: p.View, Operators: map[substate.Provider]substate.ExecutionOperator{provider: op},
+		Pollers: map[substate.Provider]substate.StatusPoller{}, Raw: p.Pub, Audit: p.Pub,
 	}
 	if poller != nil {
 		s.Pollers[provider] = poller
@@ -48,10 +49,10 @@ func act(t *testing.T, s *operate.Service, req substate.ExecutionRequest) substa
 }
 
 // lastAudit returns the newest audit event of an action on a tenant.
-func lastAudit(t *testing.T, p *pipeline, action substate.ExecutionAction, tenant string) substate.AuditEvent {
+func lastAudit(t *testing.T, p *pipelinetest.Pipeline, action substate.ExecutionAction, tenant string) substate.AuditEvent {
 	t.Helper()
 	ctx := context.Background()
-	stream, err := p.bus.JetStream.Stream(ctx, substate.StreamAudit)
+	stream, err := p.Bus.JetStream.Stream(ctx, substate.StreamAudit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func lastAudit(t *testing.T, p *pipeline, action substate.ExecutionAction, tenan
 }
 
 // wantAudit checks an action's audit event.
-func wantAudit(t *testing.T, p *pipeline, res substate.ExecutionResult, outcome string) substate.AuditEvent {
+func wantAudit(t *testing.T, p *pipelinetest.Pipeline, res substate.ExecutionResult, outcome string) substate.AuditEvent {
 	t.Helper()
 	ev := lastAudit(t, p, res.Action, res.TenantID)
 	if ev.ID != res.AuditID || ev.Who != res.Who || ev.Reason != res.Reason || ev.Outcome != outcome ||
@@ -78,9 +79,9 @@ func wantAudit(t *testing.T, p *pipeline, res substate.ExecutionResult, outcome 
 }
 
 // wantStopped checks the view of a stopped execution.
-func wantStopped(t *testing.T, p *pipeline, tenant, exec, cause string) {
+func wantStopped(t *testing.T, p *pipelinetest.Pipeline, tenant, exec, cause string) {
 	t.Helper()
-	v := p.waitTenant(t, tenant, "stopped", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
+	v := p.WaitTenant(t, tenant, "stopped", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateFailed })
 	if v.WorkflowVerb != substate.VerbCancelled || v.WorkflowExecutionID != exec || !strings.Contains(strings.ToLower(v.WorkflowErrorMessage), strings.ToLower(cause)) {
 		t.Fatalf("stopped: view %+v, want failed/cancelled with %q", v, cause)
 	}
@@ -90,9 +91,9 @@ func wantStopped(t *testing.T, p *pipeline, tenant, exec, cause string) {
 // the service; the view after each and the audit events.
 func TestOperateEngine(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
+	p := pipelinetest.New(t)
 	e := engine.NewEngine(filepath.Join(t.TempDir(), "engine.db"))
-	e.Conn, e.Publisher, e.ServeControl, e.Logger = p.bus.Conn, p.pub, false, slog.New(slog.DiscardHandler)
+	e.Conn, e.Publisher, e.ServeControl, e.Logger = p.Bus.Conn, p.Pub, false, slog.New(slog.DiscardHandler)
 	if err := e.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ states:
 	if _, err := e.Start(ctx, engine.StartRequest{Workflow: ref, Name: "nap-1", TenantID: "t-eng", Input: json.RawMessage(`{"n":1}`)}); err != nil {
 		t.Fatal(err)
 	}
-	p.waitTenant(t, "t-eng", "waiting", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })
+	p.WaitTenant(t, "t-eng", "waiting", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })
 	s := operations(t, p, substate.ProviderEngine, e, nil)
 
 	info, err := s.Describe(ctx, "t-eng")
@@ -130,7 +131,7 @@ states:
 	wantAudit(t, p, res, substate.AuditDone)
 
 	res = act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionRetry, Reason: "plan fixed"})
-	p.waitTenant(t, "t-eng", "waiting again", func(v substate.TenantView) bool {
+	p.WaitTenant(t, "t-eng", "waiting again", func(v substate.TenantView) bool {
 		return v.WorkflowSubState == substate.StateWaiting && v.WorkflowExecutionID == "nap-1" && v.WorkflowErrorMessage == ""
 	})
 	wantAudit(t, p, res, substate.AuditDone)
@@ -138,7 +139,7 @@ states:
 	act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionStop})
 	wantStopped(t, p, "t-eng", "nap-1", "stopped by ops")
 	res = act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionRestart, Who: "loopback"})
-	p.waitTenant(t, "t-eng", "restarted", func(v substate.TenantView) bool {
+	p.WaitTenant(t, "t-eng", "restarted", func(v substate.TenantView) bool {
 		return v.WorkflowSubState == substate.StateWaiting && v.WorkflowExecutionID == res.NewExecutionID
 	})
 	if ev := wantAudit(t, p, res, substate.AuditDone); ev.Who != "loopback" || ev.NewExecutionID == "" {
@@ -162,13 +163,13 @@ func TestOperateStepFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPipeline(t)
+	p := pipelinetest.New(t)
 	raw, err := sfn.Poll(ctx, x.ID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.publish(t, raw)
-	p.waitTenant(t, "t-sfn", "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
+	p.Publish(t, raw)
+	p.WaitTenant(t, "t-sfn", "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
 	s := operations(t, p, substate.ProviderStepFunctions, sfn, sfn)
 
 	if _, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-sfn", Action: substate.ActionStop, Kill: true, Who: "ops"}); substate.ErrorCode(err) != substate.EINVALID {
@@ -182,7 +183,7 @@ func TestOperateStepFunctions(t *testing.T) {
 	}
 
 	res = act(t, s, substate.ExecutionRequest{TenantID: "t-sfn", Action: substate.ActionRetry, Reason: "customer back"})
-	p.waitTenant(t, "t-sfn", "redriven", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
+	p.WaitTenant(t, "t-sfn", "redriven", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
 	wantAudit(t, p, res, substate.AuditDone)
 	if e, _ := srv.Execution(x.ID); e.RedriveCount != 1 || e.Status != "RUNNING" {
 		t.Fatalf("after retry %+v", e)
@@ -201,7 +202,7 @@ func TestOperateStepFunctions(t *testing.T) {
 	}
 
 	res = act(t, s, substate.ExecutionRequest{TenantID: "t-sfn", Action: substate.ActionRestart, Reason: "start over"})
-	p.waitTenant(t, "t-sfn", "restarted", func(v substate.TenantView) bool {
+	p.WaitTenant(t, "t-sfn", "restarted", func(v substate.TenantView) bool {
 		return v.WorkflowSubState == substate.StateRunning && v.WorkflowExecutionID == res.NewExecutionID
 	})
 	wantAudit(t, p, res, substate.AuditDone)
@@ -214,7 +215,7 @@ func TestOperateRestate(t *testing.T) {
 	r := newRealRestate(t)
 	rs := r.rs
 	op := &consumers.RestateOperator{Admin: r.poller}
-	s := operations(t, r.pipeline, substate.ProviderRestate, op, op)
+	s := operations(t, r.Pipeline, substate.ProviderRestate, op, op)
 	completed := func(s rowState) bool { return s.Status == "completed" }
 
 	t.Run("ResumePaused", func(t *testing.T) {
@@ -226,9 +227,9 @@ func TestOperateRestate(t *testing.T) {
 		}
 		rs.Gate(t, "t-op-stuck", "open")
 		res := act(t, s, substate.ExecutionRequest{TenantID: "t-op-stuck", Action: substate.ActionRetry, Reason: "downstream fixed"})
-		wantAudit(t, r.pipeline, res, substate.AuditDone)
+		wantAudit(t, r.Pipeline, res, substate.AuditDone)
 		r.follow(t, id, "t-op-stuck", completed)
-		if v := r.tenant(t, "t-op-stuck"); v.WorkflowSubState != substate.StateSucceeded {
+		if v := r.Tenant(t, "t-op-stuck"); v.WorkflowSubState != substate.StateSucceeded {
 			t.Fatalf("after resume: %+v", v)
 		}
 	})
@@ -236,9 +237,9 @@ func TestOperateRestate(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-op-nap", "nap", nil, 0)
 		r.follow(t, id, "t-op-nap", func(s rowState) bool { return s.Status == "suspended" })
 		res := act(t, s, substate.ExecutionRequest{TenantID: "t-op-nap", Action: substate.ActionStop, Reason: "not needed"})
-		wantAudit(t, r.pipeline, res, substate.AuditDone)
+		wantAudit(t, r.Pipeline, res, substate.AuditDone)
 		r.follow(t, id, "t-op-nap", completed)
-		wantStopped(t, r.pipeline, "t-op-nap", id, "cancel") // Restate keeps no cause: the audit event has it
+		wantStopped(t, r.Pipeline, "t-op-nap", id, "cancel") // Restate keeps no cause: the audit event has it
 		_, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-op-nap", Action: substate.ActionStop, Who: "ops"})
 		if substate.ErrorCode(err) != substate.ECONFLICT {
 			t.Errorf("stop of a completed invocation: %v", err)
@@ -248,11 +249,11 @@ func TestOperateRestate(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-op-kill", "nap", nil, 0)
 		r.follow(t, id, "t-op-kill", func(s rowState) bool { return s.Status == "suspended" })
 		res := act(t, s, substate.ExecutionRequest{TenantID: "t-op-kill", Action: substate.ActionStop, Kill: true, Reason: "stuck for good"})
-		if ev := wantAudit(t, r.pipeline, res, substate.AuditDone); !ev.Kill {
+		if ev := wantAudit(t, r.Pipeline, res, substate.AuditDone); !ev.Kill {
 			t.Errorf("kill audit %+v", ev)
 		}
 		r.follow(t, id, "t-op-kill", completed)
-		wantStopped(t, r.pipeline, "t-op-kill", id, "kill")
+		wantStopped(t, r.Pipeline, "t-op-kill", id, "kill")
 	})
 	t.Run("RestartAsNew", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-op-again", "terminal", nil, 0)
@@ -261,9 +262,9 @@ func TestOperateRestate(t *testing.T) {
 		if res.NewExecutionID == "" || res.NewExecutionID == id {
 			t.Fatalf("restart %+v", res)
 		}
-		wantAudit(t, r.pipeline, res, substate.AuditDone)
+		wantAudit(t, r.Pipeline, res, substate.AuditDone)
 		r.follow(t, res.NewExecutionID, "t-op-again", completed)
-		if v := r.tenant(t, "t-op-again"); v.WorkflowExecutionID != res.NewExecutionID {
+		if v := r.Tenant(t, "t-op-again"); v.WorkflowExecutionID != res.NewExecutionID {
 			t.Fatalf("view after the restart %+v", v)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers/reconcile"
 )
 
 // pollIDs queries one batch of ids and publishes the rows. A batch the
@@ -15,7 +16,7 @@ import (
 // the refused ids stand alone; those are settled at the end of the sweep.
 // Other failures (unreachable, throttled, unauthorized) end the sweep.
 func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []string) error {
-	if err := p.pacer.wait(ctx, 1); err != nil {
+	if err := p.pacer.Wait(ctx, 1); err != nil {
 		return err
 	}
 	rows, err := p.query(ctx, restateQuery(p.Columns, ids))
@@ -23,7 +24,7 @@ func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []stri
 		if !answered(err) {
 			s.res.Polled += len(ids)
 			s.res.Failed += len(ids)
-			p.Metrics.countPolls(substate.ProviderRestate, substate.ErrorCode(err), len(ids))
+			p.Metrics.CountPolls(substate.ProviderRestate, substate.ErrorCode(err), len(ids))
 			return err
 		}
 		if len(ids) == 1 {
@@ -49,7 +50,7 @@ func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []stri
 	for _, id := range ids {
 		if !found[id] {
 			s.res.Failed++
-			p.Metrics.countPolls(substate.ProviderRestate, substate.ENOTFOUND, 1)
+			p.Metrics.CountPolls(substate.ProviderRestate, substate.ENOTFOUND, 1)
 			p.reportMissing(id, "restate has no sys_invocation row for this invocation (a completed invocation is kept only for its completion_retention, 24 h by default); its outcome is unknown")
 		}
 	}
@@ -70,7 +71,7 @@ func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row jso
 	row = p.withFailures(ctx, id, modifiedAt, status, row)
 	if raw := restateRaw(id, modifiedAt, row); p.sent[id] != raw.ID {
 		if err := p.Publisher.PublishRaw(ctx, raw); err != nil {
-			p.Metrics.countPolls(substate.ProviderRestate, OutcomePublishFailed, 1)
+			p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomePublishFailed, 1)
 			return "", fmt.Errorf("restate poller: publish the row of %s: %w", id, err)
 		}
 		p.sent[id] = raw.ID
@@ -78,7 +79,7 @@ func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row jso
 	}
 	delete(p.missing, id)
 	s.published[id] = true
-	p.Metrics.countPolls(substate.ProviderRestate, OutcomeOK, 1)
+	p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomeOK, 1)
 	return id, nil
 }
 
@@ -91,10 +92,10 @@ func (p *RestatePoller) settleRefused(ctx context.Context, s *restateSweep, tena
 		s.res.Polled++
 		s.res.Failed++
 		if !s.answered {
-			p.Metrics.countPolls(substate.ProviderRestate, substate.ErrorCode(err), 1)
+			p.Metrics.CountPolls(substate.ProviderRestate, substate.ErrorCode(err), 1)
 			continue
 		}
-		p.Metrics.countPolls(substate.ProviderRestate, substate.EINVALID, 1)
+		p.Metrics.CountPolls(substate.ProviderRestate, substate.EINVALID, 1)
 		reason := fmt.Sprintf("the restate admin api refuses to query invocation %q while it answers for others: %v", id, err)
 		if err := p.giveUp(ctx, id, tenants[id], substate.EINVALID, reason); err != nil {
 			return err

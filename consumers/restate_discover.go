@@ -29,7 +29,7 @@ func (p *RestatePoller) discover(ctx context.Context, s *restateSweep, now time.
 		cur.ModifiedAt = time.UnixMilli(0).UTC()
 	}
 	for {
-		if err := p.pacer.wait(ctx, 1); err != nil {
+		if err := p.pacer.Wait(ctx, 1); err != nil {
 			return err
 		}
 		rows, err := p.query(ctx, discoveryQuery(p.Columns, p.Services, cur, since, p.PageSize))

@@ -49,7 +49,7 @@ func (p *RestatePoller) withFailures(ctx context.Context, id, modifiedAt, status
 		return row
 	}
 	if !known || e.modifiedAt != modifiedAt {
-		if err := p.pacer.wait(ctx, 1); err != nil {
+		if err := p.pacer.Wait(ctx, 1); err != nil {
 			return row
 		}
 		events, err := p.query(ctx, journalQuery(id))
@@ -120,7 +120,7 @@ func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) (p
 	e, ok := p.policies[r.Service]
 	if !ok || p.Now().Sub(e.at) >= policyTTL {
 		e = policyEntry{at: p.Now()}
-		if err := p.pacer.wait(ctx, 1); err != nil {
+		if err := p.pacer.Wait(ctx, 1); err != nil {
 			return nil, false
 		}
 		svc, err := p.get(ctx, "/services/"+url.PathEscape(r.Service), "services")

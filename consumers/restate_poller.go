@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers/reconcile"
 	"github.com/substatehq/substate/internal/timex"
 )
 
@@ -104,12 +105,12 @@ type RestatePoller struct {
 	// Sleep waits for a duration or until ctx is done.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Metrics receives poll outcomes and query counts; nil disables them.
-	Metrics *ReconcileMetrics
+	Metrics *reconcile.Metrics
 	// Logger receives the poller's logs; nil discards them.
 	Logger *slog.Logger
 
 	mu       sync.Mutex // one sweep at a time
-	pacer    *pacer
+	pacer    *reconcile.Pacer
 	missing  map[string]bool // ids Restate did not return (or refused), logged once
 	failures int             // consecutive failed sweeps
 	cursor   *discoveryCursor
@@ -141,28 +142,24 @@ func (p *RestatePoller) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.init()
 	p.mu.Unlock()
-	for {
-		start := p.Now()
-		res, err := p.Sweep(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		wait := p.Interval - p.Now().Sub(start)
-		if err != nil {
-			p.failures++
-			wait = p.RetryDelay(p.failures)
-			p.logger().Error("restate admin poll failed; retrying later", "err", err, "failures", p.failures, "retry_in", wait)
-		} else {
-			if p.failures > 0 {
-				p.logger().Info("restate admin poll works again", "after_failures", p.failures)
-			}
-			p.failures = 0
-			p.logger().Debug("restate admin poll", "tracked", res.Stale, "published", res.Published, "missing", res.Failed)
-		}
-		if err := p.Sleep(ctx, wait); err != nil && ctx.Err() != nil {
-			return nil
-		}
+	return reconcile.Sweeps{Now: p.Now, Sleep: p.Sleep, Sweep: p.Sweep, Next: p.next}.Run(ctx)
+}
+
+// next logs a sweep and returns the wait before the next one: what is
+// left of Interval, or RetryDelay after a failed sweep.
+func (p *RestatePoller) next(res reconcile.SweepResult, err error, took time.Duration) time.Duration {
+	if err != nil {
+		p.failures++
+		wait := p.RetryDelay(p.failures)
+		p.logger().Error("restate admin poll failed; retrying later", "err", err, "failures", p.failures, "retry_in", wait)
+		return wait
 	}
+	if p.failures > 0 {
+		p.logger().Info("restate admin poll works again", "after_failures", p.failures)
+	}
+	p.failures = 0
+	p.logger().Debug("restate admin poll", "tracked", res.Stale, "published", res.Published, "missing", res.Failed)
+	return p.Interval - took
 }
 
 // RetryDelay is the wait after the given number of consecutive failed
@@ -178,7 +175,7 @@ func (p *RestatePoller) RetryDelay(failures int) time.Duration {
 
 // restateSweep is the state of one sweep.
 type restateSweep struct {
-	res       SweepResult
+	res       reconcile.SweepResult
 	published map[string]bool // invocations whose row this sweep published
 	answered  bool            // a query of this sweep succeeded
 	refused   map[string]error
@@ -188,7 +185,7 @@ type restateSweep struct {
 // tracked ones, and publishes the rows. It returns an error, and stops,
 // when the admin API is unreachable or refuses every query, when a publish
 // fails, or when the view cannot be listed.
-func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
+func (p *RestatePoller) Sweep(ctx context.Context) (reconcile.SweepResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.init()
@@ -201,7 +198,7 @@ func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 	if err != nil {
 		return s.res, err
 	}
-	p.Metrics.setStale(substate.ProviderRestate, s.res.Stale)
+	p.Metrics.SetStale(substate.ProviderRestate, s.res.Stale)
 	ids = slices.DeleteFunc(ids, func(id string) bool { return s.published[id] })
 	for batch := range slices.Chunk(ids, p.BatchSize) {
 		if err := p.pollIDs(ctx, s, batch); err != nil {
@@ -212,7 +209,7 @@ func (p *RestatePoller) Sweep(ctx context.Context) (SweepResult, error) {
 		return s.res, err
 	}
 	p.forget(seen, s.published)
-	p.Metrics.observeSweep("restate", p.Now().Sub(start))
+	p.Metrics.ObserveSweep("restate", p.Now().Sub(start))
 	return s.res, nil
 }
 
@@ -274,7 +271,7 @@ func (p *RestatePoller) init() {
 		p.Sleep = timex.Sleep
 	}
 	if p.pacer == nil {
-		p.pacer = newPacer(p.QPS, defaultBurst(p.QPS, 1), p.Now, p.Sleep)
+		p.pacer = reconcile.NewPacer(p.QPS, reconcile.DefaultBurst(p.QPS, 1), p.Now, p.Sleep)
 		p.missing = map[string]bool{}
 		p.journals = map[string]journalEntry{}
 		p.policies = map[string]policyEntry{}

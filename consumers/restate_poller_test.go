@@ -16,8 +16,11 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/reconcile"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/internal/pipelinetest"
+	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
 )
 
@@ -121,7 +124,7 @@ func applyRestate(tb testing.TB, view *state.DB, tenant, invocation string, seq 
 	}
 }
 
-func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPublisher, clock *fakeClock) *consumers.RestatePoller {
+func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPublisher, clock *pipelinetest.Clock) *consumers.RestatePoller {
 	p := consumers.NewRestatePoller(url, view, pub)
 	p.Now, p.Sleep = clock.Now, clock.Sleep
 	return p
@@ -136,14 +139,14 @@ func (f rawPublisherFunc) PublishRaw(ctx context.Context, raw substate.RawEvent)
 
 func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
+	p := pipelinetest.New(t)
 	admin := newRestateAdmin(t)
-	clock := newClock(time.Now().Add(time.Hour)) // after the recorded rows
+	clock := pipelinetest.NewClock(time.Now().Add(time.Hour)) // after the recorded rows
 	// A webhook told the view the invocation is backing off (a row recorded
 	// from a real server: retry_count 2, the second attempt failed).
 	backingOff := fixtures.Provider("restate-invocation-backing-off.json")
-	p.publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "msg_webhook_1", Body: backingOff})
-	v := p.waitTenant(t, restateTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	p.Publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "msg_webhook_1", Body: backingOff})
+	v := p.WaitTenant(t, restateTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
 	if v.WorkflowRetryCount != 2 || v.WorkflowErrorMessage != "downstream unavailable (attempt 2)" {
 		t.Fatalf("view = retries %d, error %q; want 2 and the message without its stack trace", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
@@ -151,16 +154,16 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 	sends := 0
 	pub := rawPublisherFunc(func(ctx context.Context, raw substate.RawEvent) error {
 		sends++
-		return p.pub.PublishRaw(ctx, raw)
+		return p.Pub.PublishRaw(ctx, raw)
 	})
-	poller := newRestatePoller(admin.URL, p.view, pub, clock)
+	poller := newRestatePoller(admin.URL, p.View, pub, clock)
 	admin.setRow(t, "restate-invocation-backing-off.json")
 	for i := range 3 { // the next polls find the same row: not sent again
 		if res, err := poller.Sweep(ctx); err != nil || res.Polled != 1 || (res.Published == 1) != (i == 0) || sends != 1 {
 			t.Fatalf("sweep %d = %+v, %v, %d publishes; want the row published once", i, res, err, sends)
 		}
 	}
-	if got := streamCount(t, p.bus.JetStream, substate.StreamRaw); got != 2 {
+	if got := bustest.Count(t, p.Bus.JetStream, substate.StreamRaw); got != 2 {
 		t.Fatalf("raw stream holds %d messages, want 2: the webhook and one poll of the unchanged row", got)
 	}
 
@@ -168,7 +171,7 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 	if _, err := poller.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	v = p.waitTenant(t, restateTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+	v = p.WaitTenant(t, restateTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
 	if v.WorkflowErrorMessage != "" || v.WorkflowRetryCount != 0 {
 		t.Fatalf("succeeded view = retries %d, error %q; want both cleared", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
@@ -191,11 +194,11 @@ func TestRestatePollerBatches(t *testing.T) {
 	ctx := context.Background()
 	view := pipelinetest.OpenView(t)
 	admin := newRestateAdmin(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
 	for i := range 5 {
 		applyRestate(t, view, string(rune('a'+i)), validID(i), uint64(i+1), clock.Now().Add(-time.Minute))
 	}
-	poller := newRestatePoller(admin.URL, view, newPublisher(newBus(t)), clock)
+	poller := newRestatePoller(admin.URL, view, publishers.NewJetStream(bustest.Open(t).JetStream), clock)
 	poller.BatchSize = 2
 	res, err := poller.Sweep(ctx)
 	if err != nil || res.Polled != 5 || res.Failed != 5 {
@@ -211,15 +214,15 @@ func TestRestatePollerBatches(t *testing.T) {
 // read in the same sweep, and the refused one's tenant gets a dead letter.
 func TestRestatePollerIsolatesARefusedID(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
+	p := pipelinetest.New(t)
 	admin := newRestateAdmin(t)
-	clock := newClock(time.Now().Add(time.Hour))
+	clock := pipelinetest.NewClock(time.Now().Add(time.Hour))
 	for i := range 7 {
-		applyRestate(t, p.view, fmt.Sprintf("t%d", i), validID(i), uint64(i+1), clock.Now().Add(-time.Minute))
+		applyRestate(t, p.View, fmt.Sprintf("t%d", i), validID(i), uint64(i+1), clock.Now().Add(-time.Minute))
 	}
 	admin.refuse = validID(3)
-	poller := newRestatePoller(admin.URL, p.view, p.pub, clock)
-	poller.DeadLetters = p.pub
+	poller := newRestatePoller(admin.URL, p.View, p.Pub, clock)
+	poller.DeadLetters = p.Pub
 	res, err := poller.Sweep(ctx)
 	if err != nil || res.Polled != 7 || res.Failed != 7 {
 		t.Fatalf("sweep = %+v, %v; want all 7 asked about (6 not found, 1 refused) and no error", res, err)
@@ -236,16 +239,16 @@ func TestRestatePollerIsolatesARefusedID(t *testing.T) {
 func TestRestatePollerFailures(t *testing.T) {
 	ctx := context.Background()
 	view := pipelinetest.OpenView(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC))
 	applyRestate(t, view, restateTenant, restateInvocation, 1, clock.Now().Add(-time.Minute))
 	applyRestate(t, view, "mallory", "inv_x'); DROP TABLE state; --", 2, clock.Now().Add(-time.Minute))
 	admin := newRestateAdmin(t)
-	pub := newPublisher(newBus(t))
-	var logs logBuffer
+	pub := publishers.NewJetStream(bustest.Open(t).JetStream)
+	var logs pipelinetest.Logs
 	newPoller := func(url string) *consumers.RestatePoller {
-		logs = logBuffer{}
+		logs = pipelinetest.Logs{}
 		p := newRestatePoller(url, view, pub, clock)
-		p.Logger, p.Metrics = logs.Logger(), consumers.NewReconcileMetrics(nil)
+		p.Logger, p.Metrics = logs.Logger(), reconcile.NewMetrics(nil)
 		return p
 	}
 
@@ -257,10 +260,10 @@ func TestRestatePollerFailures(t *testing.T) {
 		if substate.ErrorCode(err) != substate.EINVALID || !strings.Contains(err.Error(), "No field named retries") {
 			t.Fatalf("err = %v, want EINVALID with the admin API's message", err)
 		}
-		if got := counter(t, poller.Metrics.Polls, "restate", substate.EINVALID); got != 1 {
+		if got := pipelinetest.Counter(t, poller.Metrics.Polls, "restate", substate.EINVALID); got != 1 {
 			t.Fatalf("failed polls counted = %v", got)
 		}
-		if got := counter(t, poller.Metrics.APICalls, "restate", "query"); got != 1 {
+		if got := pipelinetest.Counter(t, poller.Metrics.APICalls, "restate", "query"); got != 1 {
 			t.Fatalf("queries counted = %v", got)
 		}
 	})
@@ -356,8 +359,8 @@ func fmtDurations(d []time.Duration) string {
 func TestRestatePollerDiscoveryCursor(t *testing.T) {
 	ctx := context.Background()
 	admin := newRestateAdmin(t)
-	clock := newClock(time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC))
-	poller := newRestatePoller(admin.URL, pipelinetest.OpenView(t), newPublisher(newBus(t)), clock)
+	clock := pipelinetest.NewClock(time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC))
+	poller := newRestatePoller(admin.URL, pipelinetest.OpenView(t), publishers.NewJetStream(bustest.Open(t).JetStream), clock)
 	poller.Services = []string{"Provision", "O'Brien"}
 	for range 3 {
 		if _, err := poller.Sweep(ctx); err != nil {

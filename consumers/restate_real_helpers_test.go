@@ -10,13 +10,15 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/reconcile"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/internal/restatetest"
 )
 
 // realRestate is a real Restate server feeding the pipeline through the
 // admin-API poller.
 type realRestate struct {
-	*pipeline
+	*pipelinetest.Pipeline
 	rs     *restatetest.Server
 	poller *consumers.RestatePoller
 	// resumedAfter holds, by invocation, the attempts it had made when it
@@ -27,10 +29,10 @@ type realRestate struct {
 func newRealRestate(t *testing.T) *realRestate {
 	t.Helper()
 	rs := restatetest.Start(t)
-	p := newPipeline(t)
-	poller := consumers.NewRestatePoller(rs.AdminURL, p.view, p.pub)
-	poller.Services, poller.DeadLetters, poller.QPS = []string{"Provision", "Notify"}, p.pub, 0
-	return &realRestate{pipeline: p, rs: rs, poller: poller, resumedAfter: map[string]int{}}
+	p := pipelinetest.New(t)
+	poller := consumers.NewRestatePoller(rs.AdminURL, p.View, p.Pub)
+	poller.Services, poller.DeadLetters, poller.QPS = []string{"Provision", "Notify"}, p.Pub, 0
+	return &realRestate{Pipeline: p, rs: rs, poller: poller, resumedAfter: map[string]int{}}
 }
 
 // resume resumes a paused invocation, noting the attempts it made so far
@@ -42,13 +44,13 @@ func (r *realRestate) resume(t *testing.T, id string) {
 }
 
 // sweep runs one poll and waits until the pipeline applied what it found.
-func (r *realRestate) sweep(t *testing.T) consumers.SweepResult {
+func (r *realRestate) sweep(t *testing.T) reconcile.SweepResult {
 	t.Helper()
 	res, err := r.poller.Sweep(context.Background())
 	if err != nil {
 		t.Fatalf("sweep: %v", err)
 	}
-	r.settle(t)
+	r.Settle(t)
 	return res
 }
 
@@ -81,7 +83,7 @@ func (r *realRestate) observe(t *testing.T, id, tenant string) (rowState, substa
 		r.sweep(t)
 		after := rowStateOf(r.rs.Row(t, id))
 		if before == after {
-			return after, r.tenant(t, tenant)
+			return after, r.Tenant(t, tenant)
 		}
 	}
 	t.Fatalf("invocation %s changed during every one of 50 sweeps", id)
@@ -163,7 +165,7 @@ func (r *realRestate) follow(t *testing.T, id, tenant string, done func(rowState
 	t.Helper()
 	var seen []string
 	retries := 0
-	prev, _ := r.view.Tenant(context.Background(), tenant)
+	prev, _ := r.View.Tenant(context.Background(), tenant)
 	if prev.WorkflowExecutionID == id {
 		retries = prev.WorkflowRetryCount
 	}
@@ -201,8 +203,8 @@ func (r *realRestate) applyView(t *testing.T, tenant, invocation string) {
 		"target_service_key": tenant, "status": "running", "created_at": time.Now().UTC().Format(time.RFC3339Nano),
 		"modified_at": time.Now().UTC().Format(time.RFC3339Nano),
 	})
-	r.publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "seed-" + tenant, Body: row})
-	r.waitTenant(t, tenant, "running", func(v substate.TenantView) bool { return v.WorkflowExecutionID == invocation })
+	r.Publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "seed-" + tenant, Body: row})
+	r.WaitTenant(t, tenant, "running", func(v substate.TenantView) bool { return v.WorkflowExecutionID == invocation })
 }
 
 // pausedExpect is the view a paused invocation calls for: error, with

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/internal/pipelinetest"
 )
 
 // TestRestateRealServerPoller runs the invocation stories of the test
@@ -35,14 +37,14 @@ func TestRestateRealServerPoller(t *testing.T) {
 		}
 		rs.Gate(t, "t-flaky", "open")
 		r.follow(t, id, "t-flaky", settled)
-		if v := r.tenant(t, "t-flaky"); v.WorkflowSubState != substate.StateSucceeded || v.WorkflowRetryCount != 0 {
+		if v := r.Tenant(t, "t-flaky"); v.WorkflowSubState != substate.StateSucceeded || v.WorkflowRetryCount != 0 {
 			t.Fatalf("after success: %+v", v)
 		}
 	})
 	t.Run("TerminalError", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-term", "terminal", nil, 0)
 		r.follow(t, id, "t-term", settled)
-		if v := r.tenant(t, "t-term"); v.WorkflowSubState != substate.StateFailed || v.WorkflowErrorMessage != "card declined: insufficient_funds" {
+		if v := r.Tenant(t, "t-term"); v.WorkflowSubState != substate.StateFailed || v.WorkflowErrorMessage != "card declined: insufficient_funds" {
 			t.Fatalf("view %+v", v)
 		}
 	})
@@ -53,14 +55,14 @@ func TestRestateRealServerPoller(t *testing.T) {
 	t.Run("PausedThenResumed", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-stuck", "stuck", nil, 0)
 		r.follow(t, id, "t-stuck", func(s rowState) bool { return s.Status == "paused" })
-		v := r.tenant(t, "t-stuck")
+		v := r.Tenant(t, "t-stuck")
 		if v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable (attempt 3)" {
 			t.Fatalf("paused after 3 attempts: view %+v", v)
 		}
 		// Resumed, it fails 3 times more: Restate counts from 1 again, the view counts on.
 		r.resume(t, id)
 		r.follow(t, id, "t-stuck", func(s rowState) bool { return s.Status == "paused" })
-		if v := r.tenant(t, "t-stuck"); v.WorkflowRetryCount != 6 || v.WorkflowErrorMessage != "downstream unavailable (attempt 6)" {
+		if v := r.Tenant(t, "t-stuck"); v.WorkflowRetryCount != 6 || v.WorkflowErrorMessage != "downstream unavailable (attempt 6)" {
 			t.Fatalf("paused again: view %+v", v)
 		}
 		rs.Gate(t, "t-stuck", "open")
@@ -72,12 +74,12 @@ func TestRestateRealServerPoller(t *testing.T) {
 		// the count comes from the handler's retry policy (3 attempts).
 		id := rs.Send(t, "Provision", "t-same", "same", nil, 0)
 		r.follow(t, id, "t-same", func(s rowState) bool { return s.Status == "paused" })
-		if v := r.tenant(t, "t-same"); v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable" {
+		if v := r.Tenant(t, "t-same"); v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable" {
 			t.Fatalf("paused after 3 attempts: view %+v", v)
 		}
 		r.resume(t, id)
 		r.follow(t, id, "t-same", func(s rowState) bool { return s.Status == "paused" })
-		if v := r.tenant(t, "t-same"); v.WorkflowRetryCount != 6 {
+		if v := r.Tenant(t, "t-same"); v.WorkflowRetryCount != 6 {
 			t.Fatalf("paused again after 6 attempts: view %+v", v)
 		}
 		rs.Gate(t, "t-same", "open")
@@ -90,7 +92,7 @@ func TestRestateRealServerPoller(t *testing.T) {
 		if !slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, "backing-off/") }) {
 			t.Fatalf("statuses %v: never saw backing-off", seen)
 		}
-		if v := r.tenant(t, "t-four"); v.WorkflowSubState != substate.StateSucceeded || rs.Attempts(t, id) != 5 {
+		if v := r.Tenant(t, "t-four"); v.WorkflowSubState != substate.StateSucceeded || rs.Attempts(t, id) != 5 {
 			t.Fatalf("after 4 failures and a success: view %+v, %d attempts", v, rs.Attempts(t, id))
 		}
 	})
@@ -99,7 +101,7 @@ func TestRestateRealServerPoller(t *testing.T) {
 		r.follow(t, id, "t-kill", func(s rowState) bool { return s.Status == "suspended" })
 		rs.Kill(t, id)
 		r.follow(t, id, "t-kill", settled)
-		if v := r.tenant(t, "t-kill"); v.WorkflowVerb != substate.VerbCancelled {
+		if v := r.Tenant(t, "t-kill"); v.WorkflowVerb != substate.VerbCancelled {
 			t.Fatalf("killed: view %+v", v)
 		}
 	})
@@ -108,7 +110,7 @@ func TestRestateRealServerPoller(t *testing.T) {
 		r.follow(t, id, "t-cancel", func(s rowState) bool { return s.Status == "suspended" })
 		rs.Cancel(t, id)
 		r.follow(t, id, "t-cancel", settled)
-		if v := r.tenant(t, "t-cancel"); v.WorkflowSubState != substate.StateFailed || v.WorkflowVerb != substate.VerbCancelled {
+		if v := r.Tenant(t, "t-cancel"); v.WorkflowSubState != substate.StateFailed || v.WorkflowVerb != substate.VerbCancelled {
 			t.Fatalf("cancelled: view %+v", v)
 		}
 	})
@@ -121,7 +123,7 @@ func TestRestateRealServerPoller(t *testing.T) {
 		id := rs.Send(t, "Notify", "", "send", nil, 0)
 		rs.WaitRow(t, id, "completed", func(row map[string]any) bool { return row["status"] == "completed" })
 		r.sweep(t)
-		if !dlqHas(t, r.pipeline, id, "tenant_unresolved") {
+		if !dlqHas(t, r.Pipeline, id, "tenant_unresolved") {
 			t.Fatalf("no dead letter naming the keyless invocation %s", id)
 		}
 	})
@@ -133,7 +135,7 @@ func TestRestateRealServerPoller(t *testing.T) {
 		r.applyView(t, "eve", "inv_1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz") // the right shape, out of range
 		r.follow(t, good, "t-other", func(s rowState) bool { return s.Status == "backing-off" })
 		for _, bad := range []string{"inv_1", "inv_1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"} {
-			if !dlqHas(t, r.pipeline, bad, "not a Restate invocation id") {
+			if !dlqHas(t, r.Pipeline, bad, "not a Restate invocation id") {
 				t.Fatalf("no dead letter naming %s", bad)
 			}
 		}
@@ -144,9 +146,9 @@ func TestRestateRealServerPoller(t *testing.T) {
 
 // dlqHas reports whether SUBSTATE_DLQ holds a dead letter whose body or
 // reason names what, with a reason containing reason.
-func dlqHas(t *testing.T, p *pipeline, what, reason string) bool {
+func dlqHas(t *testing.T, p *pipelinetest.Pipeline, what, reason string) bool {
 	t.Helper()
-	for _, m := range streamMsgs(t, p.bus.JetStream, substate.StreamDLQ) {
+	for _, m := range bustest.Msgs(t, p.Bus.JetStream, substate.StreamDLQ) {
 		r := m.Header.Get(substate.HeaderDLQReason)
 		if strings.Contains(r, reason) && (strings.Contains(string(m.Data), what) || strings.Contains(r, what)) {
 			return true
@@ -167,7 +169,7 @@ func TestRestateRealServerPollerQuiet(t *testing.T) {
 	id := rs.Send(t, "Provision", "t-stall", "stall", nil, 0)
 	rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
 	r.sweep(t) // discovery publishes the paused row
-	if v := r.tenant(t, "t-stall"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+	if v := r.Tenant(t, "t-stall"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
 		t.Fatalf("paused after 3 attempts: view %+v", v)
 	}
 	if res := r.sweep(t); res.Stale != 0 || res.Polled != 0 {
@@ -185,7 +187,7 @@ func TestRestateRealServerPollerQuiet(t *testing.T) {
 	if s := rowStateOf(rs.Row(t, id)); s != rowStateOf(row) {
 		t.Fatalf("the row changed during the sweep: %s, then %s", rowStateOf(row), s)
 	}
-	want.check(t, "t-stall resumed, row "+rowStateOf(row).String(), r.tenant(t, "t-stall"))
+	want.check(t, "t-stall resumed, row "+rowStateOf(row).String(), r.Tenant(t, "t-stall"))
 }
 
 // TestRestateRealServerJournalReadOncePerPause: the journal of a paused
@@ -198,7 +200,7 @@ func TestRestateRealServerJournalReadOncePerPause(t *testing.T) {
 	id := r.rs.Send(t, "Provision", "t-once", "stuck", nil, 0)
 	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
 	r.sweep(t) // discovery publishes the paused row, with its journal
-	if v := r.tenant(t, "t-once"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+	if v := r.Tenant(t, "t-once"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
 		t.Fatalf("paused after 3 attempts: view %+v", v)
 	}
 	r.sweep(t)
@@ -244,14 +246,14 @@ func TestRestateRealServerPolicyReadWithTheJournal(t *testing.T) {
 	id := r.rs.Send(t, "Provision", "t-policy", "same", nil, 0)
 	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
 	r.sweep(t)
-	if v := r.tenant(t, "t-policy"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
+	if v := r.Tenant(t, "t-policy"); v.WorkflowSubState != substate.StateError || v.WorkflowRetryCount != 3 {
 		t.Fatalf("paused after 3 attempts alike: view %+v, want 3 retries", v)
 	}
 	for range 3 {
 		later += 2 * time.Minute
 		r.sweep(t)
 	}
-	if v, n := r.tenant(t, "t-policy"), policyReads.count.Load(); v.WorkflowRetryCount != 3 || n != 1 {
+	if v, n := r.Tenant(t, "t-policy"), policyReads.count.Load(); v.WorkflowRetryCount != 3 || n != 1 {
 		t.Fatalf("still paused 6 minutes later: view %+v after %d policy reads, want 3 retries and 1 read", v, n)
 	}
 }

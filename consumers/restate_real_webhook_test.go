@@ -26,8 +26,8 @@ func TestRestateRealServerWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := publishers.NewJetStream(r.bus.JetStream)
-	in := &ingress.Ingress{Store: pub, DeadLetters: pub, Webhook: wv, Ready: r.bus.Ready, Timeout: 5 * time.Second}
+	pub := publishers.NewJetStream(r.Bus.JetStream)
+	in := &ingress.Ingress{Store: pub, DeadLetters: pub, Webhook: wv, Ready: r.Bus.Ready, Timeout: 5 * time.Second}
 	srv := httptest.NewServer(in.Handler())
 	t.Cleanup(srv.Close)
 
@@ -44,19 +44,19 @@ func TestRestateRealServerWebhook(t *testing.T) {
 		if err := json.Unmarshal(out, &res); err != nil || res.Status != http.StatusAccepted {
 			t.Fatalf("reporter: %s (%v), want the ingress to answer 202", out, err)
 		}
-		r.settle(t)
+		r.Settle(t)
 		return rowStateOf(res.Row)
 	}
 	follow := func(t *testing.T, id, tenant string, done func(rowState) bool) {
 		t.Helper()
 		retries := 0
-		prev, _ := r.view.Tenant(context.Background(), tenant)
+		prev, _ := r.View.Tenant(context.Background(), tenant)
 		if prev.WorkflowExecutionID == id {
 			retries = prev.WorkflowRetryCount
 		}
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			s := report(t, id)
-			v := r.tenant(t, tenant)
+			v := r.Tenant(t, tenant)
 			want := expectOf(s, retries, 0).readyBetweenAttempts(s, prev, id)
 			if s.Status == "paused" {
 				want = r.pausedExpect(t, id, retries)
@@ -76,7 +76,7 @@ func TestRestateRealServerWebhook(t *testing.T) {
 		follow(t, id, "w-flaky", func(s rowState) bool { return s.Status == "backing-off" && s.RetryCount >= 2 })
 		rs.Gate(t, "w-flaky", "open")
 		follow(t, id, "w-flaky", func(s rowState) bool { return s.Status == "completed" })
-		if v := r.tenant(t, "w-flaky"); v.WorkflowSubState != substate.StateSucceeded {
+		if v := r.Tenant(t, "w-flaky"); v.WorkflowSubState != substate.StateSucceeded {
 			t.Fatalf("view %+v", v)
 		}
 	})
@@ -114,7 +114,7 @@ func TestRestateRealServerWebhook(t *testing.T) {
 			follow(t, id, tenant, func(s rowState) bool { return s.Status == "suspended" })
 			end.act(t, id)
 			follow(t, id, tenant, func(s rowState) bool { return s.Status == "completed" })
-			if v := r.tenant(t, tenant); v.WorkflowSubState != substate.StateFailed || v.WorkflowVerb != substate.VerbCancelled {
+			if v := r.Tenant(t, tenant); v.WorkflowSubState != substate.StateFailed || v.WorkflowVerb != substate.VerbCancelled {
 				t.Fatalf("view %+v", v)
 			}
 		})
@@ -128,7 +128,7 @@ func TestRestateRealServerWebhook(t *testing.T) {
 		id := rs.Send(t, "Notify", "", "send", nil, 0)
 		rs.WaitRow(t, id, "completed", func(row map[string]any) bool { return row["status"] == "completed" })
 		report(t, id)
-		if !dlqHas(t, r.pipeline, id, "tenant_unresolved") {
+		if !dlqHas(t, r.Pipeline, id, "tenant_unresolved") {
 			t.Fatalf("no dead letter naming the keyless invocation %s", id)
 		}
 	})

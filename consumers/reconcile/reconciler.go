@@ -1,4 +1,4 @@
-package consumers
+package reconcile
 
 import (
 	"cmp"
@@ -16,11 +16,11 @@ import (
 
 // Defaults of a Reconciler made by NewReconciler.
 const (
-	DefaultReconcileAfter    = 0
-	DefaultReconcileInterval = 15 * time.Second
-	DefaultPollEvery         = 15 * time.Second
-	DefaultReconcileQPS      = 10.0
-	minSweepWait             = 100 * time.Millisecond
+	DefaultAfter     = 0
+	DefaultInterval  = 15 * time.Second
+	DefaultPollEvery = 15 * time.Second
+	DefaultQPS       = 10.0
+	minSweepWait     = 100 * time.Millisecond
 )
 
 // Reconciler polls the providers' running executions. Events can be lost,
@@ -78,13 +78,13 @@ type Reconciler struct {
 	// sweep interval use it.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Metrics receives poll outcomes; nil disables them.
-	Metrics *ReconcileMetrics
+	Metrics *Metrics
 	// Logger receives the reconciler's logs; nil discards them.
 	Logger *slog.Logger
 
 	mu      sync.Mutex // one sweep at a time
 	tracked map[trackKey]*tracked
-	pacers  map[substate.Provider]*pacer
+	pacers  map[substate.Provider]*Pacer
 	warned  map[substate.Provider]bool // providers without a poller, logged once
 	lagging map[substate.Provider]bool // providers whose polls lag, logged on change
 	nextDue time.Time                  // when the next tracked execution is due
@@ -94,8 +94,8 @@ type Reconciler struct {
 func NewReconciler(view substate.ActiveLister, pollers map[substate.Provider]substate.StatusPoller, pub substate.RawPublisher) *Reconciler {
 	return &Reconciler{
 		View: view, Pollers: pollers, Publisher: pub,
-		After: DefaultReconcileAfter, Interval: DefaultReconcileInterval, Every: DefaultPollEvery,
-		QPS: DefaultReconcileQPS, Now: time.Now, Sleep: timex.Sleep,
+		After: DefaultAfter, Interval: DefaultInterval, Every: DefaultPollEvery,
+		QPS: DefaultQPS, Now: time.Now, Sleep: timex.Sleep,
 	}
 }
 
@@ -152,22 +152,17 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.mu.Lock()
 	r.init()
 	r.mu.Unlock()
-	for {
-		start := r.Now()
-		res, err := r.Sweep(ctx)
-		took := r.Now().Sub(start)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			r.logger().Error("reconcile sweep failed; the next sweep retries", "err", err)
-		}
-		r.logger().Debug("reconcile sweep", "stale", res.Stale, "polled", res.Polled, "published", res.Published,
-			"failed", res.Failed, "deferred", res.Deferred, "took", took)
-		if err := r.Sleep(ctx, r.wait(took)); err != nil && ctx.Err() != nil {
-			return nil
-		}
+	return Sweeps{Now: r.Now, Sleep: r.Sleep, Sweep: r.Sweep, Next: r.next}.Run(ctx)
+}
+
+// next logs a sweep and returns the wait before the next one.
+func (r *Reconciler) next(res SweepResult, err error, took time.Duration) time.Duration {
+	if err != nil {
+		r.logger().Error("reconcile sweep failed; the next sweep retries", "err", err)
 	}
+	r.logger().Debug("reconcile sweep", "stale", res.Stale, "polled", res.Polled, "published", res.Published,
+		"failed", res.Failed, "deferred", res.Deferred, "took", took)
+	return r.wait(took)
 }
 
 // Sweep polls the stale executions that are due once, and returns what it
@@ -193,10 +188,10 @@ func (r *Reconciler) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 	}
 	for p := range r.Pollers {
-		r.Metrics.setStale(p, s.stale[p])
+		r.Metrics.SetStale(p, s.stale[p])
 	}
 	r.measureLag()
-	r.Metrics.observeSweep("reconciler", r.Now().Sub(s.start))
+	r.Metrics.ObserveSweep("reconciler", r.Now().Sub(s.start))
 	return s.res, nil
 }
 
@@ -235,7 +230,7 @@ func (r *Reconciler) pollDue(ctx context.Context, s *sweep, d *dueExecution) err
 // poll asks the provider about one execution, with its history, and
 // publishes the answer.
 func (r *Reconciler) poll(ctx context.Context, s *sweep, v *substate.TenantView, poller substate.StatusPoller, t *tracked) error {
-	if err := r.pacer(v.Provider).wait(ctx, 1); err != nil {
+	if err := r.pacer(v.Provider).Wait(ctx, 1); err != nil {
 		return err
 	}
 	s.res.Polled++
@@ -245,13 +240,13 @@ func (r *Reconciler) poll(ctx context.Context, s *sweep, v *substate.TenantView,
 	}
 	if raw.ID != t.lastRaw {
 		if err := r.Publisher.PublishRaw(ctx, raw); err != nil {
-			r.Metrics.countPolls(v.Provider, OutcomePublishFailed, 1)
+			r.Metrics.CountPolls(v.Provider, OutcomePublishFailed, 1)
 			return fmt.Errorf("reconcile: publish the poll of %s: %w", v.WorkflowExecutionID, err)
 		}
 		t.lastRaw = raw.ID
 		s.res.Published++
 	}
-	r.Metrics.countPolls(v.Provider, OutcomeOK, 1)
+	r.Metrics.CountPolls(v.Provider, OutcomeOK, 1)
 	t.lastPoll = r.Now()
 	return nil
 }
@@ -262,7 +257,7 @@ func (r *Reconciler) pollFailed(ctx context.Context, s *sweep, v *substate.Tenan
 		return ctx.Err()
 	}
 	code := substate.ErrorCode(err)
-	r.Metrics.countPolls(v.Provider, code, 1)
+	r.Metrics.CountPolls(v.Provider, code, 1)
 	s.res.Failed++
 	log := r.logger().With("provider", string(v.Provider), "tenant", v.TenantID, "execution", v.WorkflowExecutionID, "code", code, "err", err)
 	switch code {
@@ -350,10 +345,10 @@ func (r *Reconciler) forget() {
 	}
 }
 
-func (r *Reconciler) pacer(p substate.Provider) *pacer {
+func (r *Reconciler) pacer(p substate.Provider) *Pacer {
 	pc := r.pacers[p]
 	if pc == nil {
-		pc = newPacer(r.QPS, cmp.Or(r.Burst, defaultBurst(r.QPS, 1)), r.Now, r.Sleep)
+		pc = NewPacer(r.QPS, cmp.Or(r.Burst, DefaultBurst(r.QPS, 1)), r.Now, r.Sleep)
 		r.pacers[p] = pc
 	}
 	return pc
@@ -368,7 +363,7 @@ func (r *Reconciler) warnNoPoller(p substate.Provider) {
 
 // init fills the settings left zero and the internal maps.
 func (r *Reconciler) init() {
-	r.Interval = cmp.Or(r.Interval, DefaultReconcileInterval)
+	r.Interval = cmp.Or(r.Interval, DefaultInterval)
 	r.Every = cmp.Or(r.Every, DefaultPollEvery)
 	if r.Now == nil {
 		r.Now = time.Now
@@ -378,7 +373,7 @@ func (r *Reconciler) init() {
 	}
 	if r.tracked == nil {
 		r.tracked = map[trackKey]*tracked{}
-		r.pacers = map[substate.Provider]*pacer{}
+		r.pacers = map[substate.Provider]*Pacer{}
 		r.warned = map[substate.Provider]bool{}
 		r.lagging = map[substate.Provider]bool{}
 	}

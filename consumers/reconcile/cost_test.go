@@ -1,4 +1,4 @@
-package consumers_test
+package reconcile_test
 
 import (
 	"bufio"
@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/reconcile"
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/internal/pipelinetest"
+	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
 )
 
@@ -42,10 +44,10 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, descri
 	t.Helper()
 	ctx := context.Background()
 	view := pipelinetest.OpenView(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC))
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC))
 	srv := awstest.New(t)
 	srv.Now = clock.Now
-	metrics := consumers.NewReconcileMetrics(nil)
+	metrics := reconcile.NewMetrics(nil)
 	sfn := stepfunctions.New(sdkConfig(srv), stepfunctions.CountCalls(func(op string) {
 		metrics.CountCall(substate.ProviderStepFunctions, op)
 	}))
@@ -62,7 +64,7 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, descri
 			applyStatus(t, view, name, arn, seq, substate.StateSucceeded, clock.Now().Add(-5*time.Minute))
 		}
 	}
-	r := newReconciler(view, sfn, newPublisher(newBus(t)), clock)
+	r := newReconciler(view, sfn, publishers.NewJetStream(bustest.Open(t).JetStream), clock)
 	r.Every, r.Metrics, r.QPS = s.every, metrics, 0
 	end := clock.Now().Add(time.Hour)
 	for next := clock.Now(); next.Before(end); next = next.Add(time.Second) {
@@ -72,7 +74,7 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, descri
 		}
 	}
 	for _, op := range []string{"DescribeExecution", "GetExecutionHistory"} {
-		if got, want := counter(t, metrics.APICalls, "stepfunctions", op), float64(srv.Calls(op)); got != want {
+		if got, want := pipelinetest.Counter(t, metrics.APICalls, "stepfunctions", op), float64(srv.Calls(op)); got != want {
 			t.Errorf("metric counted %v %s calls, the server received %v", got, op, want)
 		}
 	}
@@ -120,7 +122,7 @@ func applyStatus(t *testing.T, view *state.DB, tenant, arn string, seq uint64, s
 // docCostTable returns the rows of the cost table in docs/reconciler.md.
 func docCostTable(t *testing.T) [][]int {
 	t.Helper()
-	f, err := os.Open("../docs/reconciler.md")
+	f, err := os.Open("../../docs/reconciler.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func docCostTable(t *testing.T) [][]int {
 // formula, the table at the default flags, and what a simulated hour of
 // sweeps really sends to Step Functions agree.
 func TestReconcilerCostMatchesDocs(t *testing.T) {
-	defaults := costSettings{every: consumers.DefaultPollEvery, events: 40}
+	defaults := costSettings{every: reconcile.DefaultPollEvery, events: 40}
 	table := docCostTable(t)
 	naive := 2 * int(time.Hour/(10*time.Second))
 	for i, row := range table {

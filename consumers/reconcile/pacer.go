@@ -1,4 +1,4 @@
-package consumers
+package reconcile
 
 import (
 	"context"
@@ -8,27 +8,27 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// pacer spaces the calls to one provider with a token bucket that reads
+// Pacer spaces the calls to one provider with a token bucket that reads
 // an injected clock and sleeps with an injected function, so the pacing
 // can be checked without waiting.
-type pacer struct {
+type Pacer struct {
 	lim   *rate.Limiter
 	now   func() time.Time
 	sleep func(context.Context, time.Duration) error
 }
 
-// newPacer returns a pacer of qps tokens per second (no limit when qps is
+// NewPacer returns a pacer of qps tokens per second (no limit when qps is
 // not positive) holding at most burst tokens (at least one).
-func newPacer(qps float64, burst int, now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
+func NewPacer(qps float64, burst int, now func() time.Time, sleep func(context.Context, time.Duration) error) *Pacer {
 	limit := rate.Inf
 	if qps > 0 {
 		limit = rate.Limit(qps)
 	}
-	return &pacer{lim: rate.NewLimiter(limit, max(burst, 1)), now: now, sleep: sleep}
+	return &Pacer{lim: rate.NewLimiter(limit, max(burst, 1)), now: now, sleep: sleep}
 }
 
-// wait takes n tokens (at most the burst), sleeping until they are there.
-func (p *pacer) wait(ctx context.Context, n int) error {
+// Wait takes n tokens (at most the burst), sleeping until they are there.
+func (p *Pacer) Wait(ctx context.Context, n int) error {
 	n = max(min(n, p.lim.Burst()), 1)
 	now := p.now()
 	r := p.lim.ReserveN(now, n)
@@ -43,8 +43,8 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	return nil
 }
 
-// defaultBurst is the burst of a rate: one second's worth, at least n.
-func defaultBurst(qps float64, n int) int {
+// DefaultBurst is the burst of a rate: one second's worth, at least n.
+func DefaultBurst(qps float64, n int) int {
 	if qps <= 0 || math.IsInf(qps, 1) {
 		return max(n, 1)
 	}

@@ -1,4 +1,4 @@
-package consumers_test
+package reconcile_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/internal/pipelinetest"
 )
 
 // longHistory is a Step Functions history in which tasks of several states
@@ -60,8 +61,8 @@ func (h *longHistory) state(name string, retries int) {
 // two polls shows at the next one.
 func TestReconcilerLongHistory(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC))
+	p := pipelinetest.New(t)
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	sfn.HistoryPageSize = 20
 	rng := rand.New(rand.NewPCG(15, 1500))
@@ -79,7 +80,7 @@ func TestReconcilerLongHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := newReconciler(p.view, sfn, p.pub, clock)
+	r := newReconciler(p.View, sfn, p.Pub, clock)
 	r.Every, r.QPS = 15*time.Second, 0
 
 	check := func(t *testing.T, n int, prev int) substate.TenantView {
@@ -87,8 +88,8 @@ func TestReconcilerLongHistory(t *testing.T) {
 		if _, err := r.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
-		p.settle(t)
-		v := p.tenant(t, "acme-long")
+		p.Settle(t)
+		v := p.Tenant(t, "acme-long")
 		if want := h.failures[n-1]; v.WorkflowRetryCount != want {
 			t.Fatalf("after %d events: retries %d, want %d", n, v.WorkflowRetryCount, want)
 		}
@@ -109,9 +110,9 @@ func TestReconcilerLongHistory(t *testing.T) {
 	if got := srv.Calls("GetExecutionHistory"); got != 1 {
 		t.Fatalf("first read: %d history calls, want 1 page of 1000", got)
 	}
-	p.publish(t, raw)
-	p.settle(t)
-	v := p.tenant(t, "acme-long")
+	p.Publish(t, raw)
+	p.Settle(t)
+	v := p.Tenant(t, "acme-long")
 	if v.WorkflowRetryCount != h.failures[999] {
 		t.Fatalf("after the first read: retries %d, want %d", v.WorkflowRetryCount, h.failures[999])
 	}

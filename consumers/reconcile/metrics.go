@@ -1,4 +1,4 @@
-package consumers
+package reconcile
 
 import (
 	"sync/atomic"
@@ -15,9 +15,9 @@ const (
 	OutcomePublishFailed = "publish_failed" // read, but SUBSTATE_RAW did not take it
 )
 
-// ReconcileMetrics are the Prometheus metrics of the reconciler and the
+// Metrics are the Prometheus metrics of the reconciler and the
 // Restate admin poller.
-type ReconcileMetrics struct {
+type Metrics struct {
 	// Polls counts executions asked about, by provider and outcome: "ok",
 	// "publish_failed", or the substate error code of the failure
 	// ("not_found", "throttled", "unavailable", …).
@@ -40,17 +40,17 @@ type ReconcileMetrics struct {
 
 // LastSweep returns when a sweep last ended, of any poller; ok is false
 // before the first.
-func (m *ReconcileMetrics) LastSweep() (t time.Time, ok bool) {
+func (m *Metrics) LastSweep() (t time.Time, ok bool) {
 	if n := m.lastSweep.Load(); n != 0 {
 		return time.Unix(0, n), true
 	}
 	return time.Time{}, false
 }
 
-// NewReconcileMetrics creates the metrics and registers them on reg when
+// NewMetrics creates the metrics and registers them on reg when
 // it is not nil.
-func NewReconcileMetrics(reg prometheus.Registerer) *ReconcileMetrics {
-	m := &ReconcileMetrics{
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
 		Polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "substate_reconcile_polls_total", Help: "Executions polled by the reconciler, by provider and outcome.",
 		}, []string{"provider", "outcome"}),
@@ -74,35 +74,40 @@ func NewReconcileMetrics(reg prometheus.Registerer) *ReconcileMetrics {
 	return m
 }
 
-// The helpers below accept a nil *ReconcileMetrics.
+// The helpers below accept a nil *Metrics.
 
-func (m *ReconcileMetrics) countPolls(p substate.Provider, outcome string, n int) {
+// CountPolls counts n polls of a provider's executions with an outcome.
+func (m *Metrics) CountPolls(p substate.Provider, outcome string, n int) {
 	if m != nil && n > 0 {
 		m.Polls.WithLabelValues(string(p), outcome).Add(float64(n))
 	}
 }
 
 // CountCall counts one request sent to a provider's API.
-func (m *ReconcileMetrics) CountCall(p substate.Provider, operation string) {
+func (m *Metrics) CountCall(p substate.Provider, operation string) {
 	if m != nil {
 		m.APICalls.WithLabelValues(string(p), operation).Inc()
 	}
 }
 
-func (m *ReconcileMetrics) setStale(p substate.Provider, n int) {
+// SetStale sets how many non-terminal tenants of a provider a sweep found
+// stale.
+func (m *Metrics) SetStale(p substate.Provider, n int) {
 	if m != nil {
 		m.Stale.WithLabelValues(string(p)).Set(float64(n))
 	}
 }
 
-func (m *ReconcileMetrics) observeSweep(poller string, d time.Duration) {
+// ObserveSweep records how long a sweep of a poller took, and that it
+// ended now.
+func (m *Metrics) ObserveSweep(poller string, d time.Duration) {
 	if m != nil {
 		m.SweepDuration.WithLabelValues(poller).Observe(d.Seconds())
 		m.lastSweep.Store(time.Now().UnixNano())
 	}
 }
 
-func (m *ReconcileMetrics) setLag(p substate.Provider, d time.Duration) {
+func (m *Metrics) setLag(p substate.Provider, d time.Duration) {
 	if m != nil {
 		m.PollLag.WithLabelValues(string(p)).Set(max(d, 0).Seconds())
 	}

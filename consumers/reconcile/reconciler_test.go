@@ -1,4 +1,4 @@
-package consumers_test
+package reconcile_test
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/reconcile"
 	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/internal/pipelinetest"
+	"github.com/substatehq/substate/publishers"
 )
 
 // runningTenant is the tenant of sfn-status-running.json: the input's
@@ -23,28 +25,28 @@ const runningTenant = "cus_88412"
 // trackRunning sends the RUNNING EventBridge event of the fixture through
 // the normalizer and projector, stores the execution in the fake as
 // running, and returns it.
-func trackRunning(t *testing.T, p *pipeline, srv *awstest.Server) sfnFixture {
+func trackRunning(t *testing.T, p *pipelinetest.Pipeline, srv *awstest.Server) sfnFixture {
 	t.Helper()
 	x := readSFNFixture(t, "sfn-status-running.json")
 	addExecution(srv, x)
-	p.publish(t, substate.RawEvent{Kind: substate.RawEventBridge, ID: "eb-running", Body: fixtures.Provider("sfn-status-running.json")})
-	p.waitTenant(t, runningTenant, "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
+	p.Publish(t, substate.RawEvent{Kind: substate.RawEventBridge, ID: "eb-running", Body: fixtures.Provider("sfn-status-running.json")})
+	p.WaitTenant(t, runningTenant, "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
 	return x
 }
 
 func TestReconcilerRecoversLostSucceeded(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 1, 0, 0, time.UTC))
+	p := pipelinetest.New(t)
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 1, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	x := trackRunning(t, p, srv)
-	last := p.tenant(t, runningTenant).LastEventAt
+	last := p.Tenant(t, runningTenant).LastEventAt
 
 	// The execution succeeds; its event is lost.
 	if err := srv.SetStatus(x.ARN, "SUCCEEDED", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	r := newReconciler(p.view, sfn, p.pub, clock)
+	r := newReconciler(p.View, sfn, p.Pub, clock)
 	r.After = 2 * time.Minute // poll only the executions nothing was heard of for 2 minutes
 
 	clock.Set(last.Add(r.After)) // not stale yet: nothing heard for exactly After
@@ -58,7 +60,7 @@ func TestReconcilerRecoversLostSucceeded(t *testing.T) {
 	if err != nil || res.Polled != 1 || res.Published != 1 {
 		t.Fatalf("sweep after --reconcile-after: %+v, %v; want one poll published", res, err)
 	}
-	v := p.waitTenant(t, runningTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+	v := p.WaitTenant(t, runningTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
 	if v.WorkflowExecutionID != "" || v.ProviderState != "SUCCEEDED" || v.Provider != substate.ProviderStepFunctions {
 		t.Fatalf("view = %+v", v)
 	}
@@ -66,8 +68,8 @@ func TestReconcilerRecoversLostSucceeded(t *testing.T) {
 
 func TestReconcilerDetectsBackingOffFromHistory(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	p := pipelinetest.New(t)
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	x := trackRunning(t, p, srv)
 
@@ -80,7 +82,7 @@ func TestReconcilerDetectsBackingOffFromHistory(t *testing.T) {
 	if err := srv.SetHistory(x.ARN, page.Events[:8]); err != nil {
 		t.Fatal(err)
 	}
-	r := newReconciler(p.view, sfn, p.pub, clock)
+	r := newReconciler(p.View, sfn, p.Pub, clock)
 	res, err := r.Sweep(ctx)
 	if err != nil || res.Published != 1 {
 		t.Fatalf("sweep: %+v, %v", res, err)
@@ -88,7 +90,7 @@ func TestReconcilerDetectsBackingOffFromHistory(t *testing.T) {
 	if srv.Calls("GetExecutionHistory") != 1 {
 		t.Fatalf("history calls = %d, want 1: the first poll of an execution reads history", srv.Calls("GetExecutionHistory"))
 	}
-	v := p.waitTenant(t, runningTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	v := p.WaitTenant(t, runningTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
 	if v.WorkflowRetryCount != 2 || v.WorkflowErrorMessage != "States.Timeout: Task timed out after 30.00 seconds" || v.WorkflowVerb != substate.VerbRetrying {
 		t.Fatalf("view = retries %d, error %q, verb %s; want 2 (one retried failure, one waiting), the timeout, retrying", v.WorkflowRetryCount, v.WorkflowErrorMessage, v.WorkflowVerb)
 	}
@@ -96,8 +98,8 @@ func TestReconcilerDetectsBackingOffFromHistory(t *testing.T) {
 
 func TestReconcilerLatePollDoesNotRegress(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	p := pipelinetest.New(t)
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	x := readSFNFixture(t, "sfn-status-running.json")
 	addExecution(srv, x)
@@ -108,27 +110,27 @@ func TestReconcilerLatePollDoesNotRegress(t *testing.T) {
 		t.Fatal(err)
 	}
 	// … then the SUCCEEDED event arrives and is applied …
-	p.publish(t, substate.RawEvent{Kind: substate.RawEventBridge, ID: "eb-succeeded", Body: fixtures.Provider("sfn-status-succeeded.json")})
-	p.waitTenant(t, runningTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+	p.Publish(t, substate.RawEvent{Kind: substate.RawEventBridge, ID: "eb-succeeded", Body: fixtures.Provider("sfn-status-succeeded.json")})
+	p.WaitTenant(t, runningTenant, "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
 	// … and only then is the poll result published.
-	p.publish(t, late)
-	pipelinetest.WaitFor(t, "the late poll to be normalized", func() bool { return streamCount(t, p.bus.JetStream, substate.StreamEvents) == 2 })
-	p.settle(t)
-	if v := p.tenant(t, runningTenant); v.WorkflowSubState != substate.StateSucceeded || v.ProviderState != "SUCCEEDED" {
+	p.Publish(t, late)
+	pipelinetest.WaitFor(t, "the late poll to be normalized", func() bool { return bustest.Count(t, p.Bus.JetStream, substate.StreamEvents) == 2 })
+	p.Settle(t)
+	if v := p.Tenant(t, runningTenant); v.WorkflowSubState != substate.StateSucceeded || v.ProviderState != "SUCCEEDED" {
 		t.Fatalf("view after the late poll = %s (%s), want succeeded", v.WorkflowSubState, v.ProviderState)
 	}
-	if res, err := newReconciler(p.view, sfn, p.pub, clock).Sweep(ctx); err != nil || res.Stale != 0 {
+	if res, err := newReconciler(p.View, sfn, p.Pub, clock).Sweep(ctx); err != nil || res.Stale != 0 {
 		t.Fatalf("sweep: %+v, %v; a succeeded tenant is never polled", res, err)
 	}
 }
 
 func TestReconcilerPollsEachExecutionEvery(t *testing.T) {
 	ctx := context.Background()
-	p := newPipeline(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	p := pipelinetest.New(t)
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	trackRunning(t, p, srv)
-	r := newReconciler(p.view, sfn, p.pub, clock)
+	r := newReconciler(p.View, sfn, p.Pub, clock)
 	r.Every = 15 * time.Second
 
 	var polls []int
@@ -154,10 +156,10 @@ func TestReconcilerPollsEachExecutionEvery(t *testing.T) {
 func TestReconcilerFailures(t *testing.T) {
 	ctx := context.Background()
 	view := pipelinetest.OpenView(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
-	b := newBus(t)
-	pub := newPublisher(b)
+	b := bustest.Open(t)
+	pub := publishers.NewJetStream(b.JetStream)
 	machine := awstest.StateMachineARN("orders")
 	var arns []string
 	for i, tenant := range []string{"t1", "t2", "t3"} {
@@ -169,9 +171,9 @@ func TestReconcilerFailures(t *testing.T) {
 				Input: `{"tenantId":"` + tenant + `"}`, StartDate: clock.Now().Add(-time.Hour)})
 		}
 	}
-	var logs logBuffer
+	var logs pipelinetest.Logs
 	r := newReconciler(view, sfn, pub, clock)
-	r.Logger, r.Metrics = logs.Logger(), consumers.NewReconcileMetrics(nil)
+	r.Logger, r.Metrics = logs.Logger(), reconcile.NewMetrics(nil)
 
 	t.Run("Throttled", func(t *testing.T) {
 		srv.Throttle("GetExecutionHistory", awstest.MaxAttempts) // the SDK's retries are used up
@@ -186,7 +188,7 @@ func TestReconcilerFailures(t *testing.T) {
 		if err != nil || res.Failed != 1 || res.Deferred != 2 || res.Published != 0 {
 			t.Fatalf("sweep = %+v, %v; want the first poll throttled and the rest deferred", res, err)
 		}
-		if got := counter(t, r.Metrics.Polls, "stepfunctions", substate.ETHROTTLED); got != 1 {
+		if got := pipelinetest.Counter(t, r.Metrics.Polls, "stepfunctions", substate.ETHROTTLED); got != 1 {
 			t.Fatalf("throttled polls counted = %v", got)
 		}
 	})
@@ -208,7 +210,7 @@ func TestReconcilerFailures(t *testing.T) {
 		if got := logs.Count(arns[2]); got != 1 {
 			t.Fatalf("the unknown execution was logged %d times, want once", got)
 		}
-		if got := counter(t, r.Metrics.Polls, "stepfunctions", substate.ENOTFOUND); got != 1 {
+		if got := pipelinetest.Counter(t, r.Metrics.Polls, "stepfunctions", substate.ENOTFOUND); got != 1 {
 			t.Fatalf("not-found polls counted = %v, want 1", got)
 		}
 	})
@@ -222,7 +224,7 @@ func TestReconcilerFailures(t *testing.T) {
 		if err == nil || res.Published != 0 {
 			t.Fatalf("sweep = %+v, %v; want the sweep to stop with the publish error", res, err)
 		}
-		if got := counter(t, r.Metrics.Polls, "stepfunctions", consumers.OutcomePublishFailed); got != 1 {
+		if got := pipelinetest.Counter(t, r.Metrics.Polls, "stepfunctions", reconcile.OutcomePublishFailed); got != 1 {
 			t.Fatalf("publish failures counted = %v, want 1", got)
 		}
 	})
@@ -230,12 +232,12 @@ func TestReconcilerFailures(t *testing.T) {
 
 func TestReconcilerRunKeepsGoing(t *testing.T) {
 	view := pipelinetest.OpenView(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	arn := awstest.ExecutionARN(awstest.StateMachineARN("orders"), "t1")
 	applyRunning(t, view, "t1", arn, 1, clock.Now().Add(-time.Hour))
 	srv.Fail("", 1000, 500, "InternalFailure", "injected outage")
-	r := newReconciler(view, sfn, newPublisher(newBus(t)), clock)
+	r := newReconciler(view, sfn, publishers.NewJetStream(bustest.Open(t).JetStream), clock)
 	ctx, cancel := context.WithCancel(context.Background())
 	sweeps := 0
 	r.Sleep = func(ctx context.Context, d time.Duration) error {
@@ -262,7 +264,7 @@ func (f pollerFunc) Poll(ctx context.Context, id string, withHistory bool) (subs
 func TestReconcilerRateLimit(t *testing.T) {
 	ctx := context.Background()
 	view := pipelinetest.OpenView(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	machine := awstest.StateMachineARN("orders")
 	const tenants = 20
@@ -279,7 +281,7 @@ func TestReconcilerRateLimit(t *testing.T) {
 		polls = append(polls, clock.Now())
 		return sfn.Poll(ctx, id, withHistory)
 	})
-	r := newReconciler(view, watched, newPublisher(newBus(t)), clock)
+	r := newReconciler(view, watched, publishers.NewJetStream(bustest.Open(t).JetStream), clock)
 	r.QPS, r.Burst = 4, 4
 	start := clock.Now()
 	res, err := r.Sweep(ctx)
@@ -308,7 +310,7 @@ func TestReconcilerRateLimit(t *testing.T) {
 func TestReconcilerSpreadsPollsFairly(t *testing.T) {
 	ctx := context.Background()
 	view := pipelinetest.OpenView(t)
-	clock := newClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
+	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 10, 0, 0, time.UTC))
 	srv, sfn := newSFN(t, clock)
 	machine := awstest.StateMachineARN("orders")
 	const tenants = 10
@@ -324,8 +326,8 @@ func TestReconcilerSpreadsPollsFairly(t *testing.T) {
 		counts[id]++
 		return sfn.Poll(ctx, id, withHistory)
 	})
-	r := newReconciler(view, watched, newPublisher(newBus(t)), clock)
-	r.Every, r.QPS, r.Burst, r.Metrics = 5*time.Second, 0.4, 1, consumers.NewReconcileMetrics(nil)
+	r := newReconciler(view, watched, publishers.NewJetStream(bustest.Open(t).JetStream), clock)
+	r.Every, r.QPS, r.Burst, r.Metrics = 5*time.Second, 0.4, 1, reconcile.NewMetrics(nil)
 	end := clock.Now().Add(5 * time.Minute)
 	for clock.Now().Before(end) {
 		if _, err := r.Sweep(ctx); err != nil {
