@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
 	recon "github.com/substatehq/substate/consumers/reconcile"
+	"github.com/substatehq/substate/consumers/restate"
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/publishers"
 )
@@ -33,7 +33,7 @@ type ReconcileFlags struct {
 // reconcile holds the worker's pollers; each is nil when not configured.
 type reconcile struct {
 	reconciler *recon.Reconciler
-	restate    *consumers.RestatePoller
+	restate    *restate.Poller
 	sfn        *stepfunctions.Provider // also acts on executions
 	metrics    *recon.Metrics
 }
@@ -68,7 +68,7 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 		w.reconcile.reconciler = r
 	}
 	if f.RestateAdminURL != "" {
-		p := consumers.NewRestatePoller(f.RestateAdminURL, w.View, pub)
+		p := restate.NewPoller(f.RestateAdminURL, w.View, pub)
 		p.Token, p.Interval, p.After, p.QPS = f.RestateAdminToken, f.RestatePollEvery, f.RestatePollAfter, f.ReconcileQPS
 		p.Services, p.DeadLetters = f.RestateServices, pub
 		p.Metrics, p.Logger = m, w.Logger.With("component", "restate-poller")

@@ -1,4 +1,4 @@
-package consumers
+package restate
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // admin API refuses (it answered with an error) is split in halves until
 // the refused ids stand alone; those are settled at the end of the sweep.
 // Other failures (unreachable, throttled, unauthorized) end the sweep.
-func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []string) error {
+func (p *Poller) pollIDs(ctx context.Context, s *restateSweep, ids []string) error {
 	if err := p.pacer.Wait(ctx, 1); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (p *RestatePoller) pollIDs(ctx context.Context, s *restateSweep, ids []stri
 // and returns its invocation id. A row the poller published last time
 // for its invocation is not sent again. A row without an id is logged and
 // skipped.
-func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
+func (p *Poller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
 	id, modifiedAt, status, err := restateRowID(row)
 	if err != nil {
 		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
@@ -87,7 +87,7 @@ func (p *RestatePoller) publishRow(ctx context.Context, s *restateSweep, row jso
 // other queries of the sweep succeeded, the admin API works and the ids are
 // at fault, so their tenants get a dead letter; when none did, the admin
 // API is failing and the sweep fails.
-func (p *RestatePoller) settleRefused(ctx context.Context, s *restateSweep, tenants map[string]string) error {
+func (p *Poller) settleRefused(ctx context.Context, s *restateSweep, tenants map[string]string) error {
 	for id, err := range s.refused {
 		s.res.Polled++
 		s.res.Failed++
@@ -111,7 +111,7 @@ func (p *RestatePoller) settleRefused(ctx context.Context, s *restateSweep, tena
 
 // giveUp reports, once while the view keeps it, an invocation the poller
 // cannot poll: a warning, and a dead letter for its tenant with the reason.
-func (p *RestatePoller) giveUp(ctx context.Context, id, tenant, code, reason string) error {
+func (p *Poller) giveUp(ctx context.Context, id, tenant, code, reason string) error {
 	if p.missing[id] {
 		return nil
 	}
@@ -132,7 +132,7 @@ func (p *RestatePoller) giveUp(ctx context.Context, id, tenant, code, reason str
 }
 
 // reportMissing logs an invocation the poller cannot report on, once.
-func (p *RestatePoller) reportMissing(id, why string) {
+func (p *Poller) reportMissing(id, why string) {
 	if p.missing[id] {
 		return
 	}
@@ -143,7 +143,7 @@ func (p *RestatePoller) reportMissing(id, why string) {
 // forget drops what the poller remembers of invocations no longer tracked.
 // The journals and raw ids of those the sweep published are kept: a row
 // discovery just published reaches the view after the sweep listed it.
-func (p *RestatePoller) forget(tracked map[string]string, published map[string]bool) {
+func (p *Poller) forget(tracked map[string]string, published map[string]bool) {
 	for id := range p.missing {
 		if _, ok := tracked[id]; !ok {
 			delete(p.missing, id)

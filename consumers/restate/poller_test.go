@@ -1,4 +1,4 @@
-package consumers_test
+package restate_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/consumers/reconcile"
+	"github.com/substatehq/substate/consumers/restate"
 	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/internal/pipelinetest"
@@ -124,8 +124,8 @@ func applyRestate(tb testing.TB, view *state.DB, tenant, invocation string, seq 
 	}
 }
 
-func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPublisher, clock *pipelinetest.Clock) *consumers.RestatePoller {
-	p := consumers.NewRestatePoller(url, view, pub)
+func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPublisher, clock *pipelinetest.Clock) *restate.Poller {
+	p := restate.NewPoller(url, view, pub)
 	p.Now, p.Sleep = clock.Now, clock.Sleep
 	return p
 }
@@ -245,7 +245,7 @@ func TestRestatePollerFailures(t *testing.T) {
 	admin := newRestateAdmin(t)
 	pub := publishers.NewJetStream(bustest.Open(t).JetStream)
 	var logs pipelinetest.Logs
-	newPoller := func(url string) *consumers.RestatePoller {
+	newPoller := func(url string) *restate.Poller {
 		logs = pipelinetest.Logs{}
 		p := newRestatePoller(url, view, pub, clock)
 		p.Logger, p.Metrics = logs.Logger(), reconcile.NewMetrics(nil)
@@ -337,7 +337,7 @@ func TestRestatePollerFailures(t *testing.T) {
 }
 
 func TestRestatePollerRetryDelay(t *testing.T) {
-	p := consumers.NewRestatePoller("http://restate:9070", nil, nil)
+	p := restate.NewPoller("http://restate:9070", nil, nil)
 	p.Interval, p.MaxBackoff = 10*time.Second, time.Minute
 	got := fmtDurations([]time.Duration{p.RetryDelay(1), p.RetryDelay(2), p.RetryDelay(3), p.RetryDelay(4), p.RetryDelay(40)})
 	if want := "[10s 20s 40s 1m0s 1m0s]"; got != want {

@@ -1,4 +1,4 @@
-package consumers
+package restate
 
 import (
 	"context"
@@ -13,20 +13,20 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// RestateOperator acts on Restate invocations through the admin API:
+// Operator acts on Restate invocations through the admin API:
 // describe (a sys_invocation query), stop (PATCH …/cancel, or …/kill),
 // retry (PATCH …/resume, for a paused or backing-off invocation) and
 // restart (PATCH …/restart-as-new). Its Poll reads an invocation's row as
 // the poller does, so the view shows an action's result at once.
-type RestateOperator struct {
+type Operator struct {
 	// Admin is the admin API client: its URL, Token, Client and Metrics
 	// are used; it need not run.
-	Admin *RestatePoller
+	Admin *Poller
 }
 
 var (
-	_ substate.ExecutionOperator = (*RestateOperator)(nil)
-	_ substate.StatusPoller      = (*RestateOperator)(nil)
+	_ substate.ExecutionOperator = (*Operator)(nil)
+	_ substate.StatusPoller      = (*Operator)(nil)
 )
 
 // restateInvocation is what DescribeExecution reads of a sys_invocation row.
@@ -46,7 +46,7 @@ type restateInvocation struct {
 }
 
 // row returns the sys_invocation row of one invocation, every column.
-func (o *RestateOperator) row(ctx context.Context, id string) (json.RawMessage, error) {
+func (o *Operator) row(ctx context.Context, id string) (json.RawMessage, error) {
 	if !validInvocationID(id) {
 		return nil, substate.Errorf(substate.EINVALID, "%q is not a Restate invocation id", id)
 	}
@@ -62,7 +62,7 @@ func (o *RestateOperator) row(ctx context.Context, id string) (json.RawMessage, 
 
 // DescribeExecution describes an invocation from its sys_invocation row.
 // Restate does not expose an invocation's input there: Input stays empty.
-func (o *RestateOperator) DescribeExecution(ctx context.Context, id string) (substate.ExecutionInfo, error) {
+func (o *Operator) DescribeExecution(ctx context.Context, id string) (substate.ExecutionInfo, error) {
 	raw, err := o.row(ctx, id)
 	if err != nil {
 		return substate.ExecutionInfo{}, err
@@ -119,7 +119,7 @@ func restateTime(v json.RawMessage) time.Time {
 // StopExecution cancels the invocation (its handler's compensations run),
 // or kills it at once with Kill. Restate keeps no cause: the audit event
 // holds it.
-func (o *RestateOperator) StopExecution(ctx context.Context, id string, opts substate.StopOptions) error {
+func (o *Operator) StopExecution(ctx context.Context, id string, opts substate.StopOptions) error {
 	action := "cancel"
 	if opts.Kill {
 		action = "kill"
@@ -129,14 +129,14 @@ func (o *RestateOperator) StopExecution(ctx context.Context, id string, opts sub
 }
 
 // RetryExecution resumes a paused, suspended or backing-off invocation.
-func (o *RestateOperator) RetryExecution(ctx context.Context, id string) error {
+func (o *Operator) RetryExecution(ctx context.Context, id string) error {
 	_, err := o.patch(ctx, id, "resume")
 	return err
 }
 
 // RestartExecution restarts a completed invocation as a new one with the
 // same input (restart-as-new) and returns the new invocation's id.
-func (o *RestateOperator) RestartExecution(ctx context.Context, id string) (string, error) {
+func (o *Operator) RestartExecution(ctx context.Context, id string) (string, error) {
 	b, err := o.patch(ctx, id, "restart-as-new")
 	if err != nil {
 		return "", err
@@ -152,13 +152,13 @@ func (o *RestateOperator) RestartExecution(ctx context.Context, id string) (stri
 
 // Poll returns the invocation's row, with the columns the poller selects,
 // as the raw event the poller would publish.
-func (o *RestateOperator) Poll(ctx context.Context, id string, _ bool) (substate.RawEvent, error) {
+func (o *Operator) Poll(ctx context.Context, id string, _ bool) (substate.RawEvent, error) {
 	if !validInvocationID(id) {
 		return substate.RawEvent{}, substate.Errorf(substate.EINVALID, "%q is not a Restate invocation id", id)
 	}
 	columns := o.Admin.Columns
 	if len(columns) == 0 {
-		columns = DefaultRestateColumns
+		columns = DefaultColumns
 	}
 	rows, err := o.Admin.query(ctx, restateQuery(columns, []string{id}))
 	if err != nil {
@@ -177,7 +177,7 @@ func (o *RestateOperator) Poll(ctx context.Context, id string, _ bool) (substate
 // patch sends PATCH /invocations/{id}/{action} and returns the answer's
 // body. A 409 (already completed, not paused) is ECONFLICT with Restate's
 // message; 404 is ENOTFOUND.
-func (o *RestateOperator) patch(ctx context.Context, id, action string) ([]byte, error) {
+func (o *Operator) patch(ctx context.Context, id, action string) ([]byte, error) {
 	if !validInvocationID(id) {
 		return nil, substate.Errorf(substate.EINVALID, "%q is not a Restate invocation id", id)
 	}
@@ -193,7 +193,7 @@ func (o *RestateOperator) patch(ctx context.Context, id, action string) ([]byte,
 	o.Admin.Metrics.CountCall(substate.ProviderRestate, action)
 	client := o.Admin.Client
 	if client == nil {
-		client = &http.Client{Timeout: DefaultRestateTimeout}
+		client = &http.Client{Timeout: DefaultTimeout}
 	}
 	resp, err := client.Do(req)
 	if err != nil {

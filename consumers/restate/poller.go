@@ -1,4 +1,4 @@
-package consumers
+package restate
 
 import (
 	"cmp"
@@ -16,18 +16,18 @@ import (
 	"github.com/substatehq/substate/internal/timex"
 )
 
-// Defaults of a RestatePoller made by NewRestatePoller.
+// Defaults of a Poller made by NewPoller.
 const (
-	DefaultRestateInterval   = 15 * time.Second
-	DefaultRestateBatchSize  = 100
-	DefaultRestateQPS        = 5.0
-	DefaultRestateMaxBackoff = 5 * time.Minute
-	DefaultRestateTimeout    = 10 * time.Second
-	DefaultRestateLookback   = time.Hour
-	DefaultRestatePageSize   = 500
+	DefaultInterval   = 15 * time.Second
+	DefaultBatchSize  = 100
+	DefaultQPS        = 5.0
+	DefaultMaxBackoff = 5 * time.Minute
+	DefaultTimeout    = 10 * time.Second
+	DefaultLookback   = time.Hour
+	DefaultPageSize   = 500
 )
 
-// RestatePoller polls Restate's admin API. Restate sends no notifications
+// Poller polls Restate's admin API. Restate sends no notifications
 // of its own: its status reaches substate as a webhook a handler posts, or
 // through this poller, which every Interval
 //
@@ -64,13 +64,13 @@ const (
 // 1.7, at once when the retention is 0) is logged once: its outcome is not
 // known, so nothing is published for it.
 //
-// Set the fields before Run; NewRestatePoller sets the defaults.
-type RestatePoller struct {
+// Set the fields before Run; NewPoller sets the defaults.
+type Poller struct {
 	// URL is the admin API's base URL, such as http://restate:9070.
 	URL string
 	// Token, when set, is sent as a bearer token.
 	Token string
-	// Client sends the queries; NewRestatePoller sets one with a timeout.
+	// Client sends the queries; NewPoller sets one with a timeout.
 	Client *http.Client
 	// View lists the tracked invocations.
 	View substate.ActiveLister
@@ -119,15 +119,15 @@ type RestatePoller struct {
 	sent     map[string]string       // the raw event id last published, by invocation id
 }
 
-// NewRestatePoller returns a poller of the admin API at url with the
+// NewPoller returns a poller of the admin API at url with the
 // default settings.
-func NewRestatePoller(url string, view substate.ActiveLister, pub substate.RawPublisher) *RestatePoller {
-	return &RestatePoller{
+func NewPoller(url string, view substate.ActiveLister, pub substate.RawPublisher) *Poller {
+	return &Poller{
 		URL: url, View: view, Publisher: pub,
-		Client:   &http.Client{Timeout: DefaultRestateTimeout},
-		Interval: DefaultRestateInterval, BatchSize: DefaultRestateBatchSize, QPS: DefaultRestateQPS,
-		MaxBackoff: DefaultRestateMaxBackoff, Columns: DefaultRestateColumns,
-		Lookback: DefaultRestateLookback, PageSize: DefaultRestatePageSize,
+		Client:   &http.Client{Timeout: DefaultTimeout},
+		Interval: DefaultInterval, BatchSize: DefaultBatchSize, QPS: DefaultQPS,
+		MaxBackoff: DefaultMaxBackoff, Columns: DefaultColumns,
+		Lookback: DefaultLookback, PageSize: DefaultPageSize,
 		Now: time.Now, Sleep: timex.Sleep,
 	}
 }
@@ -135,7 +135,7 @@ func NewRestatePoller(url string, view substate.ActiveLister, pub substate.RawPu
 // Run sweeps until ctx is done: every Interval while sweeps succeed, after
 // RetryDelay when they fail. It returns nil when ctx is done, and an error
 // only for a poller without a URL, view or publisher.
-func (p *RestatePoller) Run(ctx context.Context) error {
+func (p *Poller) Run(ctx context.Context) error {
 	if p.URL == "" || p.View == nil || p.Publisher == nil {
 		return errors.New("restate poller: no url, view or publisher")
 	}
@@ -147,7 +147,7 @@ func (p *RestatePoller) Run(ctx context.Context) error {
 
 // next logs a sweep and returns the wait before the next one: what is
 // left of Interval, or RetryDelay after a failed sweep.
-func (p *RestatePoller) next(res reconcile.SweepResult, err error, took time.Duration) time.Duration {
+func (p *Poller) next(res reconcile.SweepResult, err error, took time.Duration) time.Duration {
 	if err != nil {
 		p.failures++
 		wait := p.RetryDelay(p.failures)
@@ -165,8 +165,8 @@ func (p *RestatePoller) next(res reconcile.SweepResult, err error, took time.Dur
 // RetryDelay is the wait after the given number of consecutive failed
 // sweeps: Interval doubled for each failure after the first, capped at
 // MaxBackoff.
-func (p *RestatePoller) RetryDelay(failures int) time.Duration {
-	d, limit := cmp.Or(p.Interval, DefaultRestateInterval), cmp.Or(p.MaxBackoff, DefaultRestateMaxBackoff)
+func (p *Poller) RetryDelay(failures int) time.Duration {
+	d, limit := cmp.Or(p.Interval, DefaultInterval), cmp.Or(p.MaxBackoff, DefaultMaxBackoff)
 	for i := 1; i < failures && d < limit; i++ {
 		d *= 2
 	}
@@ -185,7 +185,7 @@ type restateSweep struct {
 // tracked ones, and publishes the rows. It returns an error, and stops,
 // when the admin API is unreachable or refuses every query, when a publish
 // fails, or when the view cannot be listed.
-func (p *RestatePoller) Sweep(ctx context.Context) (reconcile.SweepResult, error) {
+func (p *Poller) Sweep(ctx context.Context) (reconcile.SweepResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.init()
@@ -219,7 +219,7 @@ func (p *RestatePoller) Sweep(ctx context.Context) (reconcile.SweepResult, error
 // its tenant, however recent its last event: what the poller remembers of
 // an invocation (a pause, a refusal) is kept while the view lists it. An
 // id Restate cannot parse is dead-lettered instead.
-func (p *RestatePoller) tracked(ctx context.Context, s *restateSweep, now time.Time) (ids []string, seen map[string]string, err error) {
+func (p *Poller) tracked(ctx context.Context, s *restateSweep, now time.Time) (ids []string, seen map[string]string, err error) {
 	seen = map[string]string{}
 	quiet := now.Add(-max(p.After, 0))
 	for v, err := range p.View.Active(ctx, now) {
@@ -252,17 +252,17 @@ func (p *RestatePoller) tracked(ctx context.Context, s *restateSweep, now time.T
 }
 
 // init fills the settings left zero and the internal state.
-func (p *RestatePoller) init() {
-	p.Interval = cmp.Or(p.Interval, DefaultRestateInterval)
-	p.BatchSize = cmp.Or(max(p.BatchSize, 0), DefaultRestateBatchSize)
-	p.PageSize = cmp.Or(max(p.PageSize, 0), DefaultRestatePageSize)
-	p.Lookback = cmp.Or(p.Lookback, DefaultRestateLookback)
-	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultRestateMaxBackoff)
+func (p *Poller) init() {
+	p.Interval = cmp.Or(p.Interval, DefaultInterval)
+	p.BatchSize = cmp.Or(max(p.BatchSize, 0), DefaultBatchSize)
+	p.PageSize = cmp.Or(max(p.PageSize, 0), DefaultPageSize)
+	p.Lookback = cmp.Or(p.Lookback, DefaultLookback)
+	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultMaxBackoff)
 	if len(p.Columns) == 0 {
-		p.Columns = DefaultRestateColumns
+		p.Columns = DefaultColumns
 	}
 	if p.Client == nil {
-		p.Client = &http.Client{Timeout: DefaultRestateTimeout}
+		p.Client = &http.Client{Timeout: DefaultTimeout}
 	}
 	if p.Now == nil {
 		p.Now = time.Now
@@ -279,6 +279,6 @@ func (p *RestatePoller) init() {
 	}
 }
 
-func (p *RestatePoller) logger() *slog.Logger {
+func (p *Poller) logger() *slog.Logger {
 	return cmp.Or(p.Logger, slog.New(slog.DiscardHandler))
 }

@@ -1,4 +1,4 @@
-package consumers
+package restate
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// DefaultRestateColumns are the sys_invocation columns the poller selects:
+// DefaultColumns are the sys_invocation columns the poller selects:
 // the ones the mapping reads, and next_retry_at as evidence.
-var DefaultRestateColumns = []string{
+var DefaultColumns = []string{
 	"id", "target", "target_service_name", "target_service_key", "status",
 	"created_at", "modified_at", "running_at", "completed_at", "retry_count",
 	"last_failure", "last_failure_error_code", "next_retry_at",
@@ -118,7 +118,7 @@ func base62Within(s string, limit *big.Int) bool {
 }
 
 // query sends one /query request and returns the rows of the answer.
-func (p *RestatePoller) query(ctx context.Context, sql string) ([]json.RawMessage, error) {
+func (p *Poller) query(ctx context.Context, sql string) ([]json.RawMessage, error) {
 	body, err := json.Marshal(map[string]string{"query": sql})
 	if err != nil {
 		return nil, substate.WrapError(substate.EINTERNAL, err, "restate admin query: encode request")
@@ -138,7 +138,7 @@ func (p *RestatePoller) query(ctx context.Context, sql string) ([]json.RawMessag
 
 // get sends one GET to the admin API and returns the answer's body, which
 // must be JSON.
-func (p *RestatePoller) get(ctx context.Context, path, operation string) (json.RawMessage, error) {
+func (p *Poller) get(ctx context.Context, path, operation string) (json.RawMessage, error) {
 	b, err := p.send(ctx, http.MethodGet, path, operation, nil)
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (p *RestatePoller) get(ctx context.Context, path, operation string) (json.R
 // send sends one request to the admin API (a JSON body when body is not
 // nil), counted as operation, and returns the body of a 200 answer. An
 // answer larger than maxRestateResponse is refused, not cut.
-func (p *RestatePoller) send(ctx context.Context, method, path, operation string, body []byte) ([]byte, error) {
+func (p *Poller) send(ctx context.Context, method, path, operation string, body []byte) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

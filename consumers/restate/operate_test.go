@@ -1,4 +1,4 @@
-package consumers_test
+package restate_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/restate"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/awstest"
@@ -214,7 +214,7 @@ func TestOperateRestate(t *testing.T) {
 	ctx := context.Background()
 	r := newRealRestate(t)
 	rs := r.rs
-	op := &consumers.RestateOperator{Admin: r.poller}
+	op := &restate.Operator{Admin: r.poller}
 	s := operations(t, r.Pipeline, substate.ProviderRestate, op, op)
 	completed := func(s rowState) bool { return s.Status == "completed" }
 

@@ -1,4 +1,4 @@
-package consumers
+package restate
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ type policyEntry struct {
 // journal and the retry policy of its handler. Other rows, and rows whose
 // journal cannot be read, are returned as they are (the journal is tried
 // again next sweep).
-func (p *RestatePoller) withFailures(ctx context.Context, id, modifiedAt, status string, row json.RawMessage) json.RawMessage {
+func (p *Poller) withFailures(ctx context.Context, id, modifiedAt, status string, row json.RawMessage) json.RawMessage {
 	e, known := p.journals[id]
 	resumed := known && e.paused && (status == "backing-off" || status == "running" || status == "ready")
 	if status != "paused" && !resumed {
@@ -108,7 +108,7 @@ func attachFailures(row json.RawMessage, events []json.RawMessage, policy json.R
 // /services/{service} (read at most once a policyTTL per service, so the
 // invocations a fault pauses together share one read), or nil when it is
 // not known; read is false when the admin API did not answer.
-func (p *RestatePoller) retryPolicy(ctx context.Context, row json.RawMessage) (policy json.RawMessage, read bool) {
+func (p *Poller) retryPolicy(ctx context.Context, row json.RawMessage) (policy json.RawMessage, read bool) {
 	var r struct {
 		Service string `json:"target_service_name"`
 		Target  string `json:"target"`

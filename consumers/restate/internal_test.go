@@ -1,4 +1,4 @@
-package consumers
+package restate
 
 import (
 	"encoding/json"

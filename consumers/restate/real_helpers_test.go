@@ -1,4 +1,4 @@
-package consumers_test
+package restate_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/consumers/reconcile"
+	"github.com/substatehq/substate/consumers/restate"
 	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/internal/restatetest"
 )
@@ -20,7 +20,7 @@ import (
 type realRestate struct {
 	*pipelinetest.Pipeline
 	rs     *restatetest.Server
-	poller *consumers.RestatePoller
+	poller *restate.Poller
 	// resumedAfter holds, by invocation, the attempts it had made when it
 	// was last resumed: Restate's retry_count starts again at 1 then.
 	resumedAfter map[string]int
@@ -30,7 +30,7 @@ func newRealRestate(t *testing.T) *realRestate {
 	t.Helper()
 	rs := restatetest.Start(t)
 	p := pipelinetest.New(t)
-	poller := consumers.NewRestatePoller(rs.AdminURL, p.View, p.Pub)
+	poller := restate.NewPoller(rs.AdminURL, p.View, p.Pub)
 	poller.Services, poller.DeadLetters, poller.QPS = []string{"Provision", "Notify"}, p.Pub, 0
 	return &realRestate{Pipeline: p, rs: rs, poller: poller, resumedAfter: map[string]int{}}
 }

@@ -1,4 +1,4 @@
-package consumers_test
+package restate_test
 
 import (
 	"bytes"

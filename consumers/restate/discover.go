@@ -1,4 +1,4 @@
-package consumers
+package restate
 
 import (
 	"context"
@@ -16,7 +16,7 @@ const discoveryOverlap = 2 * time.Second
 // discover publishes the Services' rows changed since the cursor, page by
 // page. The first sweep reads those changed in the last Lookback and every
 // invocation that has not completed, however old.
-func (p *RestatePoller) discover(ctx context.Context, s *restateSweep, now time.Time) error {
+func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) error {
 	if len(p.Services) == 0 {
 		return nil
 	}
