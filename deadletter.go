@@ -34,3 +34,9 @@ type DeadLetter struct {
 type DeadLetterPublisher interface {
 	PublishDeadLetter(ctx context.Context, d DeadLetter) error
 }
+
+// DeadLetterReason is the Reason of a dead letter refused with err: its
+// error code and its message.
+func DeadLetterReason(err error) string {
+	return ErrorCode(err) + ": " + err.Error()
+}

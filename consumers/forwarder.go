@@ -25,10 +25,13 @@ type Forwarder struct {
 	Linger      time.Duration // 0 means 2 ms
 	Metrics     *Metrics
 	Logger      *slog.Logger
+
+	dlq stageDLQ
 }
 
 // Run forwards until ctx is done, then finishes the batch in hand.
 func (f *Forwarder) Run(ctx context.Context) error {
+	f.dlq = stageDLQ{stage: substate.StageForward, pub: f.DeadLetters, retry: f.Retry, metrics: f.Metrics, log: f.logger()}
 	p := puller{consumer: f.Consumer, batchSize: cmp.Or(f.BatchSize, 100), linger: f.Linger, logger: f.logger()}
 	return p.run(ctx, f.handle)
 }
@@ -40,7 +43,7 @@ func (f *Forwarder) handle(ctx context.Context, batch []jetstream.Msg) {
 	for _, m := range batch {
 		e, err := substate.UnmarshalEvent(m.Data())
 		if err != nil {
-			f.Retry.deadLetter(ctx, m, substate.StageForward, err, f.DeadLetters, f.Metrics, f.logger())
+			f.dlq.deadLetter(ctx, m, err)
 			continue
 		}
 		msgs, events = append(msgs, m), append(events, e)
@@ -49,7 +52,7 @@ func (f *Forwarder) handle(ctx context.Context, batch []jetstream.Msg) {
 	switch {
 	case err == nil:
 		for _, m := range msgs {
-			ack(m, f.logger())
+			f.dlq.ack(m)
 		}
 	case permanent(err):
 		// Some event was refused for good: send them one by one so only
@@ -59,7 +62,7 @@ func (f *Forwarder) handle(ctx context.Context, batch []jetstream.Msg) {
 		}
 	default:
 		for _, m := range msgs {
-			f.Retry.fail(ctx, m, substate.StageForward, err, f.DeadLetters, f.Metrics, f.logger())
+			f.dlq.fail(ctx, m, err)
 		}
 	}
 }
@@ -68,11 +71,11 @@ func (f *Forwarder) forwardOne(ctx context.Context, m jetstream.Msg, e substate.
 	err := f.Publisher.PublishEvents(ctx, []substate.Event{e})
 	switch {
 	case err == nil:
-		ack(m, f.logger())
+		f.dlq.ack(m)
 	case permanent(err):
-		f.Retry.deadLetter(ctx, m, substate.StageForward, err, f.DeadLetters, f.Metrics, f.logger())
+		f.dlq.deadLetter(ctx, m, err)
 	default:
-		f.Retry.fail(ctx, m, substate.StageForward, err, f.DeadLetters, f.Metrics, f.logger())
+		f.dlq.fail(ctx, m, err)
 	}
 }
 

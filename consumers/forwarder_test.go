@@ -13,6 +13,7 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -38,7 +39,7 @@ func TestForwarder(t *testing.T) {
 	pub := publishers.NewJetStream(b.JetStream)
 	f := &consumers.Forwarder{Consumer: c, Publisher: eb, DeadLetters: pub, Linger: 20 * time.Millisecond,
 		Retry: consumers.Retry{Base: 10 * time.Millisecond, MaxDeliveries: 100}}
-	runInBackground(t, f.Run)
+	pipelinetest.RunInBackground(t, f.Run)
 
 	var events []substate.Event
 	for _, tenant := range []string{"good", "bad", "slow"} {
@@ -49,8 +50,8 @@ func TestForwarder(t *testing.T) {
 	if err := pub.PublishEvents(context.Background(), events); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the refused event dead-lettered", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
-	waitFor(t, "everything acknowledged", settled(t, b.JetStream, substate.StreamEvents, bus.ConsumerEventBridge))
+	pipelinetest.WaitFor(t, "the refused event dead-lettered", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
+	pipelinetest.WaitFor(t, "everything acknowledged", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ConsumerEventBridge))
 	var tenants []string
 	for _, e := range aws.Events() {
 		for _, t := range []string{"good", "slow", "bad"} {

@@ -1,19 +1,21 @@
 package consumers
 
 import (
-	"github.com/substatehq/substate"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers/ingress"
 )
 
-// Metrics are the Prometheus metrics of the consumers.
+// Metrics are the Prometheus metrics of the pipeline: the stages' and,
+// in Ingress, the HTTP ingress's, which count their dead letters on the
+// same DeadLettered.
 type Metrics struct {
-	Ingested       *prometheus.CounterVec   // provider, outcome
-	IngestLatency  *prometheus.HistogramVec // provider
-	Normalized     *prometheus.CounterVec   // provider
-	DeadLettered   *prometheus.CounterVec   // stage, reason
-	Naks           *prometheus.CounterVec   // stage
-	UnknownStates  *prometheus.CounterVec   // provider (the state goes to the log)
+	Ingress        *ingress.Metrics
+	Normalized     *prometheus.CounterVec // provider
+	DeadLettered   *prometheus.CounterVec // stage, reason
+	Naks           *prometheus.CounterVec // stage
+	UnknownStates  *prometheus.CounterVec // provider (the state goes to the log)
 	Applied        prometheus.Counter
 	Unchanged      prometheus.Counter
 	Stale          prometheus.Counter
@@ -24,19 +26,11 @@ type Metrics struct {
 	ConsumerLag    *prometheus.GaugeVec     // consumer
 	ChangesEmitted prometheus.Counter
 	StreamLosses   prometheus.Counter // SUBSTATE_EVENTS found not to hold what the view expects
-	Throttled      prometheus.Counter // ingest requests refused by admission control (429)
 }
 
 // NewMetrics creates the metrics and registers them on reg when it is not nil.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "substate_ingested_total", Help: "Ingest requests by provider and outcome.",
-		}, []string{"provider", "outcome"}),
-		IngestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "substate_ingest_duration_seconds", Help: "Ingest request duration until the JetStream ack.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}, []string{"provider"}),
 		Normalized: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "substate_normalized_total", Help: "Canonical events published by the normalizer.",
 		}, []string{"provider"}),
@@ -57,7 +51,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		WrittenBytes:   counter("substate_view_written_bytes_total", "Bytes the projector's commits wrote to the view file."),
 		ChangesEmitted: counter("substate_changes_published_total", "Messages published on the change feed."),
 		StreamLosses:   counter("substate_stream_losses_total", "Times SUBSTATE_EVENTS was found not to hold what the view was built from (recreated, truncated, messages lost)."),
-		Throttled:      counter("substate_ingest_throttled_total", "Ingest requests answered 429 because the raw backlog or the publishes in flight passed their bound."),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "substate_batch_size", Help: "Messages per fetched batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
@@ -66,10 +59,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "substate_consumer_lag", Help: "Messages not yet delivered to a durable consumer.",
 		}, []string{"consumer"}),
 	}
+	m.Ingress = ingress.NewMetrics(reg, m.DeadLettered)
 	if reg != nil {
-		reg.MustRegister(m.Ingested, m.IngestLatency, m.Normalized, m.DeadLettered, m.Naks,
+		reg.MustRegister(m.Normalized, m.DeadLettered, m.Naks,
 			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
-			m.ChangesEmitted, m.StreamLosses, m.Throttled, m.BatchSize, m.ConsumerLag)
+			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag)
 	}
 	return m
 }
@@ -104,11 +98,5 @@ func (m *Metrics) countNak(stage string) {
 func (m *Metrics) countDeadLetter(stage, code string) {
 	if m != nil {
 		m.DeadLettered.WithLabelValues(stage, code).Inc()
-	}
-}
-
-func (m *Metrics) countThrottled() {
-	if m != nil {
-		m.Throttled.Inc()
 	}
 }

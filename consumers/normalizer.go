@@ -3,7 +3,6 @@ package consumers
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -32,10 +31,13 @@ type Normalizer struct {
 	Linger      time.Duration // wait for more messages of a batch; 0 means 2 ms
 	Metrics     *Metrics
 	Logger      *slog.Logger
+
+	dlq stageDLQ
 }
 
 // Run consumes until ctx is done, then finishes the batch in hand.
 func (n *Normalizer) Run(ctx context.Context) error {
+	n.dlq = stageDLQ{stage: substate.StageNormalize, pub: n.DeadLetters, retry: n.Retry, metrics: n.Metrics, log: n.logger()}
 	p := puller{consumer: n.Consumer, batchSize: n.BatchSize, linger: n.Linger, logger: n.logger()}
 	return p.run(ctx, n.handle)
 }
@@ -53,7 +55,7 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 	for _, msg := range batch {
 		events, err := n.normalize(msg)
 		if err != nil {
-			n.deadLetter(ctx, msg, err)
+			n.dlq.deadLetter(ctx, msg, err)
 			continue
 		}
 		ok = append(ok, normalized{msg, events})
@@ -61,7 +63,7 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 	}
 	if err := n.Events.PublishEvents(ctx, out); err != nil {
 		if len(ok) == 1 {
-			n.Retry.fail(ctx, ok[0].msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
+			n.dlq.fail(ctx, ok[0].msg, err)
 			return
 		}
 		n.publishEach(ctx, ok)
@@ -69,7 +71,7 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 	}
 	for _, m := range ok {
 		n.Metrics.countNormalized(m.events)
-		ack(m.msg, n.logger())
+		n.dlq.ack(m.msg)
 	}
 }
 
@@ -82,11 +84,11 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 func (n *Normalizer) publishEach(ctx context.Context, batch []normalized) {
 	for _, m := range batch {
 		if err := n.Events.PublishEvents(ctx, m.events); err != nil {
-			n.Retry.fail(ctx, m.msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
+			n.dlq.fail(ctx, m.msg, err)
 			continue
 		}
 		n.Metrics.countNormalized(m.events)
-		ack(m.msg, n.logger())
+		n.dlq.ack(m.msg)
 	}
 }
 
@@ -134,21 +136,6 @@ func rawEvent(msg jetstream.Msg) (substate.RawEvent, error) {
 	return substate.RawEvent{Kind: substate.RawKind(kind), ID: id, Body: msg.Data(), Header: rawHeaders(msg)}, nil
 }
 
-func (n *Normalizer) deadLetter(ctx context.Context, msg jetstream.Msg, err error) {
-	n.Retry.deadLetter(ctx, msg, substate.StageNormalize, err, n.DeadLetters, n.Metrics, n.logger())
-}
-
 func (n *Normalizer) logger() *slog.Logger {
 	return cmp.Or(n.Logger, slog.New(slog.DiscardHandler))
-}
-
-func ack(msg jetstream.Msg, log *slog.Logger) {
-	if err := msg.Ack(); err != nil {
-		log.Warn("ack failed; the message will be redelivered and deduplicated", "subject", msg.Subject(), "err", err)
-	}
-}
-
-// reason is the dead-letter reason of err: its code and message.
-func reason(err error) string {
-	return fmt.Sprintf("%s: %s", substate.ErrorCode(err), err.Error())
 }

@@ -7,16 +7,17 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/internal/pipelinetest"
 )
 
 // TestNormalizerLinksEventsToRawEvidence checks the headers that let an
 // audit find the provider payload behind each canonical event.
 func TestNormalizerLinksEventsToRawEvidence(t *testing.T) {
 	b := newBus(t)
-	runNormalizer(t, b, nil)
+	pipelinetest.RunNormalizer(t, b, nil)
 	publishRaw(t, b.JetStream, substate.RawEventBridge, "eb-linked", fixtures.Provider("sfn-status-failed.json"))
 	publishRaw(t, b.JetStream, substate.RawEventBridge, "", fixtures.Provider("sfn-status-running.json"))
-	waitFor(t, "raw messages acked", settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+	pipelinetest.WaitFor(t, "raw messages acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
 
 	msgs := streamMsgs(t, b.JetStream, substate.StreamEvents)
 	if len(msgs) != 2 {

@@ -11,6 +11,7 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/publishers"
 )
 
@@ -47,18 +48,18 @@ func TestNormalizerPoisonInBatch(t *testing.T) {
 	publishRaw(t, b.JetStream, substate.RawEventBridge, "poison", []byte(poisoned))
 	publishRaw(t, b.JetStream, substate.RawEventBridge, "good-2", []byte(strings.Replace(string(running), `"executionArn": "`, `"executionArn": "other-`, 1)))
 	p := &poisonEvents{next: publishers.NewJetStream(b.JetStream), poison: "poison-"}
-	runNormalizer(t, b, func(n *consumers.Normalizer) {
+	pipelinetest.RunNormalizer(t, b, func(n *consumers.Normalizer) {
 		n.Events = p
 		n.Retry = consumers.Retry{Base: 5 * time.Millisecond, MaxDeliveries: 3}
 	})
-	waitFor(t, "the good events", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 2 })
-	waitFor(t, "the dead letter", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
-	waitFor(t, "raw acked", settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+	pipelinetest.WaitFor(t, "the good events", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 2 })
+	pipelinetest.WaitFor(t, "the dead letter", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
+	pipelinetest.WaitFor(t, "raw acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
 	m := streamMsgs(t, b.JetStream, substate.StreamDLQ)[0]
 	if r := m.Header.Get(substate.HeaderDLQReason); !strings.Contains(r, "gave up after 3 deliveries") || !strings.Contains(r, "too large") ||
 		m.Subject != substate.DLQSubject(substate.StageNormalize) {
 		t.Fatalf("dead letter on %s with reason %q", m.Subject, r)
 	}
 	publishRaw(t, b.JetStream, substate.RawEventBridge, "good-3", []byte(strings.Replace(string(running), `"executionArn": "`, `"executionArn": "third-`, 1)))
-	waitFor(t, "the stage to go on", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 3 })
+	pipelinetest.WaitFor(t, "the stage to go on", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 3 })
 }

@@ -8,91 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 )
 
-// testMapper resolves the fixtures' tenants: their inputs carry a customerId.
-func testMapper(tb testing.TB) *mapping.Mapper {
-	tb.Helper()
-	rules, err := mapping.ParseTenantRules("input:$.tenantId", "input:$.customerId", "restate:key", "engine:tenant")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return mapping.New(mapping.Config{Tenants: rules})
-}
-
-// runNormalizer runs a normalizer on b until the test ends.
-func runNormalizer(tb testing.TB, b *bus.Bus, configure func(*consumers.Normalizer)) *consumers.Normalizer {
-	tb.Helper()
-	ctx := context.Background()
-	c, err := bus.EnsureConsumer(ctx, b.JetStream, substate.StreamRaw, bus.ConsumerConfig(bus.ConsumerNormalizer, 30*time.Second, 1))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pub := publishers.NewJetStream(b.JetStream)
-	n := &consumers.Normalizer{Consumer: c, Mapper: testMapper(tb), EventID: mapping.EventID, Events: pub, DeadLetters: pub, Linger: time.Millisecond}
-	if configure != nil {
-		configure(n)
-	}
-	runInBackground(tb, n.Run)
-	return n
-}
-
-// runInBackground runs fn until the test ends, then cancels it and waits.
-func runInBackground(tb testing.TB, fn func(context.Context) error) {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("run: %v", err)
-		}
-	})
-}
-
-// consumerInfo returns the state of a durable consumer.
-func consumerInfo(tb testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
-	tb.Helper()
-	c, err := js.Consumer(context.Background(), stream, name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	info, err := c.Info(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return info
-}
-
-// settled reports whether a consumer has nothing pending and nothing
-// awaiting an ack.
-// settled reports whether a consumer has been delivered every message of
-// its stream and has acknowledged them all: its ack floor is the stream's
-// last sequence (pending counts alone can read zero before the consumer
-// has seen a message just stored).
-func settled(tb testing.TB, js jetstream.JetStream, stream, name string) func() bool {
-	return func() bool {
-		s, err := js.Stream(context.Background(), stream)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		info := consumerInfo(tb, js, stream, name)
-		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= s.CachedInfo().State.LastSeq
-	}
-}
-
 func TestNormalizerPublishesCanonicalEvents(t *testing.T) {
 	b := newBus(t)
-	runNormalizer(t, b, nil)
+	pipelinetest.RunNormalizer(t, b, nil)
 	pub := publishers.NewJetStream(b.JetStream)
 	ctx := context.Background()
 	raws := []substate.RawEvent{
@@ -104,8 +31,8 @@ func TestNormalizerPublishesCanonicalEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "two canonical events", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 2 })
-	waitFor(t, "raw messages acked", settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+	pipelinetest.WaitFor(t, "two canonical events", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 2 })
+	pipelinetest.WaitFor(t, "raw messages acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
 
 	msgs := streamMsgs(t, b.JetStream, substate.StreamEvents)
 	for i, m := range msgs {
@@ -135,14 +62,14 @@ func TestNormalizerPublishesCanonicalEvents(t *testing.T) {
 
 func TestNormalizerRedeliveryHasOneEffect(t *testing.T) {
 	b := newBus(t)
-	runNormalizer(t, b, nil)
+	pipelinetest.RunNormalizer(t, b, nil)
 	body := fixtures.Provider("sfn-status-running.json")
 	// The same source event published under two ids (as after the
 	// deduplication window) maps to two canonical events; under the same id
 	// the server keeps one.
 	publishRaw(t, b.JetStream, substate.RawEventBridge, "same", body)
 	publishRaw(t, b.JetStream, substate.RawEventBridge, "same", body)
-	waitFor(t, "raw messages acked", settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+	pipelinetest.WaitFor(t, "raw messages acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
 	if n := streamCount(t, b.JetStream, substate.StreamEvents); n != 1 {
 		t.Fatalf("events stream holds %d, want 1", n)
 	}
@@ -150,7 +77,7 @@ func TestNormalizerRedeliveryHasOneEffect(t *testing.T) {
 
 func TestNormalizerDeadLetters(t *testing.T) {
 	b := newBus(t)
-	runNormalizer(t, b, nil)
+	pipelinetest.RunNormalizer(t, b, nil)
 	failed := string(fixtures.Provider("sfn-status-failed.json"))
 	cases := []struct {
 		id, body, code, reason string
@@ -166,8 +93,8 @@ func TestNormalizerDeadLetters(t *testing.T) {
 	for _, c := range cases {
 		publishRaw(t, b.JetStream, c.kind, c.id, []byte(c.body))
 	}
-	waitFor(t, "dead letters", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == uint64(len(cases)) })
-	waitFor(t, "raw messages acked", settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+	pipelinetest.WaitFor(t, "dead letters", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == uint64(len(cases)) })
+	pipelinetest.WaitFor(t, "raw messages acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
 	if n := streamCount(t, b.JetStream, substate.StreamEvents); n != 0 {
 		t.Fatalf("events stream holds %d, want 0", n)
 	}
@@ -212,15 +139,15 @@ func TestNormalizerTransientFailures(t *testing.T) {
 		b := newBus(t)
 		f := &failingEvents{next: publishers.NewJetStream(b.JetStream)}
 		f.fail.Store(true)
-		runNormalizer(t, b, func(n *consumers.Normalizer) {
+		pipelinetest.RunNormalizer(t, b, func(n *consumers.Normalizer) {
 			n.Events = f
 			n.Retry = consumers.Retry{Base: 20 * time.Millisecond, MaxDeliveries: 50}
 		})
 		publishRaw(t, b.JetStream, substate.RawEventBridge, "eb-1", fixtures.Provider("sfn-status-running.json"))
-		waitFor(t, "two failed attempts", func() bool { return f.attempts.Load() >= 2 })
+		pipelinetest.WaitFor(t, "two failed attempts", func() bool { return f.attempts.Load() >= 2 })
 		f.fail.Store(false)
-		waitFor(t, "the event", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 1 })
-		waitFor(t, "raw acked", settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+		pipelinetest.WaitFor(t, "the event", func() bool { return streamCount(t, b.JetStream, substate.StreamEvents) == 1 })
+		pipelinetest.WaitFor(t, "raw acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
 		if n := streamCount(t, b.JetStream, substate.StreamDLQ); n != 0 {
 			t.Fatalf("%d dead letters, want none", n)
 		}
@@ -229,13 +156,13 @@ func TestNormalizerTransientFailures(t *testing.T) {
 		b := newBus(t)
 		f := &failingEvents{next: publishers.NewJetStream(b.JetStream)}
 		f.fail.Store(true)
-		runNormalizer(t, b, func(n *consumers.Normalizer) {
+		pipelinetest.RunNormalizer(t, b, func(n *consumers.Normalizer) {
 			n.Events = f
 			n.Retry = consumers.Retry{Base: 5 * time.Millisecond, MaxDeliveries: 3}
 		})
 		publishRaw(t, b.JetStream, substate.RawEventBridge, "eb-1", fixtures.Provider("sfn-status-running.json"))
-		waitFor(t, "the dead letter", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
-		waitFor(t, "raw acked", settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
+		pipelinetest.WaitFor(t, "the dead letter", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
+		pipelinetest.WaitFor(t, "raw acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
 		if got := f.attempts.Load(); got != 3 {
 			t.Errorf("publish attempts = %d, want 3", got)
 		}

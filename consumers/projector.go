@@ -37,6 +37,7 @@ type Projector struct {
 
 	next   uint64 // the stream sequence the view expects next
 	ackAll bool   // the consumer's acks are cumulative
+	dlq    stageDLQ
 }
 
 // Run applies batches until ctx is done, then finishes the batch in hand.
@@ -46,6 +47,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		return err
 	}
 	p.next = cp + 1
+	p.dlq = stageDLQ{stage: substate.StageProject, pub: p.DeadLetters, metrics: p.Metrics, log: p.logger()}
 	if info := p.Consumer.CachedInfo(); info != nil {
 		p.ackAll = info.Config.AckPolicy == jetstream.AckAllPolicy
 	}
@@ -84,14 +86,14 @@ func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 func (p *Projector) ack(batch []jetstream.Msg, seqs []uint64) {
 	if !p.ackAll || len(seqs) == 0 {
 		for _, m := range batch {
-			ack(m, p.logger())
+			p.dlq.ack(m)
 		}
 		return
 	}
 	last := seqs[len(seqs)-1]
 	for i := len(batch) - 1; i >= 0; i-- { // delivered in order: usually the last
 		if meta, err := batch[i].Metadata(); err == nil && meta.Sequence.Stream == last {
-			ack(batch[i], p.logger())
+			p.dlq.ack(batch[i])
 			return
 		}
 	}
@@ -109,13 +111,13 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substa
 		meta, err := m.Metadata()
 		if err != nil {
 			// Without a sequence it cannot be acked with the batch.
-			p.deadLetter(ctx, m, substate.WrapError(substate.EINVALID, err, "no jetstream metadata"))
+			p.dlq.deadLetter(ctx, m, substate.WrapError(substate.EINVALID, err, "no jetstream metadata"))
 			continue
 		}
 		seqs = append(seqs, meta.Sequence.Stream)
 		e, err := substate.UnmarshalEvent(m.Data())
 		if err != nil {
-			if err := storeDeadLetter(ctx, m, substate.StageProject, err, p.DeadLetters, p.Metrics, p.logger()); err != nil {
+			if err := p.dlq.store(ctx, m, err); err != nil {
 				return nil, nil, err
 			}
 			continue
@@ -213,10 +215,6 @@ func (p *Projector) readRange(ctx context.Context, from, to uint64) ([]substate.
 		p.logger().Warn("read a gap in the event stream directly", "from", from, "to", to-1, "events", len(out))
 	}
 	return out, nil
-}
-
-func (p *Projector) deadLetter(ctx context.Context, m jetstream.Msg, err error) {
-	Retry{}.deadLetter(ctx, m, substate.StageProject, err, p.DeadLetters, p.Metrics, p.logger())
 }
 
 func (p *Projector) logger() *slog.Logger {

@@ -3,7 +3,6 @@ package consumers_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,21 +14,10 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
 )
-
-// openView opens a bbolt view in a temporary directory and checks the file
-// is consistent when the test ends.
-func openView(tb testing.TB) *state.DB {
-	tb.Helper()
-	db := state.NewDB(filepath.Join(tb.TempDir(), "view.db"))
-	if err := db.Open(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
 
 // runProjector runs a projector on b into view until the test ends.
 func runProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.ConsumerConfig) {
@@ -56,8 +44,8 @@ func runProjectorWith(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.C
 	}
 	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, DeadLetters: dlq, Linger: time.Millisecond}
 	view.ChangeOutbox = true // the change feed as the worker runs it
-	runInBackground(tb, (&publishers.ChangeFeed{JetStream: b.JetStream, Outbox: view}).Run)
-	runInBackground(tb, p.Run)
+	pipelinetest.RunInBackground(tb, (&publishers.ChangeFeed{JetStream: b.JetStream, Outbox: view}).Run)
+	pipelinetest.RunInBackground(tb, p.Run)
 }
 
 func projectorConfig() jetstream.ConsumerConfig {
@@ -111,7 +99,7 @@ func (cc *changeCounter) len() int {
 // real change.
 func TestProjectorScrambledHistory(t *testing.T) {
 	b := newBus(t)
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	changes := countChanges(t, b.Conn)
 	runProjector(t, b, view, projectorConfig())
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -130,7 +118,7 @@ func TestProjectorScrambledHistory(t *testing.T) {
 	if err := publishers.NewJetStream(b.JetStream).PublishEvents(context.Background(), scrambled); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the projector to catch up", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(t, "the projector to catch up", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 
 	ctx := context.Background()
 	for tenant, want := range map[string]substate.SubState{"a": substate.StateSucceeded, "b": substate.StateFailed, "c": substate.StateRunning} {
@@ -150,7 +138,7 @@ func TestProjectorScrambledHistory(t *testing.T) {
 	if stats.Applied != 3 || stats.Stale != 4 {
 		t.Errorf("view stats %+v, want 3 applied and 4 stale", stats)
 	}
-	waitFor(t, "the change feed", func() bool { return changes.len() >= int(stats.Applied) })
+	pipelinetest.WaitFor(t, "the change feed", func() bool { return changes.len() >= int(stats.Applied) })
 	time.Sleep(50 * time.Millisecond) // nothing more may arrive
 	if got := changes.len(); got != int(stats.Applied) || got == 0 {
 		t.Fatalf("change feed carried %d messages for %d real changes", got, stats.Applied)
@@ -166,7 +154,7 @@ func TestProjectorScrambledHistory(t *testing.T) {
 // nothing under new ids: no write transaction, no change message.
 func TestProjectorUnchangedEventsWriteNothing(t *testing.T) {
 	b := newBus(t)
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	changes := countChanges(t, b.Conn)
 	runProjector(t, b, view, projectorConfig())
 	pub := publishers.NewJetStream(b.JetStream)
@@ -175,7 +163,7 @@ func TestProjectorUnchangedEventsWriteNothing(t *testing.T) {
 	if err := pub.PublishEvents(context.Background(), []substate.Event{first}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first event", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(t, "the first event", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 	commits := view.Stats().Commits
 	var again []substate.Event
 	for i := range 200 {
@@ -186,7 +174,7 @@ func TestProjectorUnchangedEventsWriteNothing(t *testing.T) {
 	if err := pub.PublishEvents(context.Background(), again); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the repeats", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(t, "the repeats", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 	if got := view.Stats().Commits; got != commits {
 		t.Fatalf("%d write transactions for 200 unchanged events, want 0", got-commits)
 	}
@@ -200,7 +188,7 @@ func TestProjectorUnchangedEventsWriteNothing(t *testing.T) {
 // projector reads them from the stream first.
 func TestProjectorReadsGaps(t *testing.T) {
 	b := newBus(t)
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	events := []substate.Event{
 		sfn("a", "exec-a", substate.StateRunning, 0, 1, t0, ""),
@@ -213,7 +201,7 @@ func TestProjectorReadsGaps(t *testing.T) {
 	cfg := projectorConfig()
 	cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, 3
 	runProjector(t, b, view, cfg)
-	waitFor(t, "the projector", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(t, "the projector", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 	for _, tenant := range []string{"a", "b", "c"} {
 		if _, err := view.Tenant(context.Background(), tenant); err != nil {
 			t.Errorf("tenant %s: %v", tenant, err)
@@ -232,7 +220,7 @@ func TestProjectorReadsGaps(t *testing.T) {
 // their later redelivery is skipped instead of lost.
 func TestProjectorReadsGapsInsideABatch(t *testing.T) {
 	b := newBus(t)
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	pub := publishers.NewJetStream(b.JetStream)
@@ -268,7 +256,7 @@ func TestProjectorReadsGapsInsideABatch(t *testing.T) {
 	}
 
 	runProjector(t, b, view, projectorConfig())
-	waitFor(t, "the projector", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(t, "the projector", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 	v, err := view.Tenant(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -296,13 +284,13 @@ func engineEvent(tenant string, s substate.SubState, seq uint64, started time.Ti
 
 func TestProjectorDeadLettersBadEvents(t *testing.T) {
 	b := newBus(t)
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	runProjector(t, b, view, projectorConfig())
 	if _, err := b.JetStream.Publish(context.Background(), substate.EventsSubject("x"), []byte(`{"specversion":"1.0","type":"other"}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the dead letter", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
-	waitFor(t, "the ack", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(t, "the dead letter", func() bool { return streamCount(t, b.JetStream, substate.StreamDLQ) == 1 })
+	pipelinetest.WaitFor(t, "the ack", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 	if m := streamMsgs(t, b.JetStream, substate.StreamDLQ)[0]; m.Header.Get(substate.HeaderDLQStage) != substate.StageProject {
 		t.Fatalf("stage %q", m.Header.Get(substate.HeaderDLQStage))
 	}
@@ -326,9 +314,9 @@ func TestProjectorOneAckPerBatch(t *testing.T) {
 	if err := publishers.NewJetStream(b.JetStream).PublishEvents(context.Background(), events); err != nil {
 		t.Fatal(err)
 	}
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	runProjector(t, b, view, projectorConfig())
-	waitFor(t, "the projector", settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
+	pipelinetest.WaitFor(t, "the projector", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 	if err := b.Conn.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +343,7 @@ func TestProjectorHandsBackABatchWhoseDeadLetterFails(t *testing.T) {
 	if _, err := js.Publish(context.Background(), substate.EventsSubject("x"), []byte(`{"specversion":"1.0","type":"other"}`)); err != nil {
 		t.Fatal(err)
 	}
-	view := openView(t)
+	view := pipelinetest.OpenView(t)
 	runProjectorWith(t, b, view, projectorConfig(), dlq)
 	for range 2 { // the first try, and the redelivery of the handed-back batch
 		select {
@@ -367,7 +355,7 @@ func TestProjectorHandsBackABatchWhoseDeadLetterFails(t *testing.T) {
 	if _, err := view.Tenant(context.Background(), "a"); substate.ErrorCode(err) != substate.ENOTFOUND {
 		t.Errorf("tenant a: %v, want it not applied", err)
 	}
-	if info := consumerInfo(t, js, substate.StreamEvents, bus.ProjectorConsumer("")); info.AckFloor.Stream != 0 {
+	if info := pipelinetest.ConsumerInfo(t, js, substate.StreamEvents, bus.ProjectorConsumer("")); info.AckFloor.Stream != 0 {
 		t.Errorf("ack floor %d, want nothing acknowledged", info.AckFloor.Stream)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/restate"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/operate"
@@ -39,7 +39,7 @@ func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, 
 		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = p, p
 	}
 	if p := w.reconcile.restate; p != nil {
-		op := &consumers.RestateOperator{Admin: p}
+		op := &restate.Operator{Admin: p}
 		svc.Operators[substate.ProviderRestate], svc.Pollers[substate.ProviderRestate] = op, op
 	}
 	return httpapi.Executions(svc, w.Auth, w.Redaction, w.Logger.With("component", "http")), nil

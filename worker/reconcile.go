@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
+	recon "github.com/substatehq/substate/consumers/reconcile"
+	"github.com/substatehq/substate/consumers/restate"
 	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/publishers"
 )
@@ -31,10 +32,10 @@ type ReconcileFlags struct {
 
 // reconcile holds the worker's pollers; each is nil when not configured.
 type reconcile struct {
-	reconciler *consumers.Reconciler
-	restate    *consumers.RestatePoller
+	reconciler *recon.Reconciler
+	restate    *restate.Poller
 	sfn        *stepfunctions.Provider // also acts on executions
-	metrics    *consumers.ReconcileMetrics
+	metrics    *recon.Metrics
 }
 
 // openReconciler builds the reconciler for the providers that can be
@@ -45,7 +46,7 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	m := consumers.NewReconcileMetrics(w.registry)
+	m := recon.NewMetrics(w.registry)
 	w.reconcile.metrics = m
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	pollers := map[substate.Provider]substate.StatusPoller{}
@@ -60,14 +61,14 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 	// The built-in engine joins here, as pollers[substate.ProviderEngine],
 	// once it implements substate.StatusPoller. Restate has its own poller.
 	if len(pollers) > 0 {
-		r := consumers.NewReconciler(w.View, pollers, pub)
+		r := recon.NewReconciler(w.View, pollers, pub)
 		// The Step Functions provider spends its own API budget, call by call.
 		r.After, r.Interval, r.Every, r.QPS = f.ReconcileAfter, f.ReconcileInterval, f.SFNHistoryInterval, 0
 		r.Metrics, r.Logger = m, w.Logger.With("component", "reconciler")
 		w.reconcile.reconciler = r
 	}
 	if f.RestateAdminURL != "" {
-		p := consumers.NewRestatePoller(f.RestateAdminURL, w.View, pub)
+		p := restate.NewPoller(f.RestateAdminURL, w.View, pub)
 		p.Token, p.Interval, p.After, p.QPS = f.RestateAdminToken, f.RestatePollEvery, f.RestatePollAfter, f.ReconcileQPS
 		p.Services, p.DeadLetters = f.RestateServices, pub
 		p.Metrics, p.Logger = m, w.Logger.With("component", "restate-poller")
@@ -111,7 +112,7 @@ func (f *ReconcileFlags) validate() error {
 // stepFunctions returns the Step Functions provider the reconciler polls,
 // or nil when Step Functions reconciling is off: by --sfn-reconcile=off,
 // or in auto mode when the AWS configuration names no region.
-func (w *Worker) stepFunctions(ctx context.Context, m *consumers.ReconcileMetrics) (*stepfunctions.Provider, error) {
+func (w *Worker) stepFunctions(ctx context.Context, m *recon.Metrics) (*stepfunctions.Provider, error) {
 	f := w.Flags.ReconcileFlags
 	if f.SFNReconcile == "off" {
 		return nil, nil

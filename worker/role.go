@@ -9,7 +9,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/ingress"
 )
 
 // Roles a worker process can take.
@@ -127,7 +127,7 @@ func (w *Worker) durables() []durable {
 
 // ingestHandler returns the ingress routes, or nil when the role does not
 // ingest (the server then answers 404 under /v1/ingest/).
-func (w *Worker) ingestHandler(in *consumers.Ingress) http.Handler {
+func (w *Worker) ingestHandler(in *ingress.Ingress) http.Handler {
 	if !w.Flags.ingests() {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/ingress"
 	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
@@ -279,16 +280,16 @@ func (w *Worker) openEngine(context.Context) error {
 
 func (w *Worker) openHTTP(ctx context.Context) error {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
-	in := &consumers.Ingress{
+	in := &ingress.Ingress{
 		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !Loopback(w.Flags.HTTPAddr),
-		Ready: w.Bus.Ready, Metrics: w.Metrics, Logger: w.Logger.With("component", "ingress"),
-		Admission: &consumers.Admission{
+		Ready: w.Bus.Ready, Metrics: w.Metrics.Ingress, Logger: w.Logger.With("component", "ingress"),
+		Admission: &ingress.Admission{
 			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
 			RetryAfter: 5 * time.Second,
 		},
 	}
 	if s := w.Flags.RestateWebhookSecret; s != "" {
-		v, err := consumers.NewWebhookVerifier(s)
+		v, err := ingress.NewWebhookVerifier(s)
 		if err != nil {
 			return err
 		}

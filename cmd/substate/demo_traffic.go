@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/consumers/ingress"
 )
 
 // providerStep is one status event the demo posts through the HTTP ingress,
@@ -146,7 +146,7 @@ func (d *demoRun) sign(req *http.Request, s providerStep) error {
 		return nil
 	}
 	now := time.Now()
-	sig, err := consumers.SignWebhook(secret, s.id, now, s.body)
+	sig, err := ingress.SignWebhook(secret, s.id, now, s.body)
 	if err != nil {
 		return err
 	}

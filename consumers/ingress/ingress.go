@@ -1,0 +1,323 @@
+package ingress
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/httpx"
+)
+
+// MaxIngestBody is the largest request body ingress accepts (1 MiB, what an
+// EventBridge API destination sends at most).
+const MaxIngestBody = 1 << 20
+
+// Ingress receives provider status changes over HTTP and puts them on
+// SUBSTATE_RAW. It answers 202 only after JetStream acknowledged every raw
+// event of the request, so a provider that retries on 5xx never loses one.
+type Ingress struct {
+	// Store stores the raw events and tells a redelivery (202, counted as
+	// a duplicate) from a reused id with another body (409 and a dead
+	// letter).
+	Store RawStore
+	// APIKey, when set, is the X-Api-Key every EventBridge delivery must carry.
+	APIKey string
+	// Webhook, when set, verifies the Standard Webhooks signature of every
+	// Restate delivery.
+	Webhook *WebhookVerifier
+	// Exposed says the server listens beyond loopback. A route whose
+	// credential is not configured then refuses every request, so setting
+	// one provider's credential never leaves the other's route open.
+	Exposed bool
+	// DeadLetters, when set, keeps the body of every authenticated request
+	// refused as malformed (400) on substate.dlq.ingest with the reason: the
+	// provider was told no, and its bytes stay as evidence. The 400 is sent
+	// only after JetStream stored the dead letter.
+	DeadLetters substate.DeadLetterPublisher
+	// Ready reports whether NATS is reachable; while it is not, requests get
+	// 503 at once. Nil means always ready.
+	Ready func() bool
+	// Admission, when set, answers 429 with Retry-After while the raw
+	// backlog or the publishes in flight pass their bounds.
+	Admission *Admission
+	Timeout   time.Duration // publish timeout of one request; 0 means 5 s
+	Now       func() time.Time
+	Metrics   *Metrics
+	Logger    *slog.Logger
+}
+
+// Handler returns the routes POST /v1/ingest/eventbridge and
+// POST /v1/ingest/restate.
+func (in *Ingress) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/ingest/eventbridge", in.endpoint(substate.ProviderStepFunctions, in.eventBridge))
+	mux.Handle("POST /v1/ingest/restate", in.endpoint(substate.ProviderRestate, in.restate))
+	return mux
+}
+
+// decodeFunc turns one authenticated request body into raw events.
+type decodeFunc func(r *http.Request, body []byte) ([]substate.RawEvent, error)
+
+// endpoint wraps a decoder with the steps every ingest route shares: body
+// limit, readiness, publishing, metrics and the error body.
+func (in *Ingress) endpoint(p substate.Provider, decode decodeFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := in.now()
+		res, err := in.ingest(r, decode)
+		in.observe(p, start, err)
+		if err != nil {
+			if substate.ErrorCode(err) == substate.ETHROTTLED {
+				w.Header().Set("Retry-After", in.Admission.retryAfter())
+				in.Metrics.countThrottled()
+			}
+			httpx.Error(w, r, err, in.Logger)
+			return
+		}
+		httpx.JSON(w, http.StatusAccepted, res)
+	})
+}
+
+func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (IngestResult, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	events, err := decode(r, body)
+	if err == nil {
+		err = checkUTF8(body)
+	}
+	withTraceParent(events, r.Header.Get(substate.HeaderTraceParent))
+	if substate.ErrorCode(err) == substate.EINVALID {
+		return IngestResult{}, in.deadLetter(r, body, err)
+	} else if err != nil {
+		return IngestResult{}, err
+	}
+	if err := in.checkReady(); err != nil {
+		return IngestResult{}, err
+	}
+	release, err := in.Admission.admit(len(events))
+	if err != nil {
+		return IngestResult{}, err
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
+	defer cancel()
+	res, err := in.publish(ctx, events)
+	if substate.ErrorCode(err) == substate.ECONFLICT {
+		return res, in.deadLetter(r, body, err)
+	}
+	return res, err
+}
+
+func (in *Ingress) checkReady() error {
+	if in.Ready != nil && !in.Ready() {
+		return substate.Errorf(substate.EUNAVAILABLE, "nats is unavailable, retry later")
+	}
+	return nil
+}
+
+// deadLetterHeaders are the request headers a dead letter keeps; the
+// credentials (X-Api-Key) stay out of the stream.
+var deadLetterHeaders = []string{"Content-Type", "User-Agent", "webhook-id", "webhook-timestamp"}
+
+// deadLetter stores the body of a request refused as malformed on
+// substate.dlq.ingest and returns refusal, the error to answer with. While
+// NATS is away the answer is 503 instead, so the provider retries and the
+// body is kept then.
+func (in *Ingress) deadLetter(r *http.Request, body []byte, refusal error) error {
+	if in.DeadLetters == nil {
+		return refusal
+	}
+	if err := in.checkReady(); err != nil {
+		return err
+	}
+	header := map[string][]string{substate.HeaderReceivedAt: {in.now().UTC().Format(time.RFC3339Nano)}}
+	for _, k := range deadLetterHeaders {
+		if v := r.Header.Values(k); len(v) > 0 {
+			header[k] = v
+		}
+	}
+	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
+	d := substate.DeadLetter{
+		Stage: substate.StageIngest, Reason: substate.DeadLetterReason(refusal), Subject: r.URL.Path,
+		ID: substate.StageIngest + "/" + hex.EncodeToString(sum[:]), Body: body, Header: header,
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
+	defer cancel()
+	if err := in.DeadLetters.PublishDeadLetter(ctx, d); err != nil {
+		if substate.ErrorCode(err) != substate.ETOOLARGE {
+			return publishError(err)
+		}
+		in.logger().Warn("refused body too large to keep as a dead letter", "path", r.URL.Path, "bytes", len(body), "err", err)
+		return refusal
+	}
+	in.Metrics.countDeadLetter(substate.StageIngest, substate.ErrorCode(refusal))
+	in.logger().Warn("dead-lettered", "stage", substate.StageIngest, "path", r.URL.Path, "reason", d.Reason)
+	return refusal
+}
+
+func (in *Ingress) logger() *slog.Logger {
+	return cmp.Or(in.Logger, slog.New(slog.DiscardHandler))
+}
+
+// publishError turns a failed publish into what the caller should do:
+// retry later, unless the message itself was refused.
+func publishError(err error) error {
+	if substate.ErrorCode(err) == substate.ETOOLARGE {
+		return err
+	}
+	return substate.WrapError(substate.EUNAVAILABLE, err, "nats did not acknowledge the event, retry later")
+}
+
+// checkUTF8 refuses a body that is not valid UTF-8: JSON text is UTF-8
+// (RFC 8259), EventBridge and Restate send nothing else, and repairing the
+// bytes would merge distinct ids (see docs/pipeline.md, tenant ids). It
+// runs after authentication, so the refusal is kept as a dead letter.
+func checkUTF8(body []byte) error {
+	if utf8.Valid(body) {
+		return nil
+	}
+	at := len(body)
+	for i := 0; i < len(body); {
+		r, size := utf8.DecodeRune(body[i:])
+		if r == utf8.RuneError && size <= 1 {
+			at = i
+			break
+		}
+		i += size
+	}
+	return substate.Errorf(substate.EINVALID, "body is not valid UTF-8 (byte 0x%02X at offset %d)", body[at], at)
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > MaxIngestBody {
+		return nil, substate.Errorf(substate.ETOOLARGE, "body of %d bytes is above the limit of %d", r.ContentLength, MaxIngestBody)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxIngestBody+1))
+	if err != nil {
+		return nil, substate.WrapError(substate.EINVALID, err, "read body")
+	}
+	if len(body) > MaxIngestBody {
+		return nil, substate.Errorf(substate.ETOOLARGE, "body is above the limit of %d bytes", MaxIngestBody)
+	}
+	return body, nil
+}
+
+func (in *Ingress) observe(p substate.Provider, start time.Time, err error) {
+	if in.Metrics == nil {
+		return
+	}
+	outcome := "accepted"
+	if err != nil {
+		outcome = substate.ErrorCode(err)
+	}
+	in.Metrics.Ingested.WithLabelValues(string(p), outcome).Inc()
+	in.Metrics.IngestLatency.WithLabelValues(string(p)).Observe(in.now().Sub(start).Seconds())
+}
+
+func (in *Ingress) now() time.Time {
+	if in.Now != nil {
+		return in.Now()
+	}
+	return time.Now()
+}
+
+// eventBridge decodes one EventBridge event or a JSON array of them. Each
+// must be an object with an id; what the event says is the normalizer's
+// business, so an unknown detail-type is accepted and dead-lettered there
+// with the provider's bytes kept as evidence.
+func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEvent, error) {
+	if in.APIKey == "" && in.Exposed {
+		return nil, substate.Errorf(substate.EUNAUTHORIZED, "eventbridge ingest is closed: no API key is configured and the server is not on loopback")
+	}
+	if in.APIKey != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), []byte(in.APIKey)) != 1 {
+		return nil, substate.Errorf(substate.EUNAUTHORIZED, "missing or wrong X-Api-Key header")
+	}
+	items, err := splitJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]substate.RawEvent, len(items))
+	for i, item := range items {
+		var env struct {
+			ID *string `json:"id"`
+		}
+		if err := json.Unmarshal(item, &env); err != nil {
+			return nil, substate.WrapError(substate.EINVALID, err, "event %d: not an EventBridge event object", i)
+		}
+		if env.ID == nil || *env.ID == "" {
+			return nil, substate.Errorf(substate.EINVALID, "event %d: missing \"id\"", i)
+		}
+		events[i] = substate.RawEvent{Kind: substate.RawEventBridge, ID: *env.ID, Body: item}
+	}
+	return events, nil
+}
+
+// restate decodes one sys_invocation row or {"rows":[…]}, verified by its
+// Standard Webhooks signature when a secret is configured. The webhook-id
+// identifies the delivery; unsigned deliveries (no secret, loopback only)
+// without one are identified by a hash of the body.
+func (in *Ingress) restate(r *http.Request, body []byte) ([]substate.RawEvent, error) {
+	if in.Webhook == nil && in.Exposed {
+		return nil, substate.Errorf(substate.EUNAUTHORIZED, "restate ingest is closed: no webhook secret is configured and the server is not on loopback")
+	}
+	if in.Webhook != nil {
+		if err := in.Webhook.Verify(body, r.Header); err != nil {
+			return nil, err
+		}
+	}
+	if !json.Valid(body) {
+		return nil, substate.Errorf(substate.EINVALID, "body is not valid JSON")
+	}
+	if t := firstByte(body); t != '{' {
+		return nil, substate.Errorf(substate.EINVALID, "body must be a sys_invocation row object or {\"rows\":[…]}")
+	}
+	id := r.Header.Get("webhook-id")
+	if id == "" {
+		sum := sha256.Sum256(body)
+		id = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return []substate.RawEvent{{Kind: substate.RawRestate, ID: id, Body: body}}, nil
+}
+
+// splitJSON returns the elements of a JSON array, or the body itself when it
+// is one object.
+func splitJSON(body []byte) ([]json.RawMessage, error) {
+	switch firstByte(body) {
+	case '{':
+		if !json.Valid(body) {
+			return nil, substate.Errorf(substate.EINVALID, "body is not valid JSON")
+		}
+		return []json.RawMessage{body}, nil
+	case '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(body, &items); err != nil {
+			return nil, substate.WrapError(substate.EINVALID, err, "body is not a valid JSON array")
+		}
+		if len(items) == 0 {
+			return nil, substate.Errorf(substate.EINVALID, "empty array: no events")
+		}
+		return items, nil
+	case 0:
+		return nil, substate.Errorf(substate.EINVALID, "empty body")
+	}
+	return nil, substate.Errorf(substate.EINVALID, "body must be a JSON object or an array of objects")
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
