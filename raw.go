@@ -61,3 +61,11 @@ type Mapper interface {
 type EventPublisher interface {
 	PublishEvents(ctx context.Context, events []Event) error
 }
+
+// RawRef names the raw message a canonical event was mapped from. The zero
+// RawRef names none (an event published before the link existed, or by
+// another publisher).
+type RawRef struct {
+	Seq uint64 // stream sequence in SUBSTATE_RAW; 0 when unknown
+	ID  string // the raw message's id; "" when unknown
+}
