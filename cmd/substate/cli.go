@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // CLI is the command tree. Every flag also reads SUBSTATE_<FLAG> from the
@@ -89,6 +91,6 @@ func (m *Main) fail(ctx context.Context, err error) int {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return 0
 	}
-	fmt.Fprintln(m.Stderr, "substate:", termLines(err.Error()))
+	fmt.Fprintln(m.Stderr, "substate:", termtext.Lines(err.Error()))
 	return 1
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // ExecutionsCmd is "substate executions": act on a tenant's current
@@ -46,7 +47,7 @@ func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, info)
+		return termtext.WriteJSON(m.Stdout, info)
 	}
 	return printExecution(m.Stdout, info)
 }
@@ -99,7 +100,7 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 		return err
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, res)
+		return termtext.WriteJSON(m.Stdout, res)
 	}
 	verb := map[substate.ExecutionAction]string{substate.ActionStop: "stopped", substate.ActionRetry: "retried", substate.ActionRestart: "restarted"}[action]
 	switch {
@@ -116,7 +117,7 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 // printExecution prints a described execution, one field a line.
 func printExecution(w io.Writer, x substate.ExecutionInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, dash(v)) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, termtext.Dash(v)) }
 	row("tenant", x.TenantID)
 	row("provider", string(x.Provider))
 	row("execution", x.ExecutionID)
@@ -129,9 +130,9 @@ func printExecution(w io.Writer, x substate.ExecutionInfo) error {
 	}
 	row("started", stamp(x.StartedAt))
 	row("stopped", stamp(x.StoppedAt))
-	row("error", clip(strings.TrimSpace(x.Error+" "+x.Cause), 200))
-	row("input", clip(string(x.Input), 200))
-	row("output", clip(string(x.Output), 200))
+	row("error", termtext.Clip(strings.TrimSpace(x.Error+" "+x.Cause), 200))
+	row("input", termtext.Clip(string(x.Input), 200))
+	row("output", termtext.Clip(string(x.Output), 200))
 	retry := "yes"
 	if !x.Retryable {
 		retry = "no: " + x.RetryRefusal
@@ -193,5 +194,5 @@ func answerError(resp *http.Response) error {
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
 	return substate.Errorf(substate.EINTERNAL, "the worker answered HTTP %d %s: %s",
-		resp.StatusCode, http.StatusText(resp.StatusCode), clip(cmp.Or(line, "no body"), 200))
+		resp.StatusCode, http.StatusText(resp.StatusCode), termtext.Clip(cmp.Or(line, "no body"), 200))
 }

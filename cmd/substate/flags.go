@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // LogFlags choose how logs look.
@@ -29,15 +31,10 @@ func (f LogFlags) loggerTo(w *os.File) *slog.Logger {
 	switch {
 	case f.LogFormat == "json":
 		return slog.New(slog.NewJSONHandler(w, opts))
-	case isTerminal(w):
+	case termtext.Terminal(w):
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // NATSFlags say where NATS is and how to reach it.

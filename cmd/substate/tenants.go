@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // ServerFlags say which running worker to ask.
@@ -41,7 +40,7 @@ func (c *TenantsGetCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, v)
+		return termtext.WriteJSON(m.Stdout, v)
 	}
 	return printTenants(m.Stdout, []substate.TenantView{v})
 }
@@ -82,7 +81,7 @@ func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
 		all = append(all, page.Tenants...)
 		if !c.All || page.NextPageToken == "" {
 			if c.JSON {
-				return writeJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: page.NextPageToken})
+				return termtext.WriteJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: page.NextPageToken})
 			}
 			return printTenants(m.Stdout, all)
 		}
@@ -94,28 +93,11 @@ func printTenants(w io.Writer, views []substate.TenantView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENANT\tSUB-STATE\tVERB\tSTEP\tRETRIES\tPROVIDER\tEXECUTION\tUPDATED\tERROR")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termText(v.TenantID), dash(termText(string(v.WorkflowSubState))),
-			dash(termText(string(v.WorkflowVerb))), dash(clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, dash(termText(string(v.Provider))),
-			dash(shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), dash(clip(v.WorkflowErrorMessage, 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termtext.Text(v.TenantID), termtext.Dash(termtext.Text(string(v.WorkflowSubState))),
+			termtext.Dash(termtext.Text(string(v.WorkflowVerb))), termtext.Dash(termtext.Clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, termtext.Dash(termtext.Text(string(v.Provider))),
+			termtext.Dash(termtext.Shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), termtext.Dash(termtext.Clip(v.WorkflowErrorMessage, 60)))
 	}
 	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// shorten cuts an identifier to n characters keeping its end, where an
-// ARN or id differs (error text is cut keeping its start: see clip).
-func shorten(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > n {
-		s = "…" + string(r[len(r)-n+1:])
-	}
-	return termText(s)
 }
 
 func age(t time.Time) string {
@@ -130,12 +112,4 @@ func age(t time.Time) string {
 // error with its message.
 func getJSON(ctx context.Context, base, key, path string, v any) error {
 	return callWorker(ctx, http.MethodGet, base, path, key, nil, v)
-}
-
-// writeJSON prints v as indented JSON, with what termText escapes
-// escaped as JSON escapes (termJSON).
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(jsonWriter{w})
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

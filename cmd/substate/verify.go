@@ -16,6 +16,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
@@ -118,7 +119,7 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 		}
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, termText(f.Reason))
+		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, termtext.Text(f.Reason))
 	}
 	fmt.Fprintf(w, "evidence of %s up to sequence %d in %s: %s\n", substate.StreamEvents, res.LastSeq, substate.StreamRaw, strings.Join(counts, ", "))
 }
@@ -174,14 +175,14 @@ func (c *VerifyCmd) replay(ctx context.Context, js jetstream.JetStream, seq uint
 		return nil, replay.Progress{}, err
 	}
 	defer os.RemoveAll(dir)
-	prog := newProgress(stderr, time.Now)
-	db, p, err := rebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.update)
+	prog := termtext.NewProgress(stderr, time.Now)
+	db, p, err := rebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.Update)
 	if err != nil {
 		return nil, p, err
 	}
 	defer db.Close()
-	if prog.drawn {
-		prog.finish(fmt.Sprintf("replayed %d events in %s", p.Events, prog.elapsed().Round(time.Millisecond)))
+	if prog.Drawn() {
+		prog.Finish(fmt.Sprintf("replayed %d events in %s", p.Events, prog.Elapsed().Round(time.Millisecond)))
 	}
 	views, err := allViews(ctx, db)
 	return views, p, err
@@ -222,25 +223,25 @@ func printVerify(w io.Writer, lv liveView, p replay.Progress, diffs []replay.Ten
 	for _, d := range diffs {
 		switch d.Only {
 		case "live":
-			fmt.Fprintf(w, "tenant %s: in the live view only\n", termText(d.TenantID))
+			fmt.Fprintf(w, "tenant %s: in the live view only\n", termtext.Text(d.TenantID))
 		case "replay":
-			fmt.Fprintf(w, "tenant %s: in the replay only\n", termText(d.TenantID))
+			fmt.Fprintf(w, "tenant %s: in the replay only\n", termtext.Text(d.TenantID))
 		default:
-			fmt.Fprintf(w, "tenant %s differs:\n", termText(d.TenantID))
+			fmt.Fprintf(w, "tenant %s differs:\n", termtext.Text(d.TenantID))
 			for _, f := range d.Fields {
 				fmt.Fprintf(w, "  %-22s live %s, replay %s\n", f.Field, strconv.Quote(f.Live), strconv.Quote(f.Replay))
 			}
 		}
 	}
 	if moved > 0 {
-		fmt.Fprintf(w, "%s changed while the live view was read and not compared\n", plural(moved, "tenant"))
+		fmt.Fprintf(w, "%s changed while the live view was read and not compared\n", termtext.Plural(moved, "tenant"))
 	}
 	if p.FirstSeq > 1 {
 		fmt.Fprintf(w, "note: %s starts at sequence %d: earlier events are gone (retention), so tenants whose history began before cannot be replayed exactly\n",
 			substate.StreamEvents, p.FirstSeq)
 	}
 	if len(diffs) == 0 {
-		fmt.Fprintf(w, "the live view equals the replay of %s up to sequence %d: %s\n", substate.StreamEvents, seq, plural(len(lv.tenants), "tenant"))
+		fmt.Fprintf(w, "the live view equals the replay of %s up to sequence %d: %s\n", substate.StreamEvents, seq, termtext.Plural(len(lv.tenants), "tenant"))
 		return
 	}
 	fmt.Fprintf(w, "%d of %d tenants differ from the replay of %s up to sequence %d (updatedAt is not compared)\n",
