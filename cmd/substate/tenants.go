@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/termtext"
 )
 
@@ -19,6 +17,11 @@ type ServerFlags struct {
 	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
 	APIKey string `name:"api-key" help:"Read-API key, sent as Authorization: Bearer (needed once the worker has keys)."`
 	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
+}
+
+// Client is the API client of the worker the flags name.
+func (f ServerFlags) Client() *httpapi.Client {
+	return &httpapi.Client{URL: f.Server, APIKey: f.APIKey}
 }
 
 // TenantsCmd is "substate tenants".
@@ -35,8 +38,8 @@ type TenantsGetCmd struct {
 
 // Run prints the tenant.
 func (c *TenantsGetCmd) Run(ctx context.Context, m *Main) error {
-	var v substate.TenantView
-	if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants/"+url.PathEscape(c.ID), &v); err != nil {
+	v, err := c.Client().Tenant(ctx, c.ID)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
@@ -58,35 +61,23 @@ type TenantsListCmd struct {
 
 // Run prints the matching tenants.
 func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
-	q := url.Values{}
-	if c.SubState != "" {
-		q.Set("subState", c.SubState)
-	}
-	if c.HasError {
-		q.Set("hasError", "true")
-	}
-	if c.MinRetries > 0 {
-		q.Set("minRetryCount", strconv.Itoa(c.MinRetries))
-	}
-	if c.SortRetries {
-		q.Set("sort", "retryCount:desc")
-	}
-	q.Set("limit", strconv.Itoa(c.Limit))
+	f := substate.TenantFilter{SubState: substate.SubState(c.SubState), HasError: c.HasError,
+		MinRetryCount: max(c.MinRetries, 0), SortRetryDesc: c.SortRetries, Limit: c.Limit}
 	var all []substate.TenantView
-	for {
-		var page substate.TenantPage
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants?"+q.Encode(), &page); err != nil {
+	var next string
+	for page, err := range c.Client().TenantPages(ctx, f) {
+		if err != nil {
 			return err
 		}
-		all = append(all, page.Tenants...)
-		if !c.All || page.NextPageToken == "" {
-			if c.JSON {
-				return termtext.WriteJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: page.NextPageToken})
-			}
-			return printTenants(m.Stdout, all)
+		all, next = append(all, page.Tenants...), page.NextPageToken
+		if !c.All {
+			break
 		}
-		q.Set("pageToken", page.NextPageToken)
 	}
+	if c.JSON {
+		return termtext.WriteJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: next})
+	}
+	return printTenants(m.Stdout, all)
 }
 
 func printTenants(w io.Writer, views []substate.TenantView) error {
@@ -105,11 +96,4 @@ func age(t time.Time) string {
 		return "-"
 	}
 	return time.Since(t).Round(time.Second).String() + " ago"
-}
-
-// getJSON GETs path from a worker, with key as its bearer token unless
-// it is empty, and decodes the JSON answer, turning an error body into an
-// error with its message.
-func getJSON(ctx context.Context, base, key, path string, v any) error {
-	return callWorker(ctx, http.MethodGet, base, path, key, nil, v)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,7 +90,7 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 // worker's own words, which name the file, the page and the rebuild
 // command.
 func (c *VerifyCmd) checkReady(ctx context.Context) error {
-	err := callWorker(ctx, http.MethodGet, c.Server, "/readyz", "", nil, &struct{}{})
+	err := c.client().Ready(ctx)
 	if msg := substate.ErrorMessage(err); err != nil && strings.Contains(msg, "is corrupt") {
 		return fmt.Errorf("the worker's view is not usable: %s", msg)
 	}
@@ -129,15 +127,17 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 // accepts the window (movedTenants accounts for it).
 func (c *VerifyCmd) readLive(ctx context.Context) (liveView, error) {
 	var lv liveView
+	client := c.client()
 	for attempt := 1; ; attempt++ {
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/view/checkpoint", &lv.from); err != nil {
+		var err error
+		if lv.from, err = client.Checkpoint(ctx); err != nil {
 			return lv, err
 		}
-		tenants, err := c.liveTenants(ctx)
+		tenants, err := client.AllTenants(ctx, substate.TenantFilter{Limit: 1000})
 		if err != nil {
 			return lv, err
 		}
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/view/checkpoint", &lv.to); err != nil {
+		if lv.to, err = client.Checkpoint(ctx); err != nil {
 			return lv, err
 		}
 		lv.tenants = tenants
@@ -148,21 +148,9 @@ func (c *VerifyCmd) readLive(ctx context.Context) (liveView, error) {
 	}
 }
 
-// liveTenants pages through GET /v1/tenants.
-func (c *VerifyCmd) liveTenants(ctx context.Context) ([]substate.TenantView, error) {
-	var out []substate.TenantView
-	q := url.Values{"limit": {"1000"}}
-	for {
-		var page substate.TenantPage
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants?"+q.Encode(), &page); err != nil {
-			return nil, err
-		}
-		out = append(out, page.Tenants...)
-		if page.NextPageToken == "" {
-			return out, nil
-		}
-		q.Set("pageToken", page.NextPageToken)
-	}
+// client is the API client of the worker being verified.
+func (c *VerifyCmd) client() *httpapi.Client {
+	return &httpapi.Client{URL: c.Server, APIKey: c.APIKey}
 }
 
 // replay rebuilds the view up to seq in a temporary file and reads it.
