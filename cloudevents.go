@@ -65,6 +65,9 @@ func (t *Timestamp) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 const (
 	EventTypePrefix = "io.substate.execution."
 	EventTypeSuffix = ".v1"
+	// EventType is the single type canonical events had before each
+	// sub-state got its own (EventTypeFor); it still decodes.
+	EventType = "io.substate.execution.substate.v1"
 )
 
 // EventTypeFor returns the CloudEvents type of a canonical event that

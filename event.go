@@ -1,6 +1,7 @@
 package substate
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -10,10 +11,7 @@ import (
 // CloudEvents attributes of every canonical event.
 const (
 	CloudEventsSpecVersion = "1.0"
-	// EventType is the single type canonical events had before each
-	// sub-state got its own (EventTypeFor); it still decodes.
-	EventType        = "io.substate.execution.substate.v1"
-	EventContentType = "application/json"
+	EventContentType       = "application/json"
 	// CloudEventsMediaType is the Content-Type header of a structured CloudEvent.
 	CloudEventsMediaType = "application/cloudevents+json"
 )
@@ -136,4 +134,15 @@ func UnmarshalEvent(b []byte) (Event, error) {
 		return Event{}, Errorf(EINVALID, "event type %q does not match its sub-state %q", e.Type, e.Data.SubState)
 	}
 	return e, nil
+}
+
+// Mapper turns one raw event into canonical events. Its errors are permanent:
+// an EINVALID or ENOTENANT error sends the raw event to the dead-letter stream.
+type Mapper interface {
+	Map(ev RawEvent) ([]EventData, error)
+}
+
+// EventPublisher publishes canonical events and returns once each is durable.
+type EventPublisher interface {
+	PublishEvents(ctx context.Context, events []Event) error
 }

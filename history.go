@@ -14,14 +14,6 @@ const (
 	HeaderRawID  = "Substate-Raw-Id"  // Nats-Msg-Id of the raw message (the provider's event id)
 )
 
-// RawRef names the raw message a canonical event was mapped from. The zero
-// RawRef names none (an event published before the link existed, or by
-// another publisher).
-type RawRef struct {
-	Seq uint64 // stream sequence in SUBSTATE_RAW; 0 when unknown
-	ID  string // the raw message's id; "" when unknown
-}
-
 // Outcomes of a transition: what one canonical event did to its tenant's view.
 const (
 	OutcomeChanged   = "changed"   // the view changed

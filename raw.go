@@ -54,15 +54,12 @@ type RawPublisher interface {
 	PublishRaw(ctx context.Context, ev RawEvent) error
 }
 
-// Mapper turns one raw event into canonical events. Its errors are permanent:
-// an EINVALID or ENOTENANT error sends the raw event to the dead-letter stream.
-type Mapper interface {
-	Map(ev RawEvent) ([]EventData, error)
-}
-
-// EventPublisher publishes canonical events and returns once each is durable.
-type EventPublisher interface {
-	PublishEvents(ctx context.Context, events []Event) error
+// RawRef names the raw message a canonical event was mapped from. The zero
+// RawRef names none (an event published before the link existed, or by
+// another publisher).
+type RawRef struct {
+	Seq uint64 // stream sequence in SUBSTATE_RAW; 0 when unknown
+	ID  string // the raw message's id; "" when unknown
 }
 
 // HeaderStopCause is the header of a raw provider status that substate

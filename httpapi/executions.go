@@ -56,11 +56,11 @@ func describeExecution(svc substate.ExecutionService, auth *Authorizer, policy *
 	})
 }
 
-// actionBody is the body of POST /v1/tenants/{id}/execution/{action}.
-type actionBody struct {
-	Reason string `json:"reason"`
-	Kill   bool   `json:"kill"`
-	DryRun bool   `json:"dryRun"`
+// ActionRequest is the body of POST /v1/tenants/{id}/execution/{action}.
+type ActionRequest struct {
+	Reason string `json:"reason"` // why: recorded in the audit event
+	Kill   bool   `json:"kill"`   // a Restate stop kills instead of cancelling
+	DryRun bool   `json:"dryRun"` // check that the provider would accept it, only
 }
 
 func actOnExecution(svc substate.ExecutionService, auth *Authorizer, policy *redact.Policy, log *slog.Logger) http.Handler {
@@ -98,8 +98,8 @@ func actOnExecution(svc substate.ExecutionService, auth *Authorizer, policy *red
 }
 
 // decodeActionBody reads an action's optional JSON body strictly.
-func decodeActionBody(w http.ResponseWriter, r *http.Request) (actionBody, error) {
-	var body actionBody
+func decodeActionBody(w http.ResponseWriter, r *http.Request) (ActionRequest, error) {
+	var body ActionRequest
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

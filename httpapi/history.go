@@ -117,6 +117,28 @@ func ParseHistoryQuery(v url.Values, now time.Time) (substate.HistoryQuery, erro
 	return q, nil
 }
 
+// EncodeHistoryQuery writes q as the query parameters ParseHistoryQuery
+// reads (the tenant is in the path); zero fields are left out.
+func EncodeHistoryQuery(q substate.HistoryQuery) url.Values {
+	v := url.Values{}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.Format(time.RFC3339Nano))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", q.Until.Format(time.RFC3339Nano))
+	}
+	if q.Raw {
+		v.Set("raw", "true")
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.AfterSeq != 0 {
+		v.Set("afterSeq", strconv.FormatUint(q.AfterSeq, 10))
+	}
+	return v
+}
+
 // ParseWhen reads a point in time: RFC 3339, a date (midnight UTC), or a
 // duration before now such as 90m or 24h. The empty string is the zero time.
 func ParseWhen(name, s string, now time.Time) (time.Time, error) {

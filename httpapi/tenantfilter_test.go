@@ -40,3 +40,17 @@ func TestParseTenantFilter(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeTenantFilter: a filter the client encodes parses back equal.
+func TestEncodeTenantFilter(t *testing.T) {
+	for _, f := range []substate.TenantFilter{
+		{},
+		{SubState: substate.StateWaiting, HasError: true, MinRetryCount: 3, SortRetryDesc: true, Limit: 1000, PageToken: "tok"},
+		{SortUpdatedDesc: true, Provider: substate.ProviderStepFunctions, TenantPrefix: "acme/ä&=?"},
+	} {
+		got, err := httpapi.ParseTenantFilter(httpapi.EncodeTenantFilter(f))
+		if err != nil || got != f {
+			t.Errorf("%+v parsed back as %+v, %v", f, got, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/substatehq/substate"
@@ -81,6 +82,37 @@ func ParseTenantFilter(q map[string][]string) (substate.TenantFilter, error) {
 	}
 	f.PageToken = get("pageToken")
 	return f, nil
+}
+
+// EncodeTenantFilter writes f as the query parameters ParseTenantFilter
+// reads; zero fields are left out.
+func EncodeTenantFilter(f substate.TenantFilter) url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("subState", string(f.SubState))
+	if f.HasError {
+		q.Set("hasError", "true")
+	}
+	if f.MinRetryCount != 0 {
+		q.Set("minRetryCount", strconv.Itoa(f.MinRetryCount))
+	}
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	switch {
+	case f.SortRetryDesc:
+		q.Set("sort", "retryCount:desc")
+	case f.SortUpdatedDesc:
+		q.Set("sort", "updatedAt:desc")
+	}
+	set("provider", string(f.Provider))
+	set("tenantPrefix", f.TenantPrefix)
+	set("pageToken", f.PageToken)
+	return q
 }
 
 func nonNegative(name, v string) (int, error) {

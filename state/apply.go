@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -179,6 +180,65 @@ func (w *work) write(b *buckets) error {
 		}
 	}
 	return b.saveCounts()
+}
+
+// commit writes the changed records of a batch and every pending record
+// with the checkpoint seq in one transaction, and deletes the changes the
+// feed removed from the outbox, then clears pending and removed, and
+// returns the bytes the transaction wrote. d.mu must be held.
+func (d *DB) commit(w *work, seq uint64) (uint64, error) {
+	d.pmu.Lock()
+	defer d.pmu.Unlock()
+	err := d.update(func(tx *bolt.Tx) error {
+		b := bucketsOf(tx)
+		if err := d.writePending(&b, w); err != nil {
+			return err
+		}
+		if err := d.deleteRemoved(tx); err != nil {
+			return err
+		}
+		if w != nil {
+			if err := w.write(&b); err != nil {
+				return err
+			}
+			if d.ChangeOutbox {
+				if err := w.writeOutbox(tx); err != nil {
+					return err
+				}
+			}
+		}
+		return b.meta.Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("commit tenant view: %w", err)
+	}
+	clear(d.pending)
+	clear(d.removed)
+	d.seq, d.checkpoint = seq, seq
+	d.stats.Commits++
+	alloc := pageAlloc(d.db)
+	written := uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
+	d.stats.BytesWritten += written
+	d.allocated = alloc
+	if d.ChangeOutbox && w != nil && w.changes() {
+		d.signalOutbox()
+	}
+	return written, nil
+}
+
+// writePending writes the pending records the batch w does not write
+// itself. Pending records have the index keys of their stored version, by
+// the dirty check, so only the record is written.
+func (d *DB) writePending(b *buckets, w *work) error {
+	for id, rec := range d.pending {
+		if w != nil && w.touched(id) {
+			continue
+		}
+		if err := b.tenants.Put([]byte(id), encodeRecord(&rec)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pendingAfter is how many tenants would be pending if w were held.

@@ -10,6 +10,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // LogFlags choose how logs look.
@@ -31,17 +32,10 @@ func (f LogFlags) LoggerTo(w *os.File) *slog.Logger {
 	switch {
 	case f.LogFormat == "json":
 		return slog.New(slog.NewJSONHandler(w, opts))
-	case IsTerminal(w):
+	case termtext.Terminal(w):
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// IsTerminal reports whether f is a terminal: logs are colored and
-// progress lines redrawn only there.
-func IsTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // NATSFlags say where NATS is and how to reach it.

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -54,7 +53,7 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 		}
 	}
 	if c.JSON {
-		return writeJSONLines(m.Stdout, page.Transitions)
+		return termtext.WriteJSONLines(m.Stdout, page.Transitions)
 	}
 	return printAudit(m.Stdout, page, c.Raw)
 }
@@ -69,30 +68,20 @@ func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {
 	return q, err
 }
 
-func writeJSONLines[T any](w io.Writer, items []T) error {
-	enc := json.NewEncoder(jsonWriter{w})
-	for i := range items {
-		if err := enc.Encode(items[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // printAudit prints the transitions as a table, each with its raw
 // evidence on the line below when raw is set, then a summary.
 func printAudit(w io.Writer, page substate.HistoryPage, raw bool) error {
-	t := table{header: []string{"SEQ", "OCCURRED", "PROVIDER", "EXECUTION", "REPORTED", "SUB-STATE", "RETRIES", "ERROR", "EFFECT"}}
+	t := termtext.Table{Header: []string{"SEQ", "OCCURRED", "PROVIDER", "EXECUTION", "REPORTED", "SUB-STATE", "RETRIES", "ERROR", "EFFECT"}}
 	for i := range page.Transitions {
 		tr := &page.Transitions[i]
-		t.rows = append(t.rows, auditRow(tr))
+		t.Rows = append(t.Rows, auditRow(tr))
 		extra := ""
 		if raw && tr.Raw != nil {
 			extra = "    " + evidenceLine(tr.Raw)
 		}
-		t.extra = append(t.extra, extra)
+		t.Extra = append(t.Extra, extra)
 	}
-	if err := t.write(w); err != nil {
+	if err := t.Write(w); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(w, auditSummary(page))
@@ -105,20 +94,20 @@ func auditRow(tr *substate.Transition) []string {
 		occurred = tr.OccurredAt.Format("2006-01-02T15:04:05.000Z")
 	}
 	return []string{
-		strconv.FormatUint(tr.Seq, 10), occurred, dash(termText(string(tr.Provider))), dash(shorten(tr.ExecutionID, 40)),
-		dash(clip(tr.ProviderState, 20)),
-		change(termText(string(tr.Old.SubState)), termText(string(tr.New.SubState))),
+		strconv.FormatUint(tr.Seq, 10), occurred, termtext.Dash(termtext.Text(string(tr.Provider))), termtext.Dash(termtext.Shorten(tr.ExecutionID, 40)),
+		termtext.Dash(termtext.Clip(tr.ProviderState, 20)),
+		change(termtext.Text(string(tr.Old.SubState)), termtext.Text(string(tr.New.SubState))),
 		change(strconv.Itoa(tr.Old.RetryCount), strconv.Itoa(tr.New.RetryCount)),
-		dash(clip(tr.New.ErrorMessage, 50)), effect(tr),
+		termtext.Dash(termtext.Clip(tr.New.ErrorMessage, 50)), effect(tr),
 	}
 }
 
 // change is "old → new", or the value alone when it did not change.
 func change(old, new string) string {
 	if old == new {
-		return dash(new)
+		return termtext.Dash(new)
 	}
-	return dash(old) + " → " + dash(new)
+	return termtext.Dash(old) + " → " + termtext.Dash(new)
 }
 
 // effect says what the event did to the view, in words.
@@ -131,7 +120,7 @@ func effect(tr *substate.Transition) string {
 		case tr.NewExecution:
 			return "changed: newer execution"
 		case tr.Old.Step != tr.New.Step && tr.Old.SubState == tr.New.SubState:
-			return "changed: step " + change(termText(tr.Old.Step), termText(tr.New.Step))
+			return "changed: step " + change(termtext.Text(tr.Old.Step), termtext.Text(tr.New.Step))
 		}
 		return "changed"
 	case substate.OutcomeUnchanged:
@@ -139,9 +128,9 @@ func effect(tr *substate.Transition) string {
 	case substate.OutcomeStale:
 		return "stale: older than the view"
 	case substate.OutcomeInvalid:
-		return "invalid: " + clip(tr.Reason, 60)
+		return "invalid: " + termtext.Clip(tr.Reason, 60)
 	}
-	return termText(tr.Outcome)
+	return termtext.Text(tr.Outcome)
 }
 
 func evidenceLine(e *substate.Evidence) string {
@@ -156,9 +145,9 @@ func evidenceLine(e *substate.Evidence) string {
 		head += " id=" + e.ID
 	}
 	if e.Missing != "" {
-		return termText(head + ": (" + e.Missing + ")")
+		return termtext.Text(head + ": (" + e.Missing + ")")
 	}
-	return termText(head + ": " + string(e.Body))
+	return termtext.Text(head + ": " + string(e.Body))
 }
 
 // auditSummary is the story in one line: how many events did what, and
@@ -169,60 +158,14 @@ func auditSummary(page substate.HistoryPage) string {
 		n[tr.Outcome]++
 	}
 	last := page.Transitions[len(page.Transitions)-1].New
-	s := fmt.Sprintf("%s: %d events: %d changed the view, %d unchanged, %d stale", termText(page.TenantID), len(page.Transitions),
+	s := fmt.Sprintf("%s: %d events: %d changed the view, %d unchanged, %d stale", termtext.Text(page.TenantID), len(page.Transitions),
 		n[substate.OutcomeChanged], n[substate.OutcomeUnchanged], n[substate.OutcomeStale])
 	if n[substate.OutcomeInvalid] > 0 {
 		s += fmt.Sprintf(", %d invalid", n[substate.OutcomeInvalid])
 	}
-	s += fmt.Sprintf("; last: %s, %d retries", dash(termText(string(last.SubState))), last.RetryCount)
+	s += fmt.Sprintf("; last: %s, %d retries", termtext.Dash(termtext.Text(string(last.SubState))), last.RetryCount)
 	if last.ErrorMessage != "" {
 		s += fmt.Sprintf(", error %q", last.ErrorMessage)
 	}
 	return s
-}
-
-// table aligns rows in columns; an extra line, when not empty, follows
-// its row unaligned.
-type table struct {
-	header []string
-	rows   [][]string
-	extra  []string
-}
-
-func (t *table) write(w io.Writer) error {
-	width := make([]int, len(t.header))
-	for _, r := range append([][]string{t.header}, t.rows...) {
-		for i, cell := range r {
-			width[i] = max(width[i], len([]rune(cell)))
-		}
-	}
-	var b strings.Builder
-	line := func(r []string) {
-		for i, cell := range r {
-			b.WriteString(cell)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(cell))+2))
-			}
-		}
-		b.WriteByte('\n')
-	}
-	line(t.header)
-	for i, r := range t.rows {
-		line(r)
-		if t.extra[i] != "" {
-			b.WriteString(t.extra[i] + "\n")
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// clip cuts text to n characters keeping its start, where a message says
-// what happened, on one line.
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
-	}
-	return termText(s)
 }

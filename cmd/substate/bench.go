@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/worker"
 )
@@ -75,7 +76,7 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 		os.Remove(b.root)
 	}
 	if c.JSON {
-		err = writeJSON(m.Stdout, rep)
+		err = termtext.WriteJSON(m.Stdout, rep)
 	} else {
 		rep.print(m.Stdout)
 	}
@@ -95,7 +96,7 @@ func (b *benchRun) runFlat(ctx context.Context, m *Main, progress func(string)) 
 		return err
 	}
 	if b.JSON {
-		return writeJSON(m.Stdout, rep)
+		return termtext.WriteJSON(m.Stdout, rep)
 	}
 	rep.print(m.Stdout)
 	return nil

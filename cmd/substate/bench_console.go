@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/httpapi/console"
 )
 
@@ -35,7 +36,7 @@ func openConsoleFans(url string, n int) (*consoleFans, error) {
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var o console.Overview
-		err := getJSON(ctx, url, "", "/console/api/overview", &o)
+		err := (&httpapi.Client{URL: url}).Get(ctx, "/console/api/overview", &o)
 		if err == nil && o.Streams.Open >= n {
 			return f, nil
 		}

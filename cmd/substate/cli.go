@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -91,6 +92,6 @@ func (m *Main) fail(ctx context.Context, err error) int {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return 0
 	}
-	fmt.Fprintln(m.Stderr, "substate:", termLines(err.Error()))
+	fmt.Fprintln(m.Stderr, "substate:", termtext.Lines(err.Error()))
 	return 1
 }

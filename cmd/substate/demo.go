@@ -18,6 +18,7 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -245,9 +246,9 @@ func (d *demoRun) printChange(m *nats.Msg) {
 	}
 	c := e.Data
 	line := fmt.Sprintf("%6.1fs  %-22s %-11s → %-11s retries=%d", time.Since(d.start).Seconds(), c.TenantID,
-		dash(string(c.Old.WorkflowSubState)), c.New.WorkflowSubState, c.New.WorkflowRetryCount)
+		termtext.Dash(string(c.Old.WorkflowSubState)), c.New.WorkflowSubState, c.New.WorkflowRetryCount)
 	if e := c.New.WorkflowErrorMessage; e != "" {
-		line += fmt.Sprintf("  error=%q", clip(e, 70))
+		line += fmt.Sprintf("  error=%q", termtext.Clip(e, 70))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

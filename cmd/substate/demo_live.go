@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // The demo's live status line: on a terminal, a line under the scrolling
@@ -54,7 +55,7 @@ func (d *demoRun) write(text string) {
 // showLive starts the status line when the output is a terminal and
 // redraws it until ctx ends or stopLive is called.
 func (d *demoRun) showLive(ctx context.Context) {
-	if !terminal(d.out) {
+	if !termtext.Terminal(d.out) {
 		return
 	}
 	d.mu.Lock()

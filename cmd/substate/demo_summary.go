@@ -10,6 +10,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine/demo"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -51,9 +52,9 @@ func (d *demoRun) summary(ctx context.Context, interrupted, stay bool) {
 	case wrong == 0:
 		d.printf("Every tenant settled as expected.\n")
 	case interrupted:
-		d.printf("Interrupted before %s settled as expected.\n", plural(wrong, "tenant"))
+		d.printf("Interrupted before %s settled as expected.\n", termtext.Plural(wrong, "tenant"))
 	default:
-		d.printf("%s did not settle as expected.\n", plural(wrong, "tenant"))
+		d.printf("%s did not settle as expected.\n", termtext.Plural(wrong, "tenant"))
 	}
 	d.printf("(The view, the streams and the worker log, demo.log, are kept under %s.)\n", d.w.Flags.DataDir)
 	retry := courierDownTenant()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/deploy/eventbridge"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // DeployCmd is "substate deploy": it sets up the cloud resources that feed
@@ -124,12 +125,12 @@ func (c *DeployEventBridgeCmd) print(w io.Writer, res eventbridge.Result) error 
 		for _, ch := range res.Changes {
 			out.Changes = append(out.Changes, deployChange{ch.Resource, ch.Name, ch.Action})
 		}
-		return writeJSON(w, out)
+		return termtext.WriteJSON(w, out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESOURCE\tNAME\tACTION\tARN")
 	for _, ch := range res.Changes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ch.Resource, ch.Name, ch.Action, dash(arns[ch.Resource]))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ch.Resource, ch.Name, ch.Action, termtext.Dash(arns[ch.Resource]))
 	}
 	return tw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // EventsDLQCmd is "substate events dlq": the dead letters, with their reason.
@@ -110,7 +111,7 @@ func (c *EventsDLQCmd) print(w io.Writer, msg jetstream.Msg, meta *jetstream.Msg
 			from += "#" + d.SubjectSeq
 		}
 		_, err := fmt.Fprintf(w, "%s  %-9s seq=%d  %s  id=%s  %d bytes  %s\n",
-			d.Time.Format("2006-01-02T15:04:05.000Z"), termText(d.Stage), d.Seq, termText(from), termText(orDash(d.OriginalID)), len(msg.Data()), termText(d.Reason))
+			d.Time.Format("2006-01-02T15:04:05.000Z"), termtext.Text(d.Stage), d.Seq, termtext.Text(from), termtext.Text(termtext.Dash(d.OriginalID)), len(msg.Data()), termtext.Text(d.Reason))
 		return err
 	}
 	d.Body = deadLetterBody(msg.Data(), c.redact)
@@ -119,7 +120,7 @@ func (c *EventsDLQCmd) print(w io.Writer, msg jetstream.Msg, meta *jetstream.Msg
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, termJSON(string(b)))
+	_, err = fmt.Fprintln(w, termtext.JSON(string(b)))
 	return err
 }
 
@@ -134,11 +135,4 @@ func deadLetterBody(data []byte, redact func([]byte) []byte) any {
 		return json.RawMessage(data)
 	}
 	return string(data)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

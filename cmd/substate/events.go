@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -128,12 +127,12 @@ func (c *EventsTailCmd) print(w io.Writer, it jetstream.MessagesContext) error {
 			return err
 		}
 		if c.JSON {
-			fmt.Fprintln(w, jsonLine(msg.Data()))
+			fmt.Fprintln(w, termtext.JSONLine(msg.Data()))
 			continue
 		}
 		e, err := substate.UnmarshalEvent(msg.Data())
 		if err != nil {
-			fmt.Fprintln(w, termText(fmt.Sprintf("undecodable event on %s: %v", msg.Subject(), err)))
+			fmt.Fprintln(w, termtext.Text(fmt.Sprintf("undecodable event on %s: %v", msg.Subject(), err)))
 			continue
 		}
 		fmt.Fprintln(w, eventLine(&e.Data))
@@ -175,23 +174,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 func eventLine(d *substate.EventData) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %-20s %-12s %-10s %-13s retries=%d exec=%s",
-		d.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z"), termText(d.TenantID), termText(string(d.SubState)), termText(string(d.Verb)),
-		termText(string(d.Provider)), d.RetryCount, shorten(d.ExecutionID, 60))
+		d.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z"), termtext.Text(d.TenantID), termtext.Text(string(d.SubState)), termtext.Text(string(d.Verb)),
+		termtext.Text(string(d.Provider)), d.RetryCount, termtext.Shorten(d.ExecutionID, 60))
 	if d.ErrorMessage != "" {
 		fmt.Fprintf(&b, " error=%q", d.ErrorMessage)
 	}
 	return b.String()
-}
-
-// jsonLine is a message body printed as one line: compact when it is
-// JSON, and escaped for the terminal either way (a body is whatever its
-// publisher sent).
-func jsonLine(data []byte) string {
-	var b bytes.Buffer
-	if json.Compact(&b, data) == nil {
-		return termJSON(b.String())
-	}
-	return termText(string(data))
 }
 
 func fileExists(path string) bool {

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // ExecutionsCmd is "substate executions": act on a tenant's current
@@ -33,6 +30,11 @@ type ExecutionFlags struct {
 	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
 }
 
+// Client is the API client of the worker the flags name.
+func (f ExecutionFlags) Client() *httpapi.Client {
+	return &httpapi.Client{URL: f.Server, APIKey: f.APIKey}
+}
+
 // ExecutionsDescribeCmd is "substate executions describe TENANT".
 type ExecutionsDescribeCmd struct {
 	Tenant         string `arg:"" help:"Tenant id."`
@@ -41,12 +43,12 @@ type ExecutionsDescribeCmd struct {
 
 // Run prints the execution.
 func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
-	var info substate.ExecutionInfo
-	if err := callWorker(ctx, http.MethodGet, c.Server, "/v1/tenants/"+url.PathEscape(c.Tenant)+"/execution", c.APIKey, nil, &info); err != nil {
+	info, err := c.Client().Execution(ctx, c.Tenant)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, info)
+		return termtext.WriteJSON(m.Stdout, info)
 	}
 	return printExecution(m.Stdout, info)
 }
@@ -92,14 +94,13 @@ func (c *ExecutionsRestartCmd) Run(ctx context.Context, m *Main) error {
 
 // act posts the action and prints what was done.
 func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.ExecutionAction, kill bool) error {
-	body := map[string]any{"reason": c.Reason, "kill": kill, "dryRun": c.DryRun}
-	var res substate.ExecutionResult
-	path := "/v1/tenants/" + url.PathEscape(c.Tenant) + "/execution/" + string(action)
-	if err := callWorker(ctx, http.MethodPost, c.Server, path, c.APIKey, body, &res); err != nil {
+	req := httpapi.ActionRequest{Reason: c.Reason, Kill: kill, DryRun: c.DryRun}
+	res, err := c.Client().Act(ctx, c.Tenant, action, req)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, res)
+		return termtext.WriteJSON(m.Stdout, res)
 	}
 	verb := map[substate.ExecutionAction]string{substate.ActionStop: "stopped", substate.ActionRetry: "retried", substate.ActionRestart: "restarted"}[action]
 	switch {
@@ -116,7 +117,7 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 // printExecution prints a described execution, one field a line.
 func printExecution(w io.Writer, x substate.ExecutionInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, dash(v)) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, termtext.Dash(v)) }
 	row("tenant", x.TenantID)
 	row("provider", string(x.Provider))
 	row("execution", x.ExecutionID)
@@ -129,9 +130,9 @@ func printExecution(w io.Writer, x substate.ExecutionInfo) error {
 	}
 	row("started", stamp(x.StartedAt))
 	row("stopped", stamp(x.StoppedAt))
-	row("error", clip(strings.TrimSpace(x.Error+" "+x.Cause), 200))
-	row("input", clip(string(x.Input), 200))
-	row("output", clip(string(x.Output), 200))
+	row("error", termtext.Clip(strings.TrimSpace(x.Error+" "+x.Cause), 200))
+	row("input", termtext.Clip(string(x.Input), 200))
+	row("output", termtext.Clip(string(x.Output), 200))
 	retry := "yes"
 	if !x.Retryable {
 		retry = "no: " + x.RetryRefusal
@@ -145,53 +146,4 @@ func stamp(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
-}
-
-// callWorker sends a request to a worker's API, with the key when there is
-// one, and decodes the JSON answer; an error answer becomes an error with
-// its code and message.
-func callWorker(ctx context.Context, method, base, path, key string, body, v any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("ask the worker at %s (is \"substate run\" running?): %w", base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return answerError(resp)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
-}
-
-// answerError is the error of a worker's answer other than 200: the code
-// and message of its JSON error body or, for any other body (a proxy's
-// page, a route the worker does not serve), the body's first line.
-func answerError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var e struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-		return substate.Errorf(e.Error.Code, "%s (HTTP %d)", e.Error.Message, resp.StatusCode)
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	return substate.Errorf(substate.EINTERNAL, "the worker answered HTTP %d %s: %s",
-		resp.StatusCode, http.StatusText(resp.StatusCode), clip(cmp.Or(line, "no body"), 200))
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,19 +157,4 @@ func auditOf(t *testing.T, w *testWorker, action substate.ExecutionAction, tenan
 		t.Fatal(err)
 	}
 	return ev
-}
-
-// TestCallWorkerForeignAnswer: an answer that is not the worker's JSON
-// error (a proxy in front of it, here mounting it under /substate, failing)
-// still says what came back.
-func TestCallWorkerForeignAnswer(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "upstream connect error\nreset", http.StatusBadGateway)
-	}))
-	defer srv.Close()
-	var info substate.ExecutionInfo
-	err := callWorker(context.Background(), http.MethodGet, srv.URL+"/substate", "/v1/tenants/acme/execution", "", nil, &info)
-	if got, want := fmt.Sprint(err), "the worker answered HTTP 502 Bad Gateway: upstream connect error"; got != want {
-		t.Fatalf("error %q, want %q", got, want)
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/worker"
 )
@@ -37,12 +38,12 @@ func (c *RebuildCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	defer nc.Close()
-	prog := newProgress(m.Stderr, time.Now)
-	p, tenants, err := worker.RebuildFile(ctx, js, c.Out, rg, c.BatchSize, prog.update)
+	prog := termtext.NewProgress(m.Stderr, time.Now)
+	p, tenants, err := worker.RebuildFile(ctx, js, c.Out, rg, c.BatchSize, prog.Update)
 	if err != nil {
 		return err
 	}
-	prog.finish(rebuildSummary(c.Out, p, tenants, prog.elapsed()))
+	prog.Finish(rebuildSummary(c.Out, p, tenants, prog.Elapsed()))
 	return nil
 }
 
@@ -52,13 +53,13 @@ func (c *RebuildCmd) rangeAt(now time.Time) (replay.Range, error) {
 }
 
 func rebuildSummary(file string, p replay.Progress, tenants int, elapsed time.Duration) string {
-	s := fmt.Sprintf("rebuilt %s: %s", file, plural(p.Events, "event"))
+	s := fmt.Sprintf("rebuilt %s: %s", file, termtext.Plural(p.Events, "event"))
 	if p.Events > 0 {
 		s += fmt.Sprintf(" (sequences %d to %d)", p.FirstSeq, p.Seq)
 	}
-	s += fmt.Sprintf(", %s, %s, %d unchanged, %d stale", plural(tenants, "tenant"), plural(p.Changes, "change"), p.Unchanged, p.Stale)
+	s += fmt.Sprintf(", %s, %s, %d unchanged, %d stale", termtext.Plural(tenants, "tenant"), termtext.Plural(p.Changes, "change"), p.Unchanged, p.Stale)
 	if p.Invalid > 0 {
 		s += fmt.Sprintf(", %d invalid messages left out", p.Invalid)
 	}
-	return s + fmt.Sprintf(" in %s (%s)", elapsed.Round(time.Millisecond), rate(p.Events, elapsed))
+	return s + fmt.Sprintf(" in %s (%s)", elapsed.Round(time.Millisecond), termtext.Rate(p.Events, elapsed))
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
-	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
 )
 
@@ -85,33 +84,6 @@ func TestRebuildOnTerminalShowsProgress(t *testing.T) {
 	}
 	if !strings.Contains(s, "\r\x1b[Krebuilt ") || !strings.Contains(s, "2000 events (sequences 1 to 2000)") {
 		t.Errorf("no summary after a cleared line: %q", s)
-	}
-}
-
-func TestProgressLine(t *testing.T) {
-	now := t0
-	var tty ttyBuffer
-	p := newProgress(&tty, func() time.Time { return now })
-	now = now.Add(2 * time.Second)
-	p.update(replay.Progress{FirstSeq: 1, LastSeq: 1000, Seq: 250, Events: 250})
-	now = now.Add(10 * time.Millisecond)
-	p.update(replay.Progress{FirstSeq: 1, LastSeq: 1000, Seq: 260, Events: 260}) // too soon: not drawn
-	now = now.Add(2 * time.Second)
-	p.update(replay.Progress{FirstSeq: 1, LastSeq: 1000, Seq: 500, Events: 500})
-	p.finish("done")
-	want := "\rreplaying SUBSTATE_EVENTS: sequence 250 of 1000 (25%), 250 events, 125 events/s, ETA 6s\x1b[K" +
-		"\rreplaying SUBSTATE_EVENTS: sequence 500 of 1000 (50%), 500 events, 125 events/s, ETA 4s\x1b[K" +
-		"\r\x1b[Kdone\n"
-	if got := tty.String(); got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-
-	var plain syncBuffer
-	p = newProgress(&plain, func() time.Time { return now })
-	p.update(replay.Progress{LastSeq: 10, Seq: 5})
-	p.finish("done")
-	if got := plain.String(); got != "done\n" {
-		t.Errorf("not a terminal: %q", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
@@ -66,6 +67,6 @@ func printRenormalize(w io.Writer, res replay.RenormalizeResult, dryRun bool) {
 	fmt.Fprintf(w, "renormalized %d raw messages (sequences %d to %d) with mapping version %d: %d events, %d already in the events stream, %s %d\n",
 		res.Raw, res.FirstSeq, res.LastSeq, mapping.Version, res.Mapped, res.Present, verb, res.Published)
 	if res.Rejected > 0 {
-		fmt.Fprintf(w, "%d raw messages rejected by the mapping (the worker dead-lettered them too); first: %s\n", res.Rejected, termText(res.FirstRejection))
+		fmt.Fprintf(w, "%d raw messages rejected by the mapping (the worker dead-lettered them too); first: %s\n", res.Rejected, termtext.Text(res.FirstRejection))
 	}
 }

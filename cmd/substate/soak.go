@@ -21,6 +21,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -318,9 +319,7 @@ func (s *soak) check(ctx context.Context, res *soakResult) error {
 func (s *soak) tenant(ctx context.Context, id string) (substate.TenantView, error) {
 	ctx, cancel := context.WithTimeout(ctx, soakClient.Timeout)
 	defer cancel()
-	var v substate.TenantView
-	err := getJSON(ctx, "http://"+s.http, "", "/v1/tenants/"+id, &v)
-	return v, err
+	return (&httpapi.Client{URL: "http://" + s.http}).Tenant(ctx, id)
 }
 
 // waitIdle waits until the normalizer and the projector have nothing

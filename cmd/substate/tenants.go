@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // ServerFlags say which running worker to ask.
@@ -20,6 +17,11 @@ type ServerFlags struct {
 	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
 	APIKey string `name:"api-key" help:"Read-API key, sent as Authorization: Bearer (needed once the worker has keys)."`
 	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
+}
+
+// Client is the API client of the worker the flags name.
+func (f ServerFlags) Client() *httpapi.Client {
+	return &httpapi.Client{URL: f.Server, APIKey: f.APIKey}
 }
 
 // TenantsCmd is "substate tenants".
@@ -36,12 +38,12 @@ type TenantsGetCmd struct {
 
 // Run prints the tenant.
 func (c *TenantsGetCmd) Run(ctx context.Context, m *Main) error {
-	var v substate.TenantView
-	if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants/"+url.PathEscape(c.ID), &v); err != nil {
+	v, err := c.Client().Tenant(ctx, c.ID)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, v)
+		return termtext.WriteJSON(m.Stdout, v)
 	}
 	return printTenants(m.Stdout, []substate.TenantView{v})
 }
@@ -59,63 +61,34 @@ type TenantsListCmd struct {
 
 // Run prints the matching tenants.
 func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
-	q := url.Values{}
-	if c.SubState != "" {
-		q.Set("subState", c.SubState)
-	}
-	if c.HasError {
-		q.Set("hasError", "true")
-	}
-	if c.MinRetries > 0 {
-		q.Set("minRetryCount", strconv.Itoa(c.MinRetries))
-	}
-	if c.SortRetries {
-		q.Set("sort", "retryCount:desc")
-	}
-	q.Set("limit", strconv.Itoa(c.Limit))
+	f := substate.TenantFilter{SubState: substate.SubState(c.SubState), HasError: c.HasError,
+		MinRetryCount: max(c.MinRetries, 0), SortRetryDesc: c.SortRetries, Limit: c.Limit}
 	var all []substate.TenantView
-	for {
-		var page substate.TenantPage
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants?"+q.Encode(), &page); err != nil {
+	var next string
+	for page, err := range c.Client().TenantPages(ctx, f) {
+		if err != nil {
 			return err
 		}
-		all = append(all, page.Tenants...)
-		if !c.All || page.NextPageToken == "" {
-			if c.JSON {
-				return writeJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: page.NextPageToken})
-			}
-			return printTenants(m.Stdout, all)
+		all, next = append(all, page.Tenants...), page.NextPageToken
+		if !c.All {
+			break
 		}
-		q.Set("pageToken", page.NextPageToken)
 	}
+	if c.JSON {
+		return termtext.WriteJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: next})
+	}
+	return printTenants(m.Stdout, all)
 }
 
 func printTenants(w io.Writer, views []substate.TenantView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENANT\tSUB-STATE\tVERB\tSTEP\tRETRIES\tPROVIDER\tEXECUTION\tUPDATED\tERROR")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termText(v.TenantID), dash(termText(string(v.WorkflowSubState))),
-			dash(termText(string(v.WorkflowVerb))), dash(clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, dash(termText(string(v.Provider))),
-			dash(shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), dash(clip(v.WorkflowErrorMessage, 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termtext.Text(v.TenantID), termtext.Dash(termtext.Text(string(v.WorkflowSubState))),
+			termtext.Dash(termtext.Text(string(v.WorkflowVerb))), termtext.Dash(termtext.Clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, termtext.Dash(termtext.Text(string(v.Provider))),
+			termtext.Dash(termtext.Shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), termtext.Dash(termtext.Clip(v.WorkflowErrorMessage, 60)))
 	}
 	return tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// shorten cuts an identifier to n characters keeping its end, where an
-// ARN or id differs (error text is cut keeping its start: see clip).
-func shorten(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > n {
-		s = "…" + string(r[len(r)-n+1:])
-	}
-	return termText(s)
 }
 
 func age(t time.Time) string {
@@ -123,19 +96,4 @@ func age(t time.Time) string {
 		return "-"
 	}
 	return time.Since(t).Round(time.Second).String() + " ago"
-}
-
-// getJSON GETs path from a worker, with key as its bearer token unless
-// it is empty, and decodes the JSON answer, turning an error body into an
-// error with its message.
-func getJSON(ctx context.Context, base, key, path string, v any) error {
-	return callWorker(ctx, http.MethodGet, base, path, key, nil, v)
-}
-
-// writeJSON prints v as indented JSON, with what termText escapes
-// escaped as JSON escapes (termJSON).
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(jsonWriter{w})
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

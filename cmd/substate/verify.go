@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
@@ -92,7 +91,7 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 // worker's own words, which name the file, the page and the rebuild
 // command.
 func (c *VerifyCmd) checkReady(ctx context.Context) error {
-	err := callWorker(ctx, http.MethodGet, c.Server, "/readyz", "", nil, &struct{}{})
+	err := c.client().Ready(ctx)
 	if msg := substate.ErrorMessage(err); err != nil && strings.Contains(msg, "is corrupt") {
 		return fmt.Errorf("the worker's view is not usable: %s", msg)
 	}
@@ -119,7 +118,7 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 		}
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, termText(f.Reason))
+		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, termtext.Text(f.Reason))
 	}
 	fmt.Fprintf(w, "evidence of %s up to sequence %d in %s: %s\n", substate.StreamEvents, res.LastSeq, substate.StreamRaw, strings.Join(counts, ", "))
 }
@@ -129,15 +128,17 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 // accepts the window (movedTenants accounts for it).
 func (c *VerifyCmd) readLive(ctx context.Context) (liveView, error) {
 	var lv liveView
+	client := c.client()
 	for attempt := 1; ; attempt++ {
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/view/checkpoint", &lv.from); err != nil {
+		var err error
+		if lv.from, err = client.Checkpoint(ctx); err != nil {
 			return lv, err
 		}
-		tenants, err := c.liveTenants(ctx)
+		tenants, err := client.AllTenants(ctx, substate.TenantFilter{Limit: 1000})
 		if err != nil {
 			return lv, err
 		}
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/view/checkpoint", &lv.to); err != nil {
+		if lv.to, err = client.Checkpoint(ctx); err != nil {
 			return lv, err
 		}
 		lv.tenants = tenants
@@ -148,21 +149,9 @@ func (c *VerifyCmd) readLive(ctx context.Context) (liveView, error) {
 	}
 }
 
-// liveTenants pages through GET /v1/tenants.
-func (c *VerifyCmd) liveTenants(ctx context.Context) ([]substate.TenantView, error) {
-	var out []substate.TenantView
-	q := url.Values{"limit": {"1000"}}
-	for {
-		var page substate.TenantPage
-		if err := getJSON(ctx, c.Server, c.APIKey, "/v1/tenants?"+q.Encode(), &page); err != nil {
-			return nil, err
-		}
-		out = append(out, page.Tenants...)
-		if page.NextPageToken == "" {
-			return out, nil
-		}
-		q.Set("pageToken", page.NextPageToken)
-	}
+// client is the API client of the worker being verified.
+func (c *VerifyCmd) client() *httpapi.Client {
+	return &httpapi.Client{URL: c.Server, APIKey: c.APIKey}
 }
 
 // replay rebuilds the view up to seq in a temporary file and reads it.
@@ -175,14 +164,14 @@ func (c *VerifyCmd) replay(ctx context.Context, js jetstream.JetStream, seq uint
 		return nil, replay.Progress{}, err
 	}
 	defer os.RemoveAll(dir)
-	prog := newProgress(stderr, time.Now)
-	db, p, err := worker.RebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.update)
+	prog := termtext.NewProgress(stderr, time.Now)
+	db, p, err := worker.RebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.Update)
 	if err != nil {
 		return nil, p, err
 	}
 	defer db.Close()
-	if prog.drawn {
-		prog.finish(fmt.Sprintf("replayed %d events in %s", p.Events, prog.elapsed().Round(time.Millisecond)))
+	if prog.Drawn() {
+		prog.Finish(fmt.Sprintf("replayed %d events in %s", p.Events, prog.Elapsed().Round(time.Millisecond)))
 	}
 	views, err := worker.AllViews(ctx, db)
 	return views, p, err
@@ -223,25 +212,25 @@ func printVerify(w io.Writer, lv liveView, p replay.Progress, diffs []replay.Ten
 	for _, d := range diffs {
 		switch d.Only {
 		case "live":
-			fmt.Fprintf(w, "tenant %s: in the live view only\n", termText(d.TenantID))
+			fmt.Fprintf(w, "tenant %s: in the live view only\n", termtext.Text(d.TenantID))
 		case "replay":
-			fmt.Fprintf(w, "tenant %s: in the replay only\n", termText(d.TenantID))
+			fmt.Fprintf(w, "tenant %s: in the replay only\n", termtext.Text(d.TenantID))
 		default:
-			fmt.Fprintf(w, "tenant %s differs:\n", termText(d.TenantID))
+			fmt.Fprintf(w, "tenant %s differs:\n", termtext.Text(d.TenantID))
 			for _, f := range d.Fields {
 				fmt.Fprintf(w, "  %-22s live %s, replay %s\n", f.Field, strconv.Quote(f.Live), strconv.Quote(f.Replay))
 			}
 		}
 	}
 	if moved > 0 {
-		fmt.Fprintf(w, "%s changed while the live view was read and not compared\n", plural(moved, "tenant"))
+		fmt.Fprintf(w, "%s changed while the live view was read and not compared\n", termtext.Plural(moved, "tenant"))
 	}
 	if p.FirstSeq > 1 {
 		fmt.Fprintf(w, "note: %s starts at sequence %d: earlier events are gone (retention), so tenants whose history began before cannot be replayed exactly\n",
 			substate.StreamEvents, p.FirstSeq)
 	}
 	if len(diffs) == 0 {
-		fmt.Fprintf(w, "the live view equals the replay of %s up to sequence %d: %s\n", substate.StreamEvents, seq, plural(len(lv.tenants), "tenant"))
+		fmt.Fprintf(w, "the live view equals the replay of %s up to sequence %d: %s\n", substate.StreamEvents, seq, termtext.Plural(len(lv.tenants), "tenant"))
 		return
 	}
 	fmt.Fprintf(w, "%d of %d tenants differ from the replay of %s up to sequence %d (updatedAt is not compared)\n",

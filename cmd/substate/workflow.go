@@ -15,6 +15,7 @@ import (
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
 	"github.com/substatehq/substate/engine/stepfunctions"
+	"github.com/substatehq/substate/internal/termtext"
 )
 
 // WorkflowCmd is "substate workflow".
@@ -37,10 +38,10 @@ func (c *WorkflowValidateCmd) Run(m *Main) error {
 	for _, f := range c.Files {
 		if _, err := engine.ParseFile(f); err != nil {
 			bad++
-			fmt.Fprintln(m.Stdout, termLines(err.Error()))
+			fmt.Fprintln(m.Stdout, termtext.Lines(err.Error()))
 			continue
 		}
-		fmt.Fprintf(m.Stdout, "%s: ok\n", termText(f))
+		fmt.Fprintf(m.Stdout, "%s: ok\n", termtext.Text(f))
 	}
 	if bad > 0 {
 		return exitError{code: 1}
@@ -87,16 +88,16 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	if len(unserved) > 0 {
-		fmt.Fprint(m.Stderr, termLines(unservedWarning(unserved, c.NATSURL)))
+		fmt.Fprint(m.Stderr, termtext.Lines(unservedWarning(unserved, c.NATSURL)))
 	}
 	if c.JSON {
-		return writeJSON(m.Stdout, x)
+		return termtext.WriteJSON(m.Stdout, x)
 	}
 	verb := "started"
 	if x.Existing {
 		verb = "already started" // running or closed: the name is taken with this input
 	}
-	fmt.Fprintf(m.Stdout, "%s %s (workflow %s, tenant %s)\n", verb, termText(x.ID), termText(x.Workflow), termText(c.Tenant))
+	fmt.Fprintf(m.Stdout, "%s %s (workflow %s, tenant %s)\n", verb, termtext.Text(x.ID), termtext.Text(x.Workflow), termtext.Text(c.Tenant))
 	return nil
 }
 

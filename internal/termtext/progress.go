@@ -1,4 +1,4 @@
-package main
+package termtext
 
 import (
 	"fmt"
@@ -7,23 +7,26 @@ import (
 	"time"
 
 	"github.com/substatehq/substate/replay"
-	"github.com/substatehq/substate/worker"
 )
 
-// terminal reports whether w is a terminal: a character device, or a
+// Terminal reports whether w is a terminal: a character device, or a
 // writer that says it is one (as tests do).
-func terminal(w io.Writer) bool {
+func Terminal(w io.Writer) bool {
 	if t, ok := w.(interface{ Terminal() bool }); ok {
 		return t.Terminal()
 	}
 	f, ok := w.(*os.File)
-	return ok && worker.IsTerminal(f)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// progress shows how a rebuild advances: on a terminal one line, rewritten
-// in place at most every Every, with rate and ETA; elsewhere nothing until
+// Progress shows how a replay advances: on a terminal one line, rewritten
+// in place at most every 100ms, with rate and ETA; elsewhere nothing until
 // the summary.
-type progress struct {
+type Progress struct {
 	w     io.Writer
 	tty   bool
 	now   func() time.Time
@@ -33,13 +36,14 @@ type progress struct {
 	drawn bool
 }
 
-func newProgress(w io.Writer, now func() time.Time) *progress {
+// NewProgress starts a progress on w, with now as its clock.
+func NewProgress(w io.Writer, now func() time.Time) *Progress {
 	t := now()
-	return &progress{w: w, tty: terminal(w), now: now, every: 100 * time.Millisecond, start: t}
+	return &Progress{w: w, tty: Terminal(w), now: now, every: 100 * time.Millisecond, start: t}
 }
 
-// update redraws the line, unless it was drawn less than Every ago.
-func (p *progress) update(r replay.Progress) {
+// Update redraws the line, unless it was drawn less than 100ms ago.
+func (p *Progress) Update(r replay.Progress) {
 	if !p.tty {
 		return
 	}
@@ -51,16 +55,19 @@ func (p *progress) update(r replay.Progress) {
 	fmt.Fprintf(p.w, "\r%s\x1b[K", progressLine(r, now.Sub(p.start)))
 }
 
-// finish clears the line and prints the summary line.
-func (p *progress) finish(summary string) {
+// Finish clears the line and prints the summary line.
+func (p *Progress) Finish(summary string) {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
 	fmt.Fprintln(p.w, summary)
 }
 
-// elapsed is the time since the progress started.
-func (p *progress) elapsed() time.Duration { return p.now().Sub(p.start) }
+// Elapsed is the time since the progress started.
+func (p *Progress) Elapsed() time.Duration { return p.now().Sub(p.start) }
+
+// Drawn reports whether a progress line was drawn.
+func (p *Progress) Drawn() bool { return p.drawn }
 
 // progressLine is the terminal line: position, events, rate and ETA.
 func progressLine(r replay.Progress, elapsed time.Duration) string {
@@ -70,7 +77,7 @@ func progressLine(r replay.Progress, elapsed time.Duration) string {
 	if r.LastSeq > 0 && done <= total {
 		line += fmt.Sprintf(" (%d%%)", 100*done/total)
 	}
-	line += fmt.Sprintf(", %d events, %s", r.Events, rate(r.Events, elapsed))
+	line += fmt.Sprintf(", %d events, %s", r.Events, Rate(r.Events, elapsed))
 	if done > 0 && done < total && elapsed > 0 {
 		eta := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
 		line += ", ETA " + eta.Round(time.Second).String()
@@ -78,18 +85,10 @@ func progressLine(r replay.Progress, elapsed time.Duration) string {
 	return line
 }
 
-// rate is events per second over elapsed, for people.
-func rate(n int, elapsed time.Duration) string {
+// Rate is events per second over elapsed, for people.
+func Rate(n int, elapsed time.Duration) string {
 	if elapsed <= 0 {
 		return "- events/s"
 	}
 	return fmt.Sprintf("%.0f events/s", float64(n)/elapsed.Seconds())
-}
-
-// plural is "1 tenant", "2 tenants".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

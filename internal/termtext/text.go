@@ -1,14 +1,16 @@
-package main
+// Package termtext prints for people at a terminal: text made safe to
+// show (Text, Lines, JSON), cut to a column (Clip, Shorten, Dash), aligned
+// tables, indented JSON, and a progress line rewritten in place.
+package termtext
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// termText returns s safe to print on a terminal: every control
+// Text returns s safe to print on a terminal: every control
 // character (C0, DEL, C1), every bidirectional-text control and the
 // Unicode line and paragraph separators are written as escapes (ESC as
 // \x1b, CR as \r, U+202E as \u202e), and bytes that are not UTF-8 as \xNN.
@@ -17,7 +19,7 @@ import (
 // would move the cursor, rewrite earlier lines, retitle the window or
 // hide text, and a CR would overwrite the line it is on. Everything else,
 // backslashes included, is printed as it is.
-func termText(s string) string {
+func Text(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
@@ -45,7 +47,7 @@ func termText(s string) string {
 	return b.String()
 }
 
-// needsEscape reports whether termText changes s.
+// needsEscape reports whether Text changes s.
 func needsEscape(s string) bool {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -64,10 +66,10 @@ func unsafeRune(r rune) bool {
 	return r >= 0x100 && (unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029')
 }
 
-// termLines is termText for text of several lines: line breaks and tabs
-// stay as they are, everything else termText escapes is escaped. Error
+// Lines is Text for text of several lines: line breaks and tabs
+// stay as they are, everything else Text escapes is escaped. Error
 // messages go through it.
-func termLines(s string) string {
+func Lines(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
@@ -75,14 +77,14 @@ func termLines(s string) string {
 	for i, l := range lines {
 		parts := strings.Split(l, "\t")
 		for j := range parts {
-			parts[j] = termText(parts[j])
+			parts[j] = Text(parts[j])
 		}
 		lines[i] = strings.Join(parts, "\t")
 	}
 	return strings.Join(lines, "\n")
 }
 
-// termJSON is termText for JSON text: what termText escapes is written
+// JSON is Text for JSON text: what Text escapes is written
 // as a JSON escape instead (DEL as \u007f, U+009B as \u009b, U+202E as
 // \u202e) and a byte that is not UTF-8 as \ufffd, so the output is still
 // the same JSON, for jq as for a terminal. In JSON such characters can
@@ -90,7 +92,7 @@ func termLines(s string) string {
 // encoding/json escapes C0 controls itself, but not DEL, the C1 controls
 // or the bidirectional ones, and json.Compact passes through whatever a
 // publisher sent.
-func termJSON(s string) string {
+func JSON(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
@@ -110,14 +112,4 @@ func termJSON(s string) string {
 		i += size
 	}
 	return b.String()
-}
-
-// jsonWriter writes JSON text through termJSON.
-type jsonWriter struct{ w io.Writer }
-
-func (s jsonWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(s.w, termJSON(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }
