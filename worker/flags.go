@@ -38,6 +38,15 @@ func (f LogFlags) LoggerTo(w *os.File) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// OpenLogFile opens a log file for appending, creating its directory: the
+// worker's log when a command (bench, demo) keeps the terminal for itself.
+func OpenLogFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
 // NATSFlags say where NATS is and how to reach it.
 type NATSFlags struct {
 	NATSURL      string `name:"nats-url" help:"Existing NATS server URL; without it an embedded server runs."`

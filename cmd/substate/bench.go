@@ -60,7 +60,7 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 		load: benchLoad{shape: loadChanges, tenants: spread(c.Events), start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 		rng:  rand.New(rand.NewPCG(1, 2)),
 	}
-	if b.logs, err = openLog(filepath.Join(c.DataDir, "bench.log")); err != nil {
+	if b.logs, err = worker.OpenLogFile(filepath.Join(c.DataDir, "bench.log")); err != nil {
 		return err
 	}
 	defer b.logs.Close()

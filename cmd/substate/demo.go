@@ -94,20 +94,12 @@ func (c *DemoCmd) Run(ctx context.Context, m *Main) error {
 // logFile sends the worker's logs to <data-dir>/demo.log, so the demo's
 // own lines stay readable.
 func (c *DemoCmd) logFile(w *worker.Worker) (*os.File, error) {
-	f, err := openLog(filepath.Join(c.DataDir, "demo.log"))
+	f, err := worker.OpenLogFile(filepath.Join(c.DataDir, "demo.log"))
 	if err != nil {
 		return nil, err
 	}
 	w.Logger = c.LogFlags.LoggerTo(f)
 	return f, nil
-}
-
-// openLog opens a log file for appending, creating its directory.
-func openLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
 // serveTasks starts the demo's task services; they serve until the
