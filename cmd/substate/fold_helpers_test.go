@@ -12,6 +12,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bench"
 	"github.com/substatehq/substate/state"
 )
 
@@ -47,7 +48,7 @@ func busy(tb testing.TB, js jetstream.JetStream) string {
 
 func consumerState(tb testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
 	tb.Helper()
-	info, err := consumerInfo(context.Background(), js, stream, name)
+	info, err := bench.ConsumerInfo(context.Background(), js, stream, name)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/bench"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -98,11 +99,11 @@ type soak struct {
 }
 
 func newSoak(c *SoakCmd, dir string) (*soak, error) {
-	httpAddr, err := freeAddr()
+	httpAddr, err := bench.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	natsAddr, err := freeAddr()
+	natsAddr, err := bench.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -162,14 +163,14 @@ func (s *soak) cycles(ctx context.Context, rng *rand.Rand, progress io.Writer) e
 
 // startWorker starts "substate run" and waits for its /readyz.
 func (s *soak) startWorker(ctx context.Context) error {
-	cmd, err := workerCommand("run", "--data-dir", s.dir, "--http-addr", s.http, "--nats-listen", s.nats,
+	cmd, err := bench.WorkerCommand("run", "--data-dir", s.dir, "--http-addr", s.http, "--nats-listen", s.nats,
 		"--ack-wait", "2s", "--batch-size", "64", "--nats-sync", s.cfg.NATSSync, "--log-format", "json", "--log-level", "warn")
 	if err != nil {
 		return err
 	}
 	s.workerLog = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.workerLog
-	dieWithParent(cmd)
+	bench.DieWithParent(cmd)
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
@@ -349,7 +350,7 @@ func waitIdle(ctx context.Context, b *bus.Bus, limit time.Duration) error {
 // (messages pending or unacknowledged); "" when nothing.
 func pipelineBusy(ctx context.Context, js jetstream.JetStream) (string, error) {
 	for _, c := range []struct{ stream, name string }{{substate.StreamRaw, bus.ConsumerNormalizer}, {substate.StreamEvents, bus.ProjectorConsumer("")}} {
-		info, err := consumerInfo(ctx, js, c.stream, c.name)
+		info, err := bench.ConsumerInfo(ctx, js, c.stream, c.name)
 		if err != nil {
 			return "", err
 		}
