@@ -13,6 +13,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/bench"
+	"github.com/substatehq/substate/internal/soak"
 	"github.com/substatehq/substate/state"
 )
 
@@ -39,7 +40,7 @@ func idle(tb testing.TB, js jetstream.JetStream) bool { return busy(tb, js) == "
 // nothing.
 func busy(tb testing.TB, js jetstream.JetStream) string {
 	tb.Helper()
-	s, err := pipelineBusy(context.Background(), js)
+	s, err := soak.PipelineBusy(context.Background(), js)
 	if err != nil {
 		tb.Fatal(err)
 	}
