@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/substatehq/substate/internal/bench"
 )
 
 // The flat-cost scenario's code path with a small count: every chunk is
@@ -24,12 +26,12 @@ func TestBenchFlat(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench --flat exited with %d: %s", code, errOut)
 	}
-	var rep flatReport
+	var rep bench.FlatReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
-	if rep.Tenants != 50 || len(rep.Rows) != flatRows || rep.Rows[flatRows-1].Events != 5000 || rep.DedupeWindow != "2m0s" {
-		t.Fatalf("report %+v, want %d rows up to 5000 events over 50 tenants", rep, flatRows)
+	if rep.Tenants != 50 || len(rep.Rows) != bench.FlatRows || rep.Rows[bench.FlatRows-1].Events != 5000 || rep.DedupeWindow != "2m0s" {
+		t.Fatalf("report %+v, want %d rows up to 5000 events over 50 tenants", rep, bench.FlatRows)
 	}
 	for _, r := range rep.Rows {
 		if r.WorkerRSSMiB <= 0 || r.ServerRSSMiB <= 0 || r.HeapLiveMiB <= 0 || r.GoHeldMiB < r.HeapLiveMiB || r.ViewFileMiB <= 0 || r.RawMiBPerM <= 0 || r.EventsMiBPerM <= 0 {

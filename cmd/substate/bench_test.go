@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,14 +11,14 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bench"
 	"github.com/substatehq/substate/internal/bustest"
-	"github.com/substatehq/substate/mapping"
 )
 
 // The bench's child worker is this test binary running main (see
 // TestMain).
 func init() {
-	workerCommand = func(args ...string) (*exec.Cmd, error) {
+	bench.WorkerCommand = func(args ...string) (*exec.Cmd, error) {
 		cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
 		cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
 		return cmd, nil
@@ -41,7 +40,7 @@ func TestBenchJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench exited with %d: %s", code, errOut)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
@@ -53,7 +52,7 @@ func TestBenchJSON(t *testing.T) {
 			t.Errorf("decode %s: %+v", d.Kind, d)
 		}
 	}
-	for _, st := range append(rep.Stages, rep.Rebuild.stageResult) {
+	for _, st := range append(rep.Stages, rep.Rebuild.StageResult) {
 		if st.Events != 3000 || st.EventsPerSecond <= 0 {
 			t.Errorf("stage %s: %+v", st.Stage, st)
 		}
@@ -61,12 +60,12 @@ func TestBenchJSON(t *testing.T) {
 	if rep.Rebuild.EqualsLive != "yes" {
 		t.Errorf("rebuild equals live: %s", rep.Rebuild.EqualsLive)
 	}
-	for _, sc := range rep.all() {
+	for _, sc := range rep.All() {
 		checkScenario(t, sc)
 	}
 	checkCounts(t, &rep)
-	if c := rep.Scenarios[3]; c.ConsoleStreams != benchConsoles || c.ConsoleDelivered != 1 {
-		t.Errorf("console scenario: %d streams received %.3f of the changes, want %d and all", c.ConsoleStreams, c.ConsoleDelivered, benchConsoles)
+	if c := rep.Scenarios[3]; c.ConsoleStreams != bench.Consoles || c.ConsoleDelivered != 1 {
+		t.Errorf("console scenario: %d streams received %.3f of the changes, want %d and all", c.ConsoleStreams, c.ConsoleDelivered, bench.Consoles)
 	}
 	if len(rep.Targets) != 8 {
 		t.Errorf("%d targets, want 8", len(rep.Targets))
@@ -74,7 +73,7 @@ func TestBenchJSON(t *testing.T) {
 }
 
 // checkScenario checks what every end-to-end scenario reports.
-func checkScenario(t *testing.T, sc *scenarioResult) {
+func checkScenario(t *testing.T, sc *bench.ScenarioResult) {
 	t.Helper()
 	if sc.ViewCheck != "ok" {
 		t.Errorf("%s: view check: %s", sc.Name, sc.ViewCheck)
@@ -95,7 +94,7 @@ func checkScenario(t *testing.T, sc *scenarioResult) {
 }
 
 // checkCounts checks the figures that follow from the loads alone.
-func checkCounts(t *testing.T, rep *benchReport) {
+func checkCounts(t *testing.T, rep *bench.Report) {
 	t.Helper()
 	changes, half, ooo := rep.Scenarios[0], rep.Scenarios[1], rep.Scenarios[2]
 	if changes.NoopShare != 0 || changes.Tenants != 300 {
@@ -141,72 +140,6 @@ func TestBenchTable(t *testing.T) {
 	}
 }
 
-// The bench's EventBridge events map to the status changes they carry, and
-// keyOf finds each one's key again from its canonical event.
-func TestBenchLoadMaps(t *testing.T) {
-	rules, err := mapping.ParseTenantRules()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mapping.New(mapping.Config{Tenants: rules})
-	load := benchLoad{shape: loadOutOfOrder, tenants: 7, start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	for _, e := range load.events(100, rand.New(rand.NewPCG(1, 2))) {
-		evs, err := m.Map(load.raw(e, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := evs[0]
-		if d.TenantID != tenantName(e.tenant) || keyOf(&d) != e.key() || d.ProviderState != e.status {
-			t.Fatalf("event %+v maps to %+v", e, d)
-		}
-		if e.status == "FAILED" && !strings.Contains(d.ErrorMessage, "quota exceeded for tenant "+d.TenantID) {
-			t.Errorf("error message %q", d.ErrorMessage)
-		}
-	}
-}
-
-// Every shape sends each tenant's status changes once (half-noop twice),
-// and out-of-order keeps the set of events.
-func TestBenchLoadShapes(t *testing.T) {
-	load := benchLoad{tenants: 10}
-	rng := rand.New(rand.NewPCG(3, 4))
-	changes := load.events(1000, rng)
-	load.shape = loadOutOfOrder
-	ooo := load.events(1000, rng)
-	load.shape = loadHalfNoop
-	half := load.events(1000, rng)
-	keys := func(evs []benchEvent) map[int]int {
-		m := map[int]int{}
-		for _, e := range evs {
-			m[e.key()]++
-		}
-		return m
-	}
-	if got := keys(changes); len(got) != 1000 {
-		t.Errorf("changes: %d distinct changes, want 1000", len(got))
-	}
-	if got, want := keys(ooo), keys(changes); len(got) != len(want) {
-		t.Errorf("out-of-order: %d distinct changes, want %d", len(got), len(want))
-	}
-	swapped := 0
-	for i := range ooo {
-		if ooo[i] != changes[i] {
-			swapped++
-		}
-	}
-	if swapped == 0 {
-		t.Error("out-of-order: nothing moved")
-	}
-	for k, n := range keys(half) {
-		if n != 2 {
-			t.Fatalf("half-noop: change %d sent %d times, want 2", k, n)
-		}
-	}
-	if want := expectedView(changes); len(want) != 10 {
-		t.Errorf("expected view of %d tenants, want 10", len(want))
-	}
-}
-
 // On a NATS server of its own (--nats-url) the bench runs every scenario,
 // deletes the streams it made, and refuses a server that holds substate's
 // streams already: it must never touch a deployment's data.
@@ -225,11 +158,11 @@ func TestBenchNATSURL(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench exited with %d: %s", code, errOut)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Settings.NATS != "external" {
 		t.Fatalf("report: %v, nats %q", err, rep.Settings.NATS)
 	}
-	for _, sc := range rep.all() {
+	for _, sc := range rep.All() {
 		if sc.ViewCheck != "ok" {
 			t.Errorf("%s: view check: %s", sc.Name, sc.ViewCheck)
 		}
@@ -245,20 +178,5 @@ func TestBenchNATSURL(t *testing.T) {
 	code, _, errOut = runCLIFor(t, time.Minute, args...)
 	if code == 0 || !strings.Contains(errOut, "exists") {
 		t.Fatalf("bench on a server with substate's streams: exit %d, %s", code, errOut)
-	}
-}
-
-// A wrong view fails the run, whatever the figures.
-func TestBenchReportWrong(t *testing.T) {
-	ok := &scenarioResult{Name: "changes", ViewCheck: "ok"}
-	rep := &benchReport{Scenarios: []*scenarioResult{ok, ok, ok}, AtRate: ok, LargeView: ok, Naive: ok,
-		Rebuild: &rebuildResult{EqualsLive: "yes"}}
-	if got := rep.wrong(); len(got) != 0 {
-		t.Fatalf("wrong() = %q for a correct run", got)
-	}
-	rep.Naive = &scenarioResult{Name: "naive", ViewCheck: "2 tenants differ from the order rules, e.g. …"}
-	rep.Rebuild = &rebuildResult{EqualsLive: "no: 1 tenants differ"}
-	if got := rep.wrong(); len(got) != 2 || !strings.HasPrefix(got[0], "naive: view: 2 tenants") {
-		t.Fatalf("wrong() = %q, want the naive view and the rebuild", got)
 	}
 }

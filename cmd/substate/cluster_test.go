@@ -21,6 +21,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bench"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -60,7 +61,7 @@ func (n *natsNode) start(tb testing.TB) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_NATS=1", "NODE_NAME="+n.name, "NODE_PORT="+port,
 		"NODE_CLUSTER_PORT="+cport, "NODE_STORE="+n.store, "NODE_ROUTES="+strings.Join(n.routes, ","))
-	dieWithParent(cmd)
+	bench.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/substatehq/substate/internal/bench"
 )
 
 // BenchmarkConsoleFanOut measures the worker's throughput, from the
@@ -23,11 +25,11 @@ func benchFanOut(b *testing.B, streams int) {
 	const perIter = 500
 	w := startWorker(b, b.TempDir())
 	url := w.HTTP.URL()
-	fans, err := openConsoleFans(url, streams) // open before the first change
+	fans, err := bench.OpenConsoleFans(url, streams) // open before the first change
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer fans.close()
+	defer fans.Close()
 	t0 := time.Now().Add(-time.Hour)
 	n := 0
 	var elapsed time.Duration
@@ -54,7 +56,7 @@ func benchFanOut(b *testing.B, streams int) {
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "changes/s")
 	if streams > 0 {
-		delivered := fans.delivered(int64(n*streams), 10*time.Second)
+		delivered := fans.Delivered(int64(n*streams), 10*time.Second)
 		b.ReportMetric(delivered, "delivered-fraction")
 		var o struct {
 			Streams struct{ Open, Dropped int }

@@ -15,6 +15,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/bench"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -34,7 +35,7 @@ func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...st
 	}
 	cmd := exec.Command(os.Args[0], append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
-	dieWithParent(cmd)
+	bench.DieWithParent(cmd)
 	logs := &syncBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bench"
 	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/worker"
 )
@@ -124,7 +125,7 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0",
 		"--nats-listen", natsAddr, "--log-format", "json")
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
-	dieWithParent(cmd)
+	bench.DieWithParent(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

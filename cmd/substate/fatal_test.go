@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/substatehq/substate/internal/bench"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -154,7 +155,7 @@ func TestRunBinaryExitsNonZeroWhenNATSClosesIt(t *testing.T) {
 	httpAddr := freePort(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-url", url)
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
-	dieWithParent(cmd)
+	bench.DieWithParent(cmd)
 	var logs syncBuffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/bench"
+	"github.com/substatehq/substate/internal/soak"
 	"github.com/substatehq/substate/state"
 )
 
@@ -38,7 +40,7 @@ func idle(tb testing.TB, js jetstream.JetStream) bool { return busy(tb, js) == "
 // nothing.
 func busy(tb testing.TB, js jetstream.JetStream) string {
 	tb.Helper()
-	s, err := pipelineBusy(context.Background(), js)
+	s, err := soak.PipelineBusy(context.Background(), js)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,7 +49,7 @@ func busy(tb testing.TB, js jetstream.JetStream) string {
 
 func consumerState(tb testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
 	tb.Helper()
-	info, err := consumerInfo(context.Background(), js, stream, name)
+	info, err := bench.ConsumerInfo(context.Background(), js, stream, name)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/internal/termtext"
 
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/contracttest"
@@ -41,6 +42,9 @@ func TestMain(m *testing.M) {
 	}
 	contracttest.Main(m) // every response from a worker must match contract/openapi.json
 }
+
+// syncBuffer holds a command's output while the test reads it.
+type syncBuffer = termtext.SyncBuffer
 
 // runCLI runs one command in process and returns its exit code and output.
 func runCLI(tb testing.TB, args ...string) (int, string, string) {

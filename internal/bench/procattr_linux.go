@@ -1,12 +1,12 @@
-package main
+package bench
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// dieWithParent makes a child process get SIGKILL when its parent dies, so
+// DieWithParent makes a child process get SIGKILL when its parent dies, so
 // a bench or a test that is killed leaves no worker or server behind.
-func dieWithParent(cmd *exec.Cmd) {
+func DieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

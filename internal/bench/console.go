@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -14,23 +14,23 @@ import (
 	"github.com/substatehq/substate/httpapi/console"
 )
 
-// benchConsoles is how many open console streams the bench's console
+// Consoles is how many open console streams the bench's console
 // scenario keeps during its load.
-const benchConsoles = 100
+const Consoles = 100
 
-// consoleFans are open console change streams, read as browsers read them.
-type consoleFans struct {
+// ConsoleFans are open console change streams, read as browsers read them.
+type ConsoleFans struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	received atomic.Int64
 }
 
-// openConsoleFans opens n change streams on the worker at url and waits
+// OpenConsoleFans opens n change streams on the worker at url and waits
 // until the console counts them open, so that they see every change made
 // after.
-func openConsoleFans(url string, n int) (*consoleFans, error) {
+func OpenConsoleFans(url string, n int) (*ConsoleFans, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &consoleFans{cancel: cancel}
+	f := &ConsoleFans{cancel: cancel}
 	for range n {
 		f.wg.Go(func() { followChanges(ctx, url, &f.received) })
 	}
@@ -41,30 +41,30 @@ func openConsoleFans(url string, n int) (*consoleFans, error) {
 			return f, nil
 		}
 		if time.Now().After(deadline) {
-			f.close()
+			f.Close()
 			return nil, fmt.Errorf("bench: %d console streams open of %d (%v)", o.Streams.Open, n, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// delivered waits up to limit until the streams received want changes in
+// Delivered waits up to limit until the streams received want changes in
 // all, closes them and returns the share they received.
-func (f *consoleFans) delivered(want int64, limit time.Duration) float64 {
+func (f *ConsoleFans) Delivered(want int64, limit time.Duration) float64 {
 	deadline := time.Now().Add(limit)
 	for f.received.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.close()
+	f.Close()
 	if want == 0 {
 		return 1
 	}
 	return float64(f.received.Load()) / float64(want)
 }
 
-// close closes the streams and waits for their readers; closing again
+// Close closes the streams and waits for their readers; closing again
 // does nothing.
-func (f *consoleFans) close() {
+func (f *ConsoleFans) Close() {
 	f.cancel()
 	f.wg.Wait()
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,15 +14,6 @@ import (
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/worker"
 )
-
-// FlatFlags select the flat-cost scenario of the bench, which runs alone:
-// many events over a fixed set of tenants, to show that what the worker
-// and the NATS server hold stays flat as history grows instead of growing
-// with it (the duplicate window, the view, the streams per event).
-type FlatFlags struct {
-	Flat      int           `help:"Run only the flat-cost scenario with this many events (10,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
-	FlatLimit time.Duration `default:"10m" help:"Stop the flat-cost scenario after this long, with as many events as fitted (0 = no limit)."`
-}
 
 // flatRow is the cost after a number of events of the flat-cost scenario.
 type flatRow struct {
@@ -42,32 +33,32 @@ type flatRow struct {
 	EventsMiBPerM float64 `json:"eventsMiBPerMillion"` // SUBSTATE_EVENTS bytes per million events
 }
 
-// flatReport is the flat-cost scenario's report.
-type flatReport struct {
+// FlatReport is the flat-cost scenario's report.
+type FlatReport struct {
 	Tenants      int       `json:"tenants"`
 	DedupeWindow string    `json:"dedupeWindow"`
 	Rows         []flatRow `json:"rows"`
 }
 
-// flatRows is how many times the flat-cost scenario measures: often enough
+// FlatRows is how many times the flat-cost scenario measures: often enough
 // to see a trend on a slow machine that fits only part of --flat in its
 // time limit.
-const flatRows = 50
+const FlatRows = 50
 
-// flat sends --flat events in flatRows chunks (or as many as fit --flat-limit)
+// flat sends --flat events in FlatRows chunks (or as many as fit --flat-limit)
 // to a worker in a child process on the bench's NATS server, and after
 // each chunk, once the view has applied it, measures both processes'
 // resident memory, the view file and the streams.
-func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *flatReport, err error) {
+func (b *benchRun) flat(ctx context.Context, progress func(string)) (_ *FlatReport, err error) {
 	load := b.load
-	load.tenants = max(min(b.Tenants, b.Flat/flatRows), 1)
-	chunk := max(b.Flat/flatRows/load.tenants, 1) * load.tenants
+	load.tenants = max(min(b.Tenants, b.Flat/FlatRows), 1)
+	chunk := max(b.Flat/FlatRows/load.tenants, 1) * load.tenants
 	srv, child, closeRun, err := b.openChildRun(ctx, "flat")
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = firstErr(err, closeRun()) }()
-	rep := &flatReport{Tenants: load.tenants}
+	rep := &FlatReport{Tenants: load.tenants}
 	s := &sender{pub: publishers.NewJetStream(srv.JetStream), load: load, inflight: 2048}
 	start := time.Now()
 	var deadline <-chan time.Time // none: every event
@@ -130,7 +121,7 @@ func measureFlat(ctx context.Context, srv *bus.Bus, child *childWorker, sent int
 }
 
 // print writes the flat-cost table.
-func (r *flatReport) print(w io.Writer) {
+func (r *FlatReport) print(w io.Writer) {
 	fmt.Fprintf(w, "flat cost: %d tenants, duplicate window %s\n", r.Tenants, r.DedupeWindow)
 	fmt.Fprintf(w, "%12s %8s %12s %12s %12s %12s %10s %14s %14s\n", "events", "seconds", "worker RSS", "server RSS", "live heap", "Go held", "view", "raw/M events", "events/M")
 	for _, row := range r.Rows {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -15,8 +15,8 @@ const (
 	benchIdle   = 60 * time.Second // give up when the view gets nothing for this long
 )
 
-// scenarioResult is what one end-to-end scenario measured.
-type scenarioResult struct {
+// ScenarioResult is what one end-to-end scenario measured.
+type ScenarioResult struct {
 	Name            string  `json:"name"`
 	Events          int     `json:"events"`  // events offered at ingest
 	Tenants         int     `json:"tenants"` // tenants in the view at the end
@@ -65,7 +65,7 @@ type drive struct {
 
 // e2e runs events of a load through a fresh pipeline, from ingest to view,
 // in a closed loop.
-func (b *benchRun) e2e(ctx context.Context, name string, load benchLoad, events []benchEvent) (*scenarioResult, error) {
+func (b *benchRun) e2e(ctx context.Context, name string, load benchLoad, events []benchEvent) (*ScenarioResult, error) {
 	return b.scenario(ctx, name, b.BatchSize, load, events, drive{window: b.window()})
 }
 
@@ -73,27 +73,27 @@ func (b *benchRun) e2e(ctx context.Context, name string, load benchLoad, events 
 // as d says, and checks the view against the events sent. When the load
 // has no-ops it then sends a burst of them alone, so that whole batches
 // change nothing, and counts the commits of such batches.
-func (b *benchRun) scenario(ctx context.Context, name string, batch int, load benchLoad, events []benchEvent, d drive) (res *scenarioResult, err error) {
+func (b *benchRun) scenario(ctx context.Context, name string, batch int, load benchLoad, events []benchEvent, d drive) (res *ScenarioResult, err error) {
 	p, err := b.open(ctx, name, batch, keysFor(events))
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = firstErr(err, p.close(b.Keep)) }()
 	stop := p.run(p.normalize, p.project, p.feed)
-	var fans *consoleFans
+	var fans *ConsoleFans
 	if d.consoles > 0 {
-		if fans, err = openConsoleFans(p.w.HTTP.URL(), d.consoles); err != nil {
+		if fans, err = OpenConsoleFans(p.w.HTTP.URL(), d.consoles); err != nil {
 			return nil, firstErr(err, stop())
 		}
-		defer fans.close() // when measuring failed: they would reconnect forever
+		defer fans.Close() // when measuring failed: they would reconnect forever
 	}
 	res, err = b.measure(ctx, p, name, load, events, d)
 	if fans != nil && err == nil {
 		res.ConsoleStreams = d.consoles
-		res.ConsoleDelivered = fans.delivered(int64(p.view.Stats().Applied)*int64(d.consoles), 10*time.Second)
+		res.ConsoleDelivered = fans.Delivered(int64(p.view.Stats().Applied)*int64(d.consoles), 10*time.Second)
 	}
 	if err == nil && load.shape == loadHalfNoop {
-		var burst *scenarioResult
+		var burst *ScenarioResult
 		if burst, err = b.measure(ctx, p, name+" burst", load, noopBurst(events, 4*b.BatchSize), d); err == nil {
 			res.IdleBatches, res.IdleCommits = res.IdleBatches+burst.IdleBatches, res.IdleCommits+burst.IdleCommits
 		}
@@ -120,7 +120,7 @@ func noopBurst(events []benchEvent, n int) []benchEvent {
 
 // measure sends the events through a running pipeline as d says, waits
 // until the view has every one sent, and returns the figures.
-func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, load benchLoad, events []benchEvent, d drive) (*scenarioResult, error) {
+func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, load benchLoad, events []benchEvent, d drive) (*ScenarioResult, error) {
 	p.probe.counts() // start over
 	st0, allocs0, cpu0 := p.view.Stats(), mallocs(), cpuTime()
 	mem := sampleMemory(readMemory, 50*time.Millisecond)
@@ -143,7 +143,7 @@ func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, l
 	c := p.probe.counts()
 	st := p.view.Stats()
 	n := float64(sent)
-	res := &scenarioResult{
+	res := &ScenarioResult{
 		Name: name, Events: sent, Seconds: elapsed.Seconds(), EventsPerSecond: n / elapsed.Seconds(),
 		Latency: latencyOf(c.latencies), Duplicates: s.duplicates, Unchanged: c.unchanged, Stale: c.stale,
 		Commits: st.Commits - st0.Commits, AllocsPerEvent: float64(mallocs()-allocs0) / n,

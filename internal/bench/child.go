@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -24,10 +24,10 @@ import (
 	"github.com/substatehq/substate/worker"
 )
 
-// workerCommand returns the command that runs "substate <args>" in a
-// child process: this executable. Tests, whose executable is the test
-// binary, replace it.
-var workerCommand = func(args ...string) (*exec.Cmd, error) {
+// WorkerCommand returns the command that runs "substate <args>" in a
+// child process: this executable, which is substate when bench or soak
+// run. Tests, whose executable is the test binary, replace it.
+var WorkerCommand = func(args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ type childWorker struct {
 // connects as the worker identity: the embedded server's, or --nats-nkey's
 // on an external one.
 func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*childWorker, error) {
-	addr, err := freeAddr()
+	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -71,12 +71,12 @@ func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*c
 			args = append(args, o[0], o[1])
 		}
 	}
-	cmd, err := workerCommand(args...)
+	cmd, err := WorkerCommand(args...)
 	if err != nil {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = b.logs, b.logs
-	dieWithParent(cmd)
+	DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: start worker: %w", err)
 	}
@@ -88,8 +88,8 @@ func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*c
 	return c, nil
 }
 
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr() (string, error) {
+// FreeAddr returns a loopback address with a port nothing listens on.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -119,7 +119,7 @@ func (c *childWorker) waitReady(ctx context.Context) error {
 // event of n published since SUBSTATE_EVENTS was empty.
 func (c *childWorker) waitApplied(ctx context.Context, n uint64, idle time.Duration) error {
 	return waitCount(ctx, n, idle, "the worker's view acknowledged", func() (uint64, bool, error) {
-		info, err := consumerInfo(ctx, c.js, substate.StreamEvents, bus.ProjectorConsumer(""))
+		info, err := ConsumerInfo(ctx, c.js, substate.StreamEvents, bus.ProjectorConsumer(""))
 		if err != nil {
 			return 0, false, err
 		}
@@ -127,7 +127,8 @@ func (c *childWorker) waitApplied(ctx context.Context, n uint64, idle time.Durat
 	})
 }
 
-func consumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (*jetstream.ConsumerInfo, error) {
+// ConsumerInfo reads the state of the durable consumer name of stream.
+func ConsumerInfo(ctx context.Context, js jetstream.JetStream, stream, name string) (*jetstream.ConsumerInfo, error) {
 	cons, err := js.Consumer(ctx, stream, name)
 	if err != nil {
 		return nil, err

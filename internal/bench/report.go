@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -19,17 +19,17 @@ import (
 	"github.com/substatehq/substate/worker"
 )
 
-// benchReport is everything one bench run measured.
-type benchReport struct {
+// Report is everything one bench run measured.
+type Report struct {
 	Machine   machineInfo       `json:"machine"`
 	Settings  benchSettings     `json:"settings"`
 	DecodeMap []decodeResult    `json:"decodeMap"`
-	Stages    []stageResult     `json:"stages"`
-	Rebuild   *rebuildResult    `json:"rebuild"`
-	Scenarios []*scenarioResult `json:"scenarios"` // changes, half-noop, out-of-order
-	AtRate    *scenarioResult   `json:"atRate"`
-	LargeView *scenarioResult   `json:"largeView"`
-	Naive     *scenarioResult   `json:"naive"`
+	Stages    []StageResult     `json:"stages"`
+	Rebuild   *RebuildResult    `json:"rebuild"`
+	Scenarios []*ScenarioResult `json:"scenarios"` // changes, half-noop, out-of-order
+	AtRate    *ScenarioResult   `json:"atRate"`
+	LargeView *ScenarioResult   `json:"largeView"`
+	Naive     *ScenarioResult   `json:"naive"`
 	Speedup   float64           `json:"speedupOverNaive"` // changes ÷ naive, events per second
 	Targets   []targetResult    `json:"targets"`
 }
@@ -84,14 +84,14 @@ type targetResult struct {
 }
 
 // judge compares the run with the performance budget.
-func (r *benchReport) judge() {
+func (r *Report) judge() {
 	changes, half := r.Scenarios[0], r.Scenarios[1]
 	if r.Naive.EventsPerSecond > 0 {
 		r.Speedup = changes.EventsPerSecond / r.Naive.EventsPerSecond
 	}
 	slowest := r.slowestDecode()
 	idle, idleCommits := 0, 0
-	for _, s := range r.all() {
+	for _, s := range r.All() {
 		idle += s.IdleBatches
 		idleCommits += s.IdleCommits
 	}
@@ -112,7 +112,7 @@ func (r *benchReport) judge() {
 // status change each. The reconciler's poll is not among them: it holds
 // a DescribeExecution answer and a page of history, and is made once per
 // stale run, not for every status change.
-func (r *benchReport) slowestDecode() decodeResult {
+func (r *Report) slowestDecode() decodeResult {
 	var out decodeResult
 	for _, d := range r.DecodeMap {
 		if d.Kind != substate.RawStepFunctionsPoll && d.NsPerEvent > out.NsPerEvent {
@@ -125,9 +125,9 @@ func (r *benchReport) slowestDecode() decodeResult {
 // wrong lists what the run found incorrect: a view that differs from the
 // order rules, a rebuild that differs from the live view. Figures never
 // count here.
-func (r *benchReport) wrong() []string {
+func (r *Report) wrong() []string {
 	var out []string
-	for _, sc := range r.all() {
+	for _, sc := range r.All() {
 		if sc.ViewCheck != "ok" {
 			out = append(out, fmt.Sprintf("%s: view: %s", sc.Name, sc.ViewCheck))
 		}
@@ -138,8 +138,8 @@ func (r *benchReport) wrong() []string {
 	return out
 }
 
-// all returns every end-to-end result.
-func (r *benchReport) all() []*scenarioResult {
+// All returns every end-to-end result.
+func (r *Report) All() []*ScenarioResult {
 	return append(slices.Clone(r.Scenarios), r.AtRate, r.LargeView, r.Naive)
 }
 
@@ -174,7 +174,7 @@ func thousands(n int64) string {
 }
 
 // print writes the report as tables.
-func (r *benchReport) print(w io.Writer) {
+func (r *Report) print(w io.Writer) {
 	m, s := r.Machine, r.Settings
 	fmt.Fprintf(w, "substate bench: %d CPUs (%s), %s/%s, %s; %s NATS (sync %s), batch %d, %d events per scenario over %d tenants\n",
 		m.CPUs, m.CPU, m.OS, m.Arch, m.GoVersion, s.NATS, s.NATSSync, s.BatchSize, s.Events, s.Spread)
@@ -188,11 +188,11 @@ func (r *benchReport) print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%s\n", d.Kind, d.Bytes, figure(d.NsPerEvent), d.AllocsPerEvent, note)
 	}
 	fmt.Fprintln(tw, "\nSTAGE ALONE\tEVENTS\tSECONDS\tEVENTS/S\tCPU µS/EVENT")
-	for _, st := range append(slices.Clone(r.Stages), r.Rebuild.stageResult) {
+	for _, st := range append(slices.Clone(r.Stages), r.Rebuild.StageResult) {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\n", st.Stage, st.Events, st.Seconds, figure(st.EventsPerSecond), figure(st.CPUPerEvent))
 	}
 	fmt.Fprintln(tw, "\nEND TO END\tEVENTS\tEVENTS/S\tP50 MS\tP99 MS\tMAX MS\tNO-OPS\tTX/EVENT\tBYTES/EVENT\tALLOCS/EVENT\tCPU µS/EVENT\tPEAK ANON MIB\tVIEW")
-	for _, sc := range r.all() {
+	for _, sc := range r.All() {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.0f%%\t%.4f\t%s\t%.0f\t%s\t%.0f\t%s\n", r.label(sc), sc.Events, figure(sc.EventsPerSecond),
 			ms(sc.Latency, sc.Latency.P50), ms(sc.Latency, sc.Latency.P99), ms(sc.Latency, sc.Latency.Max), 100*sc.NoopShare,
 			sc.CommitsPerEvent, figure(sc.BytesPerEvent), sc.AllocsPerEvent, figure(sc.CPUPerEvent), sc.PeakAnonMiB, cmp.Or(sc.ViewCheck, "-"))
@@ -226,7 +226,7 @@ func ms(l latency, v float64) string {
 }
 
 // label names a scenario in the table.
-func (r *benchReport) label(sc *scenarioResult) string {
+func (r *Report) label(sc *ScenarioResult) string {
 	switch sc {
 	case r.AtRate:
 		return fmt.Sprintf("at %s events/s", figure(r.Settings.Rate))

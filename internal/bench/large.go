@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const (
 // connected to the bench's NATS server (as with --nats-url), so that its
 // memory is measured alone: the figure a deployment sizes a worker by.
 // The NATS server and the load generator stay in the bench's process.
-func (b *benchRun) largeView(ctx context.Context) (_ *scenarioResult, err error) {
+func (b *benchRun) largeView(ctx context.Context) (_ *ScenarioResult, err error) {
 	load := b.load
 	load.tenants = b.Tenants
 	fill, events := load.changes(b.Tenants, 0), load.changes(b.Events, 1)
@@ -57,7 +57,7 @@ func (b *benchRun) largeView(ctx context.Context) (_ *scenarioResult, err error)
 // measureChild sends the events to the child worker and measures its
 // throughput, its commits, allocations and CPU time from its metrics, and
 // its peak memory.
-func (b *benchRun) measureChild(ctx context.Context, child *childWorker, s *sender, events []benchEvent, before int) (*scenarioResult, error) {
+func (b *benchRun) measureChild(ctx context.Context, child *childWorker, s *sender, events []benchEvent, before int) (*ScenarioResult, error) {
 	m0, err := child.metrics(metricCommits, metricWritten, metricMallocs, metricCPU)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (b *benchRun) measureChild(ctx context.Context, child *childWorker, s *send
 		return nil, err
 	}
 	n := float64(len(events))
-	res := &scenarioResult{
+	res := &ScenarioResult{
 		Name: "large-view", Events: len(events), Seconds: elapsed.Seconds(), EventsPerSecond: n / elapsed.Seconds(),
 		Commits:        uint64(m1[metricCommits] - m0[metricCommits]),
 		AllocsPerEvent: (m1[metricMallocs] - m0[metricMallocs]) / n,
