@@ -34,7 +34,9 @@ func TestBenchJSON(t *testing.T) {
 		t.Skip("runs the whole pipeline eight times")
 	}
 	dir := t.TempDir()
-	code, out, errOut := runCLIFor(t, 3*time.Minute, "bench", "--json", "--data-dir", dir,
+	// A bound against a hang only: a loaded machine under -race is slow, and
+	// the test judges no speed.
+	code, out, errOut := runCLIFor(t, 8*time.Minute, "bench", "--json", "--data-dir", dir,
 		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
 		"--events", "3000", "--tenants", "4000", "--rate", "2000", "--duration", "500ms")
 	if code != 0 {
