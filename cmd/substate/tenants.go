@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"text/tabwriter"
-	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
@@ -45,7 +41,7 @@ func (c *TenantsGetCmd) Run(ctx context.Context, m *Main) error {
 	if c.JSON {
 		return termtext.WriteJSON(m.Stdout, v)
 	}
-	return printTenants(m.Stdout, []substate.TenantView{v})
+	return termtext.WriteTenants(m.Stdout, []substate.TenantView{v})
 }
 
 // TenantsListCmd is "substate tenants list".
@@ -77,23 +73,5 @@ func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
 	if c.JSON {
 		return termtext.WriteJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: next})
 	}
-	return printTenants(m.Stdout, all)
-}
-
-func printTenants(w io.Writer, views []substate.TenantView) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TENANT\tSUB-STATE\tVERB\tSTEP\tRETRIES\tPROVIDER\tEXECUTION\tUPDATED\tERROR")
-	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termtext.Text(v.TenantID), termtext.Dash(termtext.Text(string(v.WorkflowSubState))),
-			termtext.Dash(termtext.Text(string(v.WorkflowVerb))), termtext.Dash(termtext.Clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, termtext.Dash(termtext.Text(string(v.Provider))),
-			termtext.Dash(termtext.Shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), termtext.Dash(termtext.Clip(v.WorkflowErrorMessage, 60)))
-	}
-	return tw.Flush()
-}
-
-func age(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return time.Since(t).Round(time.Second).String() + " ago"
+	return termtext.WriteTenants(m.Stdout, all)
 }

@@ -1,4 +1,4 @@
-package main
+package demorun
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func (d *demoRun) summary(ctx context.Context, interrupted, stay bool) {
 	}
 	d.printf("\nTenant view after %s:\n\n", time.Since(d.start).Round(100*time.Millisecond))
 	d.mu.Lock()
-	_ = printTenants(d.out, views)
+	_ = termtext.WriteTenants(d.out, views)
 	d.mu.Unlock()
 	d.printf("\nBy sub-state:")
 	for _, s := range substate.SubStates {

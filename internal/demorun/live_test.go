@@ -1,6 +1,7 @@
-package main
+package demorun
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -53,7 +54,7 @@ func TestDemoLive(t *testing.T) {
 		}
 	})
 	t.Run("NotTerminal", func(t *testing.T) {
-		out := &syncBuffer{}
+		out := &bytes.Buffer{}
 		d := &demoRun{out: out, expect: map[string]string{}, current: map[string]substate.SubState{}, start: time.Now()}
 		d.showLive(context.Background())
 		d.printChange(change("acme", "", substate.StateRunning))
@@ -63,3 +64,8 @@ func TestDemoLive(t *testing.T) {
 		}
 	})
 }
+
+// ttyBuffer is an output that says it is a terminal.
+type ttyBuffer struct{ bytes.Buffer }
+
+func (*ttyBuffer) Terminal() bool { return true }
