@@ -46,13 +46,3 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 	}
 	return err
 }
-
-// firstErr returns the first error that is not nil.
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
