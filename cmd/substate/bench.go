@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/substatehq/substate/internal/bench"
+	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/worker"
 )
 

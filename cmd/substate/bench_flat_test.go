@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/substatehq/substate/internal/bench"
+	"github.com/substatehq/substate/tools/bench"
 )
 
 // The flat-cost scenario's code path with a small count: every chunk is

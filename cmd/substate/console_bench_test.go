@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/substatehq/substate/internal/bench"
+	"github.com/substatehq/substate/tools/bench"
 )
 
 // BenchmarkConsoleFanOut measures the worker's throughput, from the

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/substatehq/substate/internal/demorun"
+	"github.com/substatehq/substate/tools/demorun"
 	"github.com/substatehq/substate/worker"
 )
 

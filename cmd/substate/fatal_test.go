@@ -15,7 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/substatehq/substate/internal/bench"
+	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/worker"
 )
 

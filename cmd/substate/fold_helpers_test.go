@@ -12,8 +12,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bench"
-	"github.com/substatehq/substate/internal/soak"
+	"github.com/substatehq/substate/tools/bench"
+	"github.com/substatehq/substate/tools/soak"
 	"github.com/substatehq/substate/state"
 )
 

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/substatehq/substate/internal/soak"
+	"github.com/substatehq/substate/tools/soak"
 )
 
 // SoakCmd is "substate soak": kill -9 under load, again and again, then

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/substatehq/substate/internal/bench"
+	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/internal/termtext"
 )
 
