@@ -11,8 +11,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/tools/bench"
 )
 
 // The bench's child worker is this test binary running main (see

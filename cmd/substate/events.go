@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -13,63 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/termtext"
-	"github.com/substatehq/substate/worker"
 )
-
-// ClientFlags connect a command to the NATS a worker uses.
-type ClientFlags struct {
-	NATSURL   string `name:"nats-url" default:"nats://127.0.0.1:4222" help:"NATS server URL (a worker's embedded server listens on 127.0.0.1:4222 by default)."`
-	NATSCreds string `name:"nats-creds" type:"existingfile" help:"NATS credentials file."`
-	NATSNkey  string `name:"nats-nkey" type:"existingfile" help:"NATS nkey seed file (default: the worker's, under --data-dir, when there)."`
-	NATSTLSCA string `name:"nats-tls-ca" type:"existingfile" help:"CA certificate to verify the NATS server with."`
-	DataDir   string `default:"./data" help:"Data directory of the worker whose embedded NATS server to connect to: its credentials are read there."`
-}
-
-// Connect dials NATS and returns the connection with JetStream. Without
-// credentials it authenticates as the worker whose data directory is
-// DataDir, when that has the embedded server's credentials: whoever reads
-// that directory holds the worker's data anyway.
-func (f ClientFlags) Connect() (*nats.Conn, jetstream.JetStream, error) {
-	return f.ConnectAs(bus.Worker)
-}
-
-// ConnectAs is Connect with the identity whose seed under DataDir is the
-// default: a task service connects as bus.Tasks.
-func (f ClientFlags) ConnectAs(id bus.Identity) (*nats.Conn, jetstream.JetStream, error) {
-	opts := []nats.Option{nats.Name("substate-cli")}
-	if f.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(f.NATSCreds))
-	}
-	nkey := f.NATSNkey
-	if seed := (bus.Credentials{Dir: worker.NATSCredentialsDir(f.DataDir)}).SeedFile(id); nkey == "" && f.NATSCreds == "" && fileExists(seed) {
-		nkey = seed
-	}
-	if nkey != "" {
-		opt, err := nats.NkeyOptionFromSeed(nkey)
-		if err != nil {
-			return nil, nil, fmt.Errorf("nats nkey %s: %w", nkey, err)
-		}
-		opts = append(opts, opt)
-	}
-	if f.NATSTLSCA != "" {
-		opts = append(opts, nats.RootCAs(f.NATSTLSCA))
-	}
-	nc, err := nats.Connect(f.NATSURL, opts...)
-	if errors.Is(err, nats.ErrAuthorization) {
-		return nil, nil, fmt.Errorf("nats at %s refused the credentials: give the worker's --data-dir (its credentials are read there) or --nats-nkey: %w", f.NATSURL, err)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to nats at %s (is \"substate run\" running?): %w", f.NATSURL, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, js, nil
-}
 
 // EventsCmd is "substate events".
 type EventsCmd struct {
@@ -180,9 +124,4 @@ func eventLine(d *substate.EventData) string {
 		fmt.Fprintf(&b, " error=%q", d.ErrorMessage)
 	}
 	return b.String()
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/state"
 	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/tools/soak"
-	"github.com/substatehq/substate/state"
 )
 
 // Helpers that read what a worker left behind: its consumers' state, its

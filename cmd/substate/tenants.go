@@ -4,21 +4,8 @@ import (
 	"context"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/termtext"
 )
-
-// ServerFlags say which running worker to ask.
-type ServerFlags struct {
-	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
-	APIKey string `name:"api-key" help:"Read-API key, sent as Authorization: Bearer (needed once the worker has keys)."`
-	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
-}
-
-// Client is the API client of the worker the flags name.
-func (f ServerFlags) Client() *httpapi.Client {
-	return &httpapi.Client{URL: f.Server, APIKey: f.APIKey}
-}
 
 // TenantsCmd is "substate tenants".
 type TenantsCmd struct {

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/internal/termtext"
+	"github.com/substatehq/substate/tools/bench"
 )
 
 // Config is one soak: how often and when the worker is killed, the load

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/worker"
+)
+
+// The flags several commands embed: where NATS is (ClientFlags), which
+// running worker to ask (ServerFlags), and how to show the providers'
+// evidence (RedactFlags).
+
+// ClientFlags connect a command to the NATS a worker uses.
+type ClientFlags struct {
+	NATSURL   string `name:"nats-url" default:"nats://127.0.0.1:4222" help:"NATS server URL (a worker's embedded server listens on 127.0.0.1:4222 by default)."`
+	NATSCreds string `name:"nats-creds" type:"existingfile" help:"NATS credentials file."`
+	NATSNkey  string `name:"nats-nkey" type:"existingfile" help:"NATS nkey seed file (default: the worker's, under --data-dir, when there)."`
+	NATSTLSCA string `name:"nats-tls-ca" type:"existingfile" help:"CA certificate to verify the NATS server with."`
+	DataDir   string `default:"./data" help:"Data directory of the worker whose embedded NATS server to connect to: its credentials are read there."`
+}
+
+// Connect dials NATS and returns the connection with JetStream. Without
+// credentials it authenticates as the worker whose data directory is
+// DataDir, when that has the embedded server's credentials: whoever reads
+// that directory holds the worker's data anyway.
+func (f ClientFlags) Connect() (*nats.Conn, jetstream.JetStream, error) {
+	return f.ConnectAs(bus.Worker)
+}
+
+// ConnectAs is Connect with the identity whose seed under DataDir is the
+// default: a task service connects as bus.Tasks.
+func (f ClientFlags) ConnectAs(id bus.Identity) (*nats.Conn, jetstream.JetStream, error) {
+	opts := []nats.Option{nats.Name("substate-cli")}
+	if f.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(f.NATSCreds))
+	}
+	nkey := f.NATSNkey
+	if seed := (bus.Credentials{Dir: worker.NATSCredentialsDir(f.DataDir)}).SeedFile(id); nkey == "" && f.NATSCreds == "" && fileExists(seed) {
+		nkey = seed
+	}
+	if nkey != "" {
+		opt, err := nats.NkeyOptionFromSeed(nkey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("nats nkey %s: %w", nkey, err)
+		}
+		opts = append(opts, opt)
+	}
+	if f.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(f.NATSTLSCA))
+	}
+	nc, err := nats.Connect(f.NATSURL, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, nil, fmt.Errorf("nats at %s refused the credentials: give the worker's --data-dir (its credentials are read there) or --nats-nkey: %w", f.NATSURL, err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to nats at %s (is \"substate run\" running?): %w", f.NATSURL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// ServerFlags say which running worker to ask.
+type ServerFlags struct {
+	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
+	APIKey string `name:"api-key" help:"Read-API key, sent as Authorization: Bearer (needed once the worker has keys)."`
+	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
+}
+
+// Client is the API client of the worker the flags name.
+func (f ServerFlags) Client() *httpapi.Client {
+	return &httpapi.Client{URL: f.Server, APIKey: f.APIKey}
+}
+
+// RedactFlags choose how a command shows the providers' execution input
+// and output it reads from the streams: redacted as the read API shows
+// them to read:raw callers, unless asked otherwise.
+type RedactFlags struct {
+	Unredacted  bool     `help:"Show the providers' execution input and output as received, secrets included, instead of redacted."`
+	RedactAllow []string `name:"redact-allow" sep:"none" placeholder:"JSONPATH" help:"Field of the execution input and output to show (RFC 9535 JSONPath), repeatable; the tenant rule's fields are always shown."`
+	TenantRule  []string `sep:"none" placeholder:"RULE" help:"The worker's tenant rules (its --tenant-rule): their input fields are shown."`
+}
+
+// redactor returns what redacts a raw payload for output: nil with
+// --unredacted.
+func (f RedactFlags) redactor() (func([]byte) []byte, error) {
+	if f.Unredacted {
+		return nil, nil
+	}
+	p, err := worker.RedactionPolicy(f.TenantRule, f.RedactAllow)
+	if err != nil {
+		return nil, err
+	}
+	return func(b []byte) []byte { return httpapi.RedactEvidence(b, p) }, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
