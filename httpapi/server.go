@@ -156,7 +156,7 @@ func (s *Server) read(h http.Handler) http.Handler {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.Ready != nil {
 		if err := s.Ready(); err != nil {
-			httpx.Error(w, r, substate.WrapError(substate.EUNAVAILABLE, err, "not ready: %v", err), s.logger())
+			httpx.Error(w, r, substate.Errorf(substate.EUNAVAILABLE, "not ready: %v", err), s.logger())
 			return
 		}
 	}

@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +116,26 @@ func TestTenantRoutes(t *testing.T) {
 		if status, code := get(t, url+tc.path, nil); status != tc.status || code != tc.code {
 			t.Errorf("%s: %d %q, want %d %q", tc.path, status, code, tc.status, tc.code)
 		}
+	}
+}
+
+// A worker that is not ready says why once, in its answer and in its log.
+func TestReadyzSaysWhyOnce(t *testing.T) {
+	var logs bytes.Buffer
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Ready: func() error { return errors.New("nats is not connected") },
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var body struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	if code, _ := get(t, s.URL()+"/readyz", &body); code != 503 || body.Error.Message != "not ready: nats is not connected" {
+		t.Fatalf("readyz: %d %q", code, body.Error.Message)
+	}
+	if n := strings.Count(logs.String(), "nats is not connected"); n != 1 {
+		t.Fatalf("the log says the cause %d times:\n%s", n, logs.String())
 	}
 }
 
