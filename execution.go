@@ -125,9 +125,27 @@ type ExecutionResult struct {
 
 // Outcomes of an audited action.
 const (
-	AuditDone    = "done"
+	// AuditDone: the provider took the action.
+	AuditDone = "done"
+	// AuditRefused: the provider answered no (not allowed, not in a state
+	// that permits it, not found, throttled); nothing was done.
 	AuditRefused = "refused"
+	// AuditUnknown: the call failed without the provider's answer (it was
+	// unreachable, timed out, or answered an error of its own), so the
+	// action may or may not have been taken; describing the execution tells.
+	AuditUnknown = "unknown"
 )
+
+// AuditOutcome is the outcome of an action that ended with err.
+func AuditOutcome(err error) string {
+	switch ErrorCode(err) {
+	case "":
+		return AuditDone
+	case EUNAVAILABLE, EINTERNAL:
+		return AuditUnknown
+	}
+	return AuditRefused
+}
 
 // AuditEvent records one action taken on an execution: who, why, on what
 // and how it ended. Input and output are never in it.

@@ -1,6 +1,7 @@
 package substate_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/substatehq/substate"
@@ -66,5 +67,24 @@ func TestStepFunctionsRevision(t *testing.T) {
 	}
 	if max := substate.StepFunctionsRevision(8191, substate.RankTerminal, 1<<32-1); max >= 1<<53 {
 		t.Fatalf("max revision %d not below 2^53", max)
+	}
+}
+
+func TestAuditOutcome(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, substate.AuditDone},
+		{substate.Errorf(substate.ECONFLICT, "already ended"), substate.AuditRefused},
+		{substate.Errorf(substate.EFORBIDDEN, "lacks states:StopExecution"), substate.AuditRefused},
+		{substate.Errorf(substate.ETHROTTLED, "slow down"), substate.AuditRefused},
+		{substate.Errorf(substate.EUNAVAILABLE, "unreachable"), substate.AuditUnknown},
+		{errors.New("context deadline exceeded"), substate.AuditUnknown},
+	}
+	for _, tt := range tests {
+		if got := substate.AuditOutcome(tt.err); got != tt.want {
+			t.Errorf("AuditOutcome(%v) = %q, want %q", tt.err, got, tt.want)
+		}
 	}
 }

@@ -202,7 +202,7 @@ func (s *Service) auditEvent(req substate.ExecutionRequest, res substate.Executi
 		NewExecutionID: res.NewExecutionID, Outcome: substate.AuditDone,
 	}
 	if err != nil {
-		ev.Outcome, ev.ErrorCode, ev.Error = substate.AuditRefused, substate.ErrorCode(err), substate.ErrorMessage(err)
+		ev.Outcome, ev.ErrorCode, ev.Error = substate.AuditOutcome(err), substate.ErrorCode(err), substate.ErrorMessage(err)
 	}
 	return ev
 }

@@ -3,6 +3,7 @@ package operate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -149,6 +150,23 @@ func TestActRecords(t *testing.T) {
 		}
 		if ev := (*a)[0]; ev.Outcome != substate.AuditRefused || ev.ErrorCode != substate.EFORBIDDEN || !strings.Contains(ev.Error, "states:StopExecution") || ev.Reason != "r" {
 			t.Fatalf("audit %+v", ev)
+		}
+	})
+	t.Run("Unknown", func(t *testing.T) {
+		// A call that failed without the provider's answer may have acted:
+		// the audit event says the outcome is unknown, not refused.
+		for _, fail := range []error{
+			substate.Errorf(substate.EUNAVAILABLE, "restate admin api unreachable"),
+			fmt.Errorf("stop: %w", context.DeadlineExceeded),
+		} {
+			s, op, a := newService(running)
+			op.fail = fail
+			if _, err := s.Act(context.Background(), substate.ExecutionRequest{TenantID: "t1", Action: substate.ActionStop, Who: "ops"}); !errors.Is(err, fail) || len(*a) != 1 {
+				t.Fatalf("err %v, audit %v", err, *a)
+			}
+			if ev := (*a)[0]; ev.Outcome != substate.AuditUnknown || ev.Error == "" {
+				t.Errorf("audit of %v: %+v", fail, ev)
+			}
 		}
 	})
 	t.Run("CallerGone", func(t *testing.T) {
