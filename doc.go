@@ -3,8 +3,10 @@
 // view, the error codes, subject names and the small interfaces that the
 // adapter packages implement.
 //
-// The package imports no NATS, bbolt, HTTP or AWS code. Adapters live in
-// folders named after what they adapt (mapping, consumers, publishers, engine,
-// state) and import this package, never each other; only cmd/substate wires
-// them together.
+// The package imports no NATS, bbolt, HTTP or AWS code, and nothing of this
+// repository. Adapters live in folders named after what they adapt
+// (mapping, ingress, consumers, publishers, state, engine, and one folder a
+// provider under providers/) and import this package; worker composes a
+// running substate from them, and cmd/substate holds the commands.
+// docs/architecture.md draws the whole graph.
 package substate

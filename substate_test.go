@@ -51,25 +51,6 @@ func TestSubStateTables(t *testing.T) {
 	}
 }
 
-func TestStepFunctionsRevision(t *testing.T) {
-	order := []substate.Revision{
-		substate.StepFunctionsRevision(0, substate.RankActive, 0),
-		substate.StepFunctionsRevision(0, substate.RankActive, 12),
-		substate.StepFunctionsRevision(0, substate.RankTerminal, 0),
-		substate.StepFunctionsRevision(1, substate.RankActive, 0),
-		substate.StepFunctionsRevision(1, substate.RankActive, 40),
-		substate.StepFunctionsRevision(1, substate.RankTerminal, 0),
-	}
-	for i := 1; i < len(order); i++ {
-		if order[i] <= order[i-1] {
-			t.Fatalf("revision %d (%d) not above %d (%d)", i, order[i], i-1, order[i-1])
-		}
-	}
-	if max := substate.StepFunctionsRevision(8191, substate.RankTerminal, 1<<32-1); max >= 1<<53 {
-		t.Fatalf("max revision %d not below 2^53", max)
-	}
-}
-
 func TestAuditOutcome(t *testing.T) {
 	tests := []struct {
 		err  error

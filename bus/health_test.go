@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/faults"
+	"github.com/substatehq/substate/testkit/faults"
 )
 
 // fullStore opens an embedded bus on a small tmpfs, fills the disk until

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 func openTLS(tb testing.TB, t bus.ServerTLS) *bus.Bus {

@@ -2,11 +2,11 @@
 // normalizer from SUBSTATE_RAW to SUBSTATE_EVENTS, the projector from
 // SUBSTATE_EVENTS into the tenant view and the EventBridge forwarder, with
 // their ack discipline, their batching pull loop and their metrics.
-// Provider events reach SUBSTATE_RAW through the packages below it:
-// consumers/ingress (the HTTP ingress: EventBridge API destination,
-// Restate webhooks), consumers/reconcile (the Reconciler, which asks a
+// Provider events reach SUBSTATE_RAW through the packages beside it:
+// ingress (the HTTP ingress: EventBridge API destination,
+// Restate webhooks), reconcile (the Reconciler, which asks a
 // provider about tenants nothing was heard of for a while) and
-// consumers/restate (the Restate admin-API poller and operator). Pollers
+// providers/restate (the Restate admin-API poller and operator). Pollers
 // never write the view; they publish what a provider answered on
 // SUBSTATE_RAW like any provider event (see docs/reconciler.md).
 //

@@ -12,9 +12,9 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
-	"github.com/substatehq/substate/internal/awstest"
-	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/awstest"
+	"github.com/substatehq/substate/testkit/pipelinetest"
 )
 
 func TestForwarder(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers/ingress"
+	"github.com/substatehq/substate/ingress"
 )
 
 // Metrics are the Prometheus metrics of the pipeline: the stages' and,

@@ -7,7 +7,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/fixtures"
-	"github.com/substatehq/substate/internal/pipelinetest"
+	"github.com/substatehq/substate/testkit/pipelinetest"
 )
 
 // TestNormalizerLinksEventsToRawEvidence checks the headers that let an

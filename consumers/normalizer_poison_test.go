@@ -11,8 +11,8 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/fixtures"
-	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/pipelinetest"
 )
 
 // poisonEvents refuses, every time, any publish that holds an event of one

@@ -12,9 +12,9 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/internal/fixtures"
-	"github.com/substatehq/substate/internal/pipelinetest"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/pipelinetest"
 )
 
 func TestNormalizerPublishesCanonicalEvents(t *testing.T) {

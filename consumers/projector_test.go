@@ -14,9 +14,10 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
-	"github.com/substatehq/substate/internal/pipelinetest"
+	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/pipelinetest"
 )
 
 // runProjector runs a projector on b into view until the test ends.
@@ -56,7 +57,7 @@ func projectorConfig() jetstream.ConsumerConfig {
 func sfn(tenant, exec string, s substate.SubState, redrive, rank int, started time.Time, errMsg string) substate.Event {
 	d := substate.EventData{TenantID: tenant, Provider: substate.ProviderStepFunctions, ExecutionID: exec, Workflow: "provision",
 		SubState: s, ProviderState: string(s), ErrorMessage: errMsg, ExecutionStartedAt: started,
-		OccurredAt: started.Add(time.Duration(redrive*10+rank) * time.Second), Revision: substate.StepFunctionsRevision(redrive, rank, 0)}
+		OccurredAt: started.Add(time.Duration(redrive*10+rank) * time.Second), Revision: mapping.StepFunctionsRevision(redrive, rank, 0)}
 	d.Normalize()
 	return substate.NewEvent(fmt.Sprintf("%s/%s/%d/%d", exec, s, redrive, rank), d)
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
-	"github.com/substatehq/substate/internal/contracttest"
+	"github.com/substatehq/substate/testkit/contracttest"
 )
 
 // TestOpenAPIRoutes: every route the code registers (a ServeMux pattern in

@@ -2,7 +2,7 @@
 // definitions, executes them durably, invokes tasks over NATS and emits the
 // engine's status events. It also defines Provider, the interface every
 // workflow engine substate can drive implements (Engine here, AWS Step
-// Functions in engine/stepfunctions).
+// Functions in providers/stepfunctions).
 //
 // # Definitions
 //

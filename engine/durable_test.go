@@ -14,9 +14,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/engine/internal/natstest"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 const resumeWorkflow = `

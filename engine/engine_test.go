@@ -5,8 +5,9 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/micro"
+
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/engine/internal/natstest"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 const taskThenSuccess = `

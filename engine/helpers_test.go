@@ -15,9 +15,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/engine/internal/natstest"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 // epoch is the manual clock's start in every test.

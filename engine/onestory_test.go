@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/engine/internal/natstest"
 	"github.com/substatehq/substate/mapping"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 const twoRetries = `

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/engine/internal/natstest"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 // gateWorkflow's first state waits, its second calls a task that fails

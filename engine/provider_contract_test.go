@@ -10,10 +10,10 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
-	"github.com/substatehq/substate/engine/internal/natstest"
-	"github.com/substatehq/substate/engine/stepfunctions"
-	"github.com/substatehq/substate/internal/awstest"
 	"github.com/substatehq/substate/mapping"
+	"github.com/substatehq/substate/providers/stepfunctions"
+	"github.com/substatehq/substate/testkit/awstest"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 // providerUnderTest is one engine.Provider implementation with what the

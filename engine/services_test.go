@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
-	"github.com/substatehq/substate/engine/internal/natstest"
+
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 func TestSubjectMatches(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/engine/internal/natstest"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 func TestStart(t *testing.T) {

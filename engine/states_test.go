@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/engine/internal/natstest"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 const waitWorkflow = `

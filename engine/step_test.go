@@ -7,9 +7,9 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
-	"github.com/substatehq/substate/engine/stepfunctions"
-	"github.com/substatehq/substate/internal/awstest"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/providers/stepfunctions"
+	"github.com/substatehq/substate/testkit/awstest"
 )
 
 // TestStepFunctionsStep describes a Step Functions execution whose history

@@ -3,7 +3,7 @@ package httpapi_test
 import (
 	"testing"
 
-	"github.com/substatehq/substate/internal/contracttest"
+	"github.com/substatehq/substate/testkit/contracttest"
 )
 
 // TestMain checks every response the tests fetch from a substate route

@@ -76,7 +76,7 @@ func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
 	r := m.resolve(substate.ProviderStepFunctions, d.Status, CondNone)
 	apply(&out, r)
 	out.OccurredAt = sfnOccurredAt(out.Terminal, d.StopDate.Time, d.RedriveDate.Time, d.StartDate.Time, ev.Time)
-	out.Revision = substate.StepFunctionsRevision(d.RedriveCount, sfnRank(d.Status, out.Terminal), 0)
+	out.Revision = StepFunctionsRevision(d.RedriveCount, sfnRank(d.Status, out.Terminal), 0)
 	src := tenantSource{execution: d.ExecutionARN, name: d.Name, input: sfnInput(d.Input, d.InputDetails)}
 	if src.name == "" {
 		src.name = executionName(d.ExecutionARN)
@@ -94,11 +94,11 @@ func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
 func sfnRank(status string, terminal bool) int {
 	switch {
 	case terminal:
-		return substate.RankTerminal
+		return RankTerminal
 	case status == "PENDING_REDRIVE":
-		return substate.RankPending
+		return RankPending
 	}
-	return substate.RankActive
+	return RankActive
 }
 
 // sfnOccurredAt is when a status happened: the stop date of a terminal

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
 )
 
 func TestMapEventBridge(t *testing.T) {
@@ -75,7 +76,7 @@ func TestMapEventBridge(t *testing.T) {
 		if !(running0 < failed0 && failed0 < running1 && running1 < succeeded1) {
 			t.Errorf("revisions not ordered RUNNING < FAILED < RUNNING(redrive) < SUCCEEDED: %d %d %d %d", running0, failed0, running1, succeeded1)
 		}
-		if got, want := running1, substate.StepFunctionsRevision(1, substate.RankActive, 0); got != want {
+		if got, want := running1, mapping.StepFunctionsRevision(1, mapping.RankActive, 0); got != want {
 			t.Errorf("revision = %d, want %d", got, want)
 		}
 	})

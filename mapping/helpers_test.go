@@ -44,7 +44,7 @@ func newMapper(tb testing.TB) *mapping.Mapper {
 }
 
 // pollPayload builds a stepfunctions.poll body from a DescribeExecution
-// response and a history page, as engine/stepfunctions does.
+// response and a history page, as providers/stepfunctions does.
 func pollPayload(tb testing.TB, describe, history []byte) []byte {
 	tb.Helper()
 	b, err := json.Marshal(map[string]any{

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/sfnhistory"
+	"github.com/substatehq/substate/mapping/sfnhistory"
 )
 
 // HistoryEvent is one Step Functions history event as GetExecutionHistory

@@ -97,7 +97,7 @@ func TestMapPoll(t *testing.T) {
 		if got, want := ev.ErrorMessage, "db not ready"; got != want {
 			t.Errorf("errorMessage = %q, want %q", got, want)
 		}
-		if got, want := ev.Revision, substate.StepFunctionsRevision(0, substate.RankActive, 5); got != want {
+		if got, want := ev.Revision, mapping.StepFunctionsRevision(0, mapping.RankActive, 5); got != want {
 			t.Errorf("revision = %d, want %d", got, want)
 		}
 		// Backing off after the first failure: one failed attempt waits for its retry.
@@ -111,7 +111,7 @@ func TestMapPoll(t *testing.T) {
 		if ev.SubState != substate.StateRunning || ev.RetryCount != 2 || ev.ErrorMessage != "" || ev.TenantID != "c1" {
 			t.Errorf("got %+v", ev)
 		}
-		if got, want := ev.Revision, substate.StepFunctionsRevision(0, substate.RankActive, 12); got != want {
+		if got, want := ev.Revision, mapping.StepFunctionsRevision(0, mapping.RankActive, 12); got != want {
 			t.Errorf("revision = %d, want %d", got, want)
 		}
 	})

@@ -75,7 +75,7 @@ func (m *Mapper) MapPoll(body []byte) (substate.EventData, error) {
 	apply(&out, m.resolve(substate.ProviderStepFunctions, x.Status, cond))
 	pollError(&out, x, &h)
 	out.OccurredAt = pollOccurredAt(&out, x, &h, p.PolledAt)
-	out.Revision = substate.StepFunctionsRevision(x.RedriveCount, sfnRank(x.Status, out.Terminal), h.NewestEventID)
+	out.Revision = StepFunctionsRevision(x.RedriveCount, sfnRank(x.Status, out.Terminal), h.NewestEventID)
 	src := tenantSource{execution: x.ExecutionARN, name: x.Name, input: sfnInput(x.Input, x.InputDetails)}
 	if src.name == "" {
 		src.name = executionName(x.ExecutionARN)

@@ -104,7 +104,7 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	if r.RetryCount != nil {
 		attempt = max(*r.RetryCount, 0)
 	}
-	out.Revision = substate.RestateRevision(occurred, attempt, restateRank(r.Status, cond))
+	out.Revision = RestateRevision(occurred, attempt, restateRank(r.Status, cond))
 	if r.Status != "paused" && !r.ModifiedAt.IsZero() {
 		r.until(r.ModifiedAt.Time)
 	}
@@ -141,13 +141,13 @@ func (r *restateRow) bound() {
 func restateRank(status string, cond Condition) int {
 	switch {
 	case cond == CondRetryScheduled || status == "backing-off":
-		return substate.RestateRankBackingOff
+		return RestateRankBackingOff
 	case status == "running" || status == "active":
-		return substate.RestateRankRunning
+		return RestateRankRunning
 	case status == "pending" || status == "scheduled" || status == "ready":
-		return substate.RestateRankQueued
+		return RestateRankQueued
 	}
-	return substate.RestateRankSettled
+	return RestateRankSettled
 }
 
 // restateRetries fills the retry count (the failed attempts followed by,
@@ -215,7 +215,7 @@ func restateState(r *restateRow, occurred time.Time) (string, Condition) {
 
 // withStopCause makes the cause substate stopped an invocation for the
 // error of its cancelled or killed row, at a revision above the same row
-// without it (substate.RestateStopCauseRevision). Restate's own failure
+// without it (RestateStopCauseRevision). Restate's own failure
 // text stays in the raw evidence.
 func withStopCause(ev *substate.EventData, r *restateRow, cause string) {
 	cause = strings.TrimSpace(cause)
@@ -223,7 +223,7 @@ func withStopCause(ev *substate.EventData, r *restateRow, cause string) {
 		return
 	}
 	ev.ErrorMessage = firstLine(cause)
-	ev.Revision = substate.RestateStopCauseRevision(ev.OccurredAt)
+	ev.Revision = RestateStopCauseRevision(ev.OccurredAt)
 }
 
 // killed reports a completion failure caused by a kill or cancellation

@@ -82,7 +82,7 @@ func TestMapRestate(t *testing.T) {
 		ev := mapOne(t, restateRow(t, "running", map[string]any{"target_service_name": nil}))
 		modified := time.Date(2024, 6, 19, 10, 0, 47, 905e6, time.UTC)
 		if ev.ExecutionID != "inv_1" || ev.Workflow != "Provision/acme/run" || ev.TenantID != "acme" ||
-			!ev.OccurredAt.Equal(modified) || ev.Revision != substate.RestateRevision(modified, 0, substate.RestateRankRunning) ||
+			!ev.OccurredAt.Equal(modified) || ev.Revision != mapping.RestateRevision(modified, 0, mapping.RestateRankRunning) ||
 			!ev.ExecutionStartedAt.Equal(time.Date(2024, 6, 19, 10, 0, 41, 502e6, time.UTC)) {
 			t.Errorf("got %+v", ev)
 		}

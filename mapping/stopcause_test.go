@@ -41,7 +41,7 @@ func TestRestateStopCause(t *testing.T) {
 			if got.SubState != plain.SubState || got.Verb != plain.Verb || got.RetryCount != plain.RetryCount {
 				t.Errorf("the cause changed more than the error: %+v against %+v", got, plain)
 			}
-			later := substate.RestateRevision(plain.OccurredAt.Add(1e6), 0, substate.RestateRankQueued)
+			later := mapping.RestateRevision(plain.OccurredAt.Add(1e6), 0, mapping.RestateRankQueued)
 			if got.Revision >= later {
 				t.Errorf("revision %d is not below a row modified a millisecond later (%d)", got.Revision, later)
 			}

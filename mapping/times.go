@@ -3,10 +3,11 @@ package mapping
 import (
 	"bytes"
 	"fmt"
-	"github.com/substatehq/substate/internal/sfnhistory"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/substatehq/substate/mapping/sfnhistory"
 )
 
 var null = []byte("null")

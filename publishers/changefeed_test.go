@@ -15,9 +15,9 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 var errCrash = errors.New("crash")

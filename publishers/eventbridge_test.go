@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/awstest"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/awstest"
 )
 
 func newEventBridge(t *testing.T) (*awstest.Server, *publishers.EventBridge) {

@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 func event(tenant string, i int) substate.Event {

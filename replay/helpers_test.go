@@ -14,10 +14,10 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // newBus starts an embedded NATS server with substate's streams in topology t.

@@ -14,8 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/faults"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/faults"
 )
 
 // corruptible returns a closed view file with n tenants, and the root page

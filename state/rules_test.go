@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/state"
 )
 
@@ -35,7 +36,7 @@ type ruleCase struct {
 
 // sfn returns a Step Functions event with its real revision layout.
 func sfn(exec string, s substate.SubState, redrive, rank int, opts ...evOpt) substate.EventData {
-	rev := substate.StepFunctionsRevision(redrive, rank, 0)
+	rev := mapping.StepFunctionsRevision(redrive, rank, 0)
 	e := ev("t", exec, s, rev, append([]evOpt{provider(substate.ProviderStepFunctions)}, opts...)...)
 	e.OccurredAt = t0.Add(time.Duration(redrive*10+rank) * time.Second)
 	return e
@@ -69,18 +70,18 @@ var ruleCases = []ruleCase{
 		status: status{waiting, "a", 0, ""}},
 	{name: "redrive goes failed, running, succeeded",
 		events: []substate.EventData{
-			sfn("arn", running, 0, substate.RankActive),
-			sfn("arn", failed, 0, substate.RankTerminal, failure("States.Timeout")),
-			sfn("arn", waiting, 1, substate.RankPending),
-			sfn("arn", running, 1, substate.RankActive),
-			sfn("arn", succeeded, 1, substate.RankTerminal)},
+			sfn("arn", running, 0, mapping.RankActive),
+			sfn("arn", failed, 0, mapping.RankTerminal, failure("States.Timeout")),
+			sfn("arn", waiting, 1, mapping.RankPending),
+			sfn("arn", running, 1, mapping.RankActive),
+			sfn("arn", succeeded, 1, mapping.RankTerminal)},
 		want:   []state.Outcome{changed, changed, changed, changed, changed},
 		status: status{succeeded, "", 0, ""}},
 	{name: "late events of the first redrive epoch are stale",
 		events: []substate.EventData{
-			sfn("arn", running, 1, substate.RankActive),
-			sfn("arn", failed, 0, substate.RankTerminal, failure("States.Timeout")),
-			sfn("arn", running, 0, substate.RankActive)},
+			sfn("arn", running, 1, mapping.RankActive),
+			sfn("arn", failed, 0, mapping.RankTerminal, failure("States.Timeout")),
+			sfn("arn", running, 0, mapping.RankActive)},
 		want:   []state.Outcome{changed, stale, stale},
 		status: status{running, "arn", 0, ""}},
 	{name: "newer execution replaces older",

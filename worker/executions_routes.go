@@ -5,10 +5,10 @@ import (
 	"net/http"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers/restate"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/operate"
+	"github.com/substatehq/substate/providers/restate"
 	"github.com/substatehq/substate/publishers"
 )
 

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	recon "github.com/substatehq/substate/consumers/reconcile"
-	"github.com/substatehq/substate/consumers/restate"
-	"github.com/substatehq/substate/engine/stepfunctions"
+	"github.com/substatehq/substate/providers/restate"
+	"github.com/substatehq/substate/providers/stepfunctions"
 	"github.com/substatehq/substate/publishers"
+	recon "github.com/substatehq/substate/reconcile"
 )
 
 // ReconcileFlags configure the reconciler, which asks providers about

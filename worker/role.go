@@ -9,7 +9,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/consumers/ingress"
+	"github.com/substatehq/substate/ingress"
 )
 
 // Roles a worker process can take.

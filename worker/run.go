@@ -3,22 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 )
-
-// Loopback reports whether a listen address only accepts local connections.
-func Loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // RunGroup runs every actor until the first one returns, then cancels the
 // others and waits for them; it returns the error of the first one to

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/substatehq/substate/engine/stepfunctions"
+	"github.com/substatehq/substate/providers/stepfunctions"
 )
 
 // workerSFNFeatures are what the worker does with Step Functions.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/substatehq/substate/engine/stepfunctions"
-	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/providers/stepfunctions"
+	"github.com/substatehq/substate/testkit/awstest"
 )
 
 // TestCheckSFNPermissions: the worker logs, per feature, exactly the IAM

@@ -14,8 +14,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/consumers"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 var t0 = time.Date(2025, 3, 4, 9, 0, 0, 0, time.UTC)

@@ -19,10 +19,11 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/consumers"
-	"github.com/substatehq/substate/consumers/ingress"
 	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/ingress"
+	"github.com/substatehq/substate/internal/netx"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/redact"
@@ -132,7 +133,7 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 // or without read-API keys (anyone could read every tenant and /metrics),
 // naming every flag missing at once.
 func (f Flags) CheckExposure() error {
-	if Loopback(f.HTTPAddr) {
+	if netx.Loopback(f.HTTPAddr) {
 		return nil
 	}
 	var missing []string
@@ -281,7 +282,7 @@ func (w *Worker) openEngine(context.Context) error {
 func (w *Worker) openHTTP(ctx context.Context) error {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &ingress.Ingress{
-		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !Loopback(w.Flags.HTTPAddr),
+		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !netx.Loopback(w.Flags.HTTPAddr),
 		Ready: w.Bus.Ready, Metrics: w.Metrics.Ingress, Logger: w.Logger.With("component", "ingress"),
 		Admission: &ingress.Admission{
 			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // story is a tenant's provisioning: a payment task that fails, backs off,

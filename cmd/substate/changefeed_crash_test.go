@@ -10,8 +10,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // TestCrashChangeFeed kills the worker process with SIGKILL at random

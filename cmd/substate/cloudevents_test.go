@@ -20,7 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // Traceparents the test sends: one on an HTTP ingress request, one on an

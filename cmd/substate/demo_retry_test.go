@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/worker"
 )
 

@@ -12,8 +12,8 @@ import (
 	ebapi "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/deploy/eventbridge"
 	"github.com/substatehq/substate/internal/termtext"
+	"github.com/substatehq/substate/providers/stepfunctions/eventbridge"
 )
 
 // DeployCmd is "substate deploy": it sets up the cloud resources that feed

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/testkit/awstest"
 )
 
 // ebWrites are the EventBridge operations that change resources.

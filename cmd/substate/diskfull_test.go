@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/substatehq/substate/internal/faults"
+	"github.com/substatehq/substate/testkit/faults"
 )
 
 // The fourth reproduction: the worker's disk fills, then space is

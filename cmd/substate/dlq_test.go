@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 
 	"github.com/substatehq/substate/bus"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/worker"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/testkit/awstest"
 )
 
 func TestRunForwardsToEventBridge(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // stepFunctionsFor is the example Step Functions event for tenant (raw

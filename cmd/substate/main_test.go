@@ -14,11 +14,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/internal/termtext"
+	"github.com/substatehq/substate/testkit/bustest"
 
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/contracttest"
+	"github.com/substatehq/substate/testkit/contracttest"
 	"github.com/substatehq/substate/worker"
 )
 

@@ -39,7 +39,7 @@ func (c *RebuildCmd) Run(ctx context.Context, m *Main) error {
 	}
 	defer nc.Close()
 	prog := termtext.NewProgress(m.Stderr, time.Now)
-	p, tenants, err := worker.RebuildFile(ctx, js, c.Out, rg, c.BatchSize, prog.Update)
+	p, tenants, err := worker.RebuildFile(ctx, js, c.Out, rg, c.BatchSize, showProgress(prog))
 	if err != nil {
 		return err
 	}
@@ -62,4 +62,11 @@ func rebuildSummary(file string, p replay.Progress, tenants int, elapsed time.Du
 		s += fmt.Sprintf(", %d invalid messages left out", p.Invalid)
 	}
 	return s + fmt.Sprintf(" in %s (%s)", elapsed.Round(time.Millisecond), termtext.Rate(p.Events, elapsed))
+}
+
+// showProgress draws a replay's progress on prog.
+func showProgress(prog *termtext.Progress) func(replay.Progress) {
+	return func(p replay.Progress) {
+		prog.Update(termtext.Position{FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, Seq: p.Seq, Events: p.Events})
+	}
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // ttyBuffer is an output that says it is a terminal.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/substatehq/substate/internal/awstest"
 	"github.com/substatehq/substate/internal/fixtures"
+	"github.com/substatehq/substate/testkit/awstest"
 )
 
 // webhookSecret signs the test's Restate deliveries.

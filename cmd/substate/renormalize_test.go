@@ -9,8 +9,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/mapping"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // TestRenormalizeBesideWorker renormalizes what a running worker already

@@ -11,10 +11,10 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")

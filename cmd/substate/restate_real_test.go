@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/bustest"
-	"github.com/substatehq/substate/internal/restatetest"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/restatetest"
 )
 
 // TestRunRestateRealServer is the Restate story as a new user tries it: a

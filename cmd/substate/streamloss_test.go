@@ -14,8 +14,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
-	"github.com/substatehq/substate/internal/faults"
+	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/faults"
 	"github.com/substatehq/substate/worker"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // hostile is a tenant id and an error message that try to take over the

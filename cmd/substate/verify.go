@@ -165,7 +165,7 @@ func (c *VerifyCmd) replay(ctx context.Context, js jetstream.JetStream, seq uint
 	}
 	defer os.RemoveAll(dir)
 	prog := termtext.NewProgress(stderr, time.Now)
-	db, p, err := worker.RebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, prog.Update)
+	db, p, err := worker.RebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, showProgress(prog))
 	if err != nil {
 		return nil, p, err
 	}

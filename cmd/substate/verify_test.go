@@ -9,9 +9,9 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // workerStory runs a worker and normalizes the story of a few tenants

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/substatehq/substate/internal/faults"
+	"github.com/substatehq/substate/testkit/faults"
 )
 
 // The third reproduction: one page of garbage in a running

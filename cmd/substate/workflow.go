@@ -14,8 +14,8 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
-	"github.com/substatehq/substate/engine/stepfunctions"
 	"github.com/substatehq/substate/internal/termtext"
+	"github.com/substatehq/substate/providers/stepfunctions"
 )
 
 // WorkflowCmd is "substate workflow".

@@ -14,9 +14,9 @@ import (
 
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
-	"github.com/substatehq/substate/internal/awstest"
+	"github.com/substatehq/substate/testkit/awstest"
 
-	"github.com/substatehq/substate/internal/bustest"
+	"github.com/substatehq/substate/testkit/bustest"
 
 	"github.com/substatehq/substate/bus"
 )

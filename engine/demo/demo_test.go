@@ -11,7 +11,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
-	"github.com/substatehq/substate/engine/internal/natstest"
+	"github.com/substatehq/substate/testkit/natstest"
 )
 
 // TestOrderProcessing runs the specification's complete example end to end:

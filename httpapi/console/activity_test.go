@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // TestActivity counts the canonical events SUBSTATE_EVENTS holds by

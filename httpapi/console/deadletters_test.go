@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/bustest"
 	"github.com/substatehq/substate/redact"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // TestDeadLetterList lists a real SUBSTATE_DLQ for the anonymous

@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 	"time"
-
-	"github.com/substatehq/substate/replay"
 )
 
 // Terminal reports whether w is a terminal: a character device, or a
@@ -21,6 +19,14 @@ func Terminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// Position is how far a replay of a stream is: the sequences it reads
+// (as far as known at its start), the last one read, and the events
+// applied so far.
+type Position struct {
+	FirstSeq, LastSeq, Seq uint64
+	Events                 int
 }
 
 // Progress shows how a replay advances: on a terminal one line, rewritten
@@ -43,7 +49,7 @@ func NewProgress(w io.Writer, now func() time.Time) *Progress {
 }
 
 // Update redraws the line, unless it was drawn less than 100ms ago.
-func (p *Progress) Update(r replay.Progress) {
+func (p *Progress) Update(r Position) {
 	if !p.tty {
 		return
 	}
@@ -70,7 +76,7 @@ func (p *Progress) Elapsed() time.Duration { return p.now().Sub(p.start) }
 func (p *Progress) Drawn() bool { return p.drawn }
 
 // progressLine is the terminal line: position, events, rate and ETA.
-func progressLine(r replay.Progress, elapsed time.Duration) string {
+func progressLine(r Position, elapsed time.Duration) string {
 	line := fmt.Sprintf("replaying %s: sequence %d of %d", "SUBSTATE_EVENTS", r.Seq, r.LastSeq)
 	total := r.LastSeq - min(r.FirstSeq, r.LastSeq) + 1
 	done := r.Seq - min(r.FirstSeq, r.Seq) + 1

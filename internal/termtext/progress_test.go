@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"testing"
 	"time"
-
-	"github.com/substatehq/substate/replay"
 )
 
 // ttyBuffer is an output that says it is a terminal.
@@ -18,11 +16,11 @@ func TestProgressLine(t *testing.T) {
 	var tty ttyBuffer
 	p := NewProgress(&tty, func() time.Time { return now })
 	now = now.Add(2 * time.Second)
-	p.Update(replay.Progress{FirstSeq: 1, LastSeq: 1000, Seq: 250, Events: 250})
+	p.Update(Position{FirstSeq: 1, LastSeq: 1000, Seq: 250, Events: 250})
 	now = now.Add(10 * time.Millisecond)
-	p.Update(replay.Progress{FirstSeq: 1, LastSeq: 1000, Seq: 260, Events: 260}) // too soon: not drawn
+	p.Update(Position{FirstSeq: 1, LastSeq: 1000, Seq: 260, Events: 260}) // too soon: not drawn
 	now = now.Add(2 * time.Second)
-	p.Update(replay.Progress{FirstSeq: 1, LastSeq: 1000, Seq: 500, Events: 500})
+	p.Update(Position{FirstSeq: 1, LastSeq: 1000, Seq: 500, Events: 500})
 	p.Finish("done")
 	want := "\rreplaying SUBSTATE_EVENTS: sequence 250 of 1000 (25%), 250 events, 125 events/s, ETA 6s\x1b[K" +
 		"\rreplaying SUBSTATE_EVENTS: sequence 500 of 1000 (50%), 500 events, 125 events/s, ETA 4s\x1b[K" +
@@ -33,7 +31,7 @@ func TestProgressLine(t *testing.T) {
 
 	var plain bytes.Buffer
 	p = NewProgress(&plain, func() time.Time { return now })
-	p.Update(replay.Progress{LastSeq: 10, Seq: 5})
+	p.Update(Position{LastSeq: 10, Seq: 5})
 	p.Finish("done")
 	if got := plain.String(); got != "done\n" {
 		t.Errorf("not a terminal: %q", got)

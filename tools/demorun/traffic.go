@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/consumers/ingress"
+	"github.com/substatehq/substate/ingress"
 )
 
 // providerStep is one status event the demo posts through the HTTP ingress,

@@ -1,0 +1,11 @@
+package ingress_test
+
+import (
+	"testing"
+
+	"github.com/substatehq/substate/testkit/contracttest"
+)
+
+// TestMain checks every response the tests fetch from a substate route
+// against contract/openapi.json.
+func TestMain(m *testing.M) { contracttest.Main(m) }

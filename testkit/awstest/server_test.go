@@ -1,0 +1,227 @@
+package awstest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/substatehq/substate/testkit/awstest"
+)
+
+const definition = `{"StartAt":"Done","States":{"Done":{"Type":"Succeed"}}}`
+
+func newSFN(t *testing.T) (*awstest.Server, *sfn.Client, string) {
+	t.Helper()
+	srv := awstest.New(t)
+	machine := srv.AddStateMachine("orders", definition, "arn:aws:iam::123456789012:role/sfn")
+	return srv, sfn.NewFromConfig(srv.Config()), machine
+}
+
+func TestStartExecution(t *testing.T) {
+	ctx := context.Background()
+	srv, client, machine := newSFN(t)
+	start := func(input string) (*sfn.StartExecutionOutput, error) {
+		return client.StartExecution(ctx, &sfn.StartExecutionInput{
+			StateMachineArn: aws.String(machine), Name: aws.String("ord-1"), Input: aws.String(input)})
+	}
+	first, err := start(`{"n":1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("SameInputWhileRunning", func(t *testing.T) {
+		again, err := start(`{"n":1}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := *again.ExecutionArn, *first.ExecutionArn; got != want {
+			t.Fatalf("arn = %s, want %s", got, want)
+		}
+	})
+	t.Run("ErrDifferentInput", func(t *testing.T) {
+		_, err := start(`{"n":2}`)
+		var e *types.ExecutionAlreadyExists
+		if !errors.As(err, &e) {
+			t.Fatalf("err = %v, want ExecutionAlreadyExists", err)
+		}
+	})
+	t.Run("ErrClosed", func(t *testing.T) {
+		if err := srv.SetStatus(*first.ExecutionArn, "SUCCEEDED", "", ""); err != nil {
+			t.Fatal(err)
+		}
+		_, err := start(`{"n":1}`)
+		var e *types.ExecutionAlreadyExists
+		if !errors.As(err, &e) {
+			t.Fatalf("err = %v, want ExecutionAlreadyExists", err)
+		}
+	})
+	t.Run("ErrNoStateMachine", func(t *testing.T) {
+		_, err := client.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(awstest.StateMachineARN("nope"))})
+		var e *types.StateMachineDoesNotExist
+		if !errors.As(err, &e) {
+			t.Fatalf("err = %v, want StateMachineDoesNotExist", err)
+		}
+	})
+}
+
+func TestDescribeExecution(t *testing.T) {
+	ctx := context.Background()
+	srv, client, machine := newSFN(t)
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, err := client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(awstest.ExecutionARN(machine, "nope"))})
+		var e *types.ExecutionDoesNotExist
+		if !errors.As(err, &e) || !strings.Contains(e.ErrorMessage(), "nope") {
+			t.Fatalf("err = %v, want ExecutionDoesNotExist", err)
+		}
+	})
+	t.Run("Redriven", func(t *testing.T) {
+		out, err := client.StartExecution(ctx, &sfn.StartExecutionInput{StateMachineArn: aws.String(machine), Name: aws.String("r")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := *out.ExecutionArn
+		if err := srv.SetStatus(a, "FAILED", "Boom", "it broke"); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Redrive(a); err != nil {
+			t.Fatal(err)
+		}
+		d, err := client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(a)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != types.ExecutionStatusRunning || aws.ToInt32(d.RedriveCount) != 1 || d.StopDate != nil || d.RedriveDate == nil {
+			t.Fatalf("status %s, redrives %d, stop %v, redrive date %v", d.Status, aws.ToInt32(d.RedriveCount), d.StopDate, d.RedriveDate)
+		}
+	})
+}
+
+func TestGetExecutionHistoryPages(t *testing.T) {
+	ctx := context.Background()
+	srv, client, machine := newSFN(t)
+	a := awstest.ExecutionARN(machine, "h")
+	var events []json.RawMessage
+	for i := 1; i <= 7; i++ {
+		events = append(events, json.RawMessage(fmt.Sprintf(
+			`{"id":%d,"previousEventId":%d,"type":"PassStateEntered","timestamp":1718791230.5,"stateEnteredEventDetails":{"name":"P","input":"{}"}}`, i, i-1)))
+	}
+	srv.AddExecution(awstest.Execution{ARN: a, StateMachineARN: machine, Name: "h", Status: "RUNNING", Input: "{}", History: events})
+	var ids []int64
+	p := sfn.NewGetExecutionHistoryPaginator(client, &sfn.GetExecutionHistoryInput{
+		ExecutionArn: aws.String(a), ReverseOrder: true, MaxResults: 3, IncludeExecutionData: aws.Bool(false)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Events {
+			ids = append(ids, e.Id)
+			if e.StateEnteredEventDetails.Input != nil {
+				t.Fatalf("event %d has input with includeExecutionData false", e.Id)
+			}
+		}
+	}
+	if got, want := fmt.Sprint(ids), "[7 6 5 4 3 2 1]"; got != want {
+		t.Fatalf("ids = %s, want %s", got, want)
+	}
+	if got, want := srv.Calls("GetExecutionHistory"), 3; got != want {
+		t.Fatalf("calls = %d, want %d", got, want)
+	}
+	_, err := client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{ExecutionArn: aws.String(a), NextToken: aws.String("bogus")})
+	var e *types.InvalidToken
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v, want InvalidToken", err)
+	}
+}
+
+func TestInjectedErrors(t *testing.T) {
+	ctx := context.Background()
+	srv, client, machine := newSFN(t)
+	describe := func() error {
+		_, err := client.DescribeStateMachine(ctx, &sfn.DescribeStateMachineInput{StateMachineArn: aws.String(machine)})
+		return err
+	}
+	t.Run("ThrottleRetried", func(t *testing.T) {
+		srv.ResetCalls()
+		srv.Throttle("DescribeStateMachine", awstest.MaxAttempts-1)
+		if err := describe(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := srv.Calls("DescribeStateMachine"), awstest.MaxAttempts; got != want {
+			t.Fatalf("calls = %d, want %d", got, want)
+		}
+	})
+	t.Run("ErrThrottled", func(t *testing.T) {
+		srv.ResetCalls()
+		srv.Throttle("", 10)
+		defer srv.ClearFailures()
+		err := describe()
+		var api smithy.APIError
+		if !errors.As(err, &api) || api.ErrorCode() != "ThrottlingException" {
+			t.Fatalf("err = %v, want ThrottlingException", err)
+		}
+		if got, want := srv.TotalCalls(), awstest.MaxAttempts; got != want {
+			t.Fatalf("calls = %d, want %d", got, want)
+		}
+	})
+	t.Run("Err5xx", func(t *testing.T) {
+		srv.Fail("DescribeStateMachine", awstest.MaxAttempts, http.StatusInternalServerError, "InternalFailure", "boom")
+		err := describe()
+		var re *awshttp.ResponseError
+		if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusInternalServerError {
+			t.Fatalf("err = %v, want a 500 response error", err)
+		}
+		if err := describe(); err != nil {
+			t.Fatalf("after the injected errors: %v", err)
+		}
+	})
+}
+
+func TestPutEventsPartialFailure(t *testing.T) {
+	ctx := context.Background()
+	srv := awstest.New(t)
+	client := eventbridge.NewFromConfig(srv.Config())
+	srv.FailEntries(func(e awstest.PutEventsEntry) (string, string) {
+		if strings.Contains(e.Detail, `"fail"`) {
+			return "InternalFailure", "Internal service error."
+		}
+		return "", ""
+	})
+	out, err := client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
+		{Source: aws.String("substate"), DetailType: aws.String("t"), Detail: aws.String(`{"ok":1}`)},
+		{Source: aws.String("substate"), DetailType: aws.String("t"), Detail: aws.String(`{"fail":1}`)},
+		{Source: aws.String("substate"), DetailType: aws.String("t"), Detail: aws.String(`not json`)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.FailedEntryCount, int32(2); got != want {
+		t.Fatalf("failed = %d, want %d", got, want)
+	}
+	if out.Entries[0].EventId == nil || aws.ToString(out.Entries[1].ErrorCode) != "InternalFailure" || aws.ToString(out.Entries[2].ErrorCode) != "MalformedDetail" {
+		t.Fatalf("entries = %+v", out.Entries)
+	}
+	if got := srv.Events(); len(got) != 1 || got[0].EventBusName != "default" {
+		t.Fatalf("events = %+v", got)
+	}
+	many := make([]ebtypes.PutEventsRequestEntry, 11)
+	for i := range many {
+		many[i] = ebtypes.PutEventsRequestEntry{Source: aws.String("s"), DetailType: aws.String("t"), Detail: aws.String("{}")}
+	}
+	_, err = client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: many})
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
+		t.Fatalf("err = %v, want ValidationException", err)
+	}
+}
