@@ -2,29 +2,14 @@ package worker
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
 )
-
-// replayRoutes are the worker's routes that read the retained streams and
-// say how far the view is.
-func (w *Worker) replayRoutes() map[string]http.Handler {
-	log := w.Logger.With("component", "http")
-	routes := map[string]http.Handler{
-		"GET /v1/tenants/{id}/history": w.readRoute(httpapi.ScopeRead, httpapi.RedactedHistory(NewHistory(w.Bus.JetStream), w.Redaction, log)),
-	}
-	if w.View != nil { // a role without a view has no checkpoint to tell
-		routes["GET /v1/view/checkpoint"] = w.readRoute(httpapi.ScopeRead, httpapi.Checkpoint(w.View, log))
-	}
-	return routes
-}
 
 // History tells tenants' histories: it reads a tenant's events from
 // SUBSTATE_EVENTS and folds them with state.ApplyEvent, the rule function
