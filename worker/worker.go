@@ -290,7 +290,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Addr: w.Flags.HTTPAddr, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
 		Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
-		History: NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
+		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
 	}
 	if w.View != nil { // a role without a view has none of these
 		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View
