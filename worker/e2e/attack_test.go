@@ -110,8 +110,8 @@ func TestAttacksLeaveViewAndStreams(t *testing.T) {
 	if _, err := restarted.View.Tenant(context.Background(), "ghost-tenant"); substate.ErrorCode(err) != substate.ENOTFOUND {
 		t.Errorf("ghost-tenant: %v, want not found", err)
 	}
-	if v := verifyEqual(t, restarted); v.evidence.Counts[replay.CheckVerified] != 1 {
-		t.Errorf("verify: evidence %v, want 1 verified", v.evidence.Counts)
+	if v := verifyEqual(t, restarted); v.Evidence == nil || v.Evidence.Counts[replay.CheckVerified] != 1 {
+		t.Errorf("verify: evidence %+v, want 1 verified", v.Evidence)
 	}
 	if code, _, _ := workertest.APIGet(t, restarted.HTTP.URL()+"/v1/tenants/ghost-tenant", ""); code != http.StatusNotFound {
 		t.Errorf("GET ghost-tenant: %d", code)

@@ -48,15 +48,15 @@ func TestVerifyTamperedView(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := verify(t, w)
-	if v.tenants != 3 || len(v.diffs) != 1 || v.diffs[0].TenantID != "tenant-1" || v.diffs[0].Only != "" {
-		t.Fatalf("%d tenants, diffs %+v; want tenant-1 of 3 to differ", v.tenants, v.diffs)
+	if v.Tenants != 3 || len(v.Diffs) != 1 || v.Diffs[0].TenantID != "tenant-1" || v.Diffs[0].Only != "" {
+		t.Fatalf("%d tenants, diffs %+v; want tenant-1 of 3 to differ", v.Tenants, v.Diffs)
 	}
 	for _, want := range []replay.FieldDiff{
 		{Field: "workflowRetryCount", Live: "7", Replay: "1"},
 		{Field: "workflowErrorMessage", Live: "edited by hand", Replay: ""},
 	} {
-		if !slices.Contains(v.diffs[0].Fields, want) {
-			t.Errorf("tenant-1's fields %+v lack %+v", v.diffs[0].Fields, want)
+		if !slices.Contains(v.Diffs[0].Fields, want) {
+			t.Errorf("tenant-1's fields %+v lack %+v", v.Diffs[0].Fields, want)
 		}
 	}
 }
