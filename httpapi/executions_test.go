@@ -32,11 +32,7 @@ func (s executionService) Act(ctx context.Context, req substate.ExecutionRequest
 // openExecutions serves the execution routes of svc guarded by a.
 func openExecutions(t *testing.T, a *httpapi.Authorizer, svc substate.ExecutionService) string {
 	t.Helper()
-	mux := http.NewServeMux()
-	for pattern, h := range httpapi.Executions(svc, a, nil, nil) {
-		mux.Handle(pattern, h)
-	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer((&httpapi.Server{Executions: svc, Auth: a}).Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
