@@ -36,8 +36,8 @@ func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, err
 	if p := w.reconcile.sfn; p != nil {
 		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = p, p
 	}
-	if p := w.reconcile.restate; p != nil {
-		op := &restate.Operator{Admin: p}
+	if admin := w.reconcile.restateAdmin; admin != nil {
+		op := &restate.Operator{Admin: admin}
 		svc.Operators[substate.ProviderRestate], svc.Pollers[substate.ProviderRestate] = op, op
 	}
 	return svc, nil
