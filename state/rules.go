@@ -2,7 +2,6 @@ package state
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 )
@@ -127,7 +126,7 @@ func advance(base Record, ev *substate.EventData) Record {
 	v.WorkflowRetryCount = retryCount(&prev, ev)
 	v.WorkflowErrorMessage = errorMessage(prev.WorkflowErrorMessage, ev)
 	if ev.Step != "" {
-		v.WorkflowStep = truncate(ev.Step, MaxStep)
+		v.WorkflowStep = substate.Truncate(ev.Step, MaxStep)
 	}
 	v.Provider, v.ProviderState = ev.Provider, ev.ProviderState
 	v.LastEventAt = utc(ev.OccurredAt)
@@ -195,17 +194,6 @@ func dirty(old, next *Record) bool {
 // MaxStep is the longest step the view keeps, in bytes; a longer state
 // name is cut at a character boundary.
 const MaxStep = 256
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // utc drops the monotonic reading and the location so that times compare
 // equal after a round trip through storage.
