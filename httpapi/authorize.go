@@ -17,6 +17,8 @@ type Principal struct {
 	Name         string // the key's name; "anonymous" without a key
 	Scope        Scope
 	TenantPrefix string // only tenants whose id starts with it; "" for every tenant
+
+	anonymous bool // came without a key: only Anonymous, never a key named "anonymous"
 }
 
 // Can reports whether the principal's scope includes s.
@@ -41,7 +43,7 @@ func (p Principal) CheckTenant(id string) error {
 // Anonymous is the principal of a request without a key where none is
 // needed: a loopback address with no keys configured. It reads
 // everything, provider evidence redacted.
-var Anonymous = Principal{Name: "anonymous", Scope: ScopeReadRaw}
+var Anonymous = Principal{Name: "anonymous", Scope: ScopeReadRaw, anonymous: true}
 
 type principalKey struct{}
 

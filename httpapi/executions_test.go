@@ -177,3 +177,18 @@ func TestExecutionRoutesLoopback(t *testing.T) {
 		t.Errorf("anonymous dry run shows the input: %s", body)
 	}
 }
+
+// TestExecutionRoutesKeyNamedAnonymous: on loopback with keys, a read:raw
+// key that happens to be named "anonymous" is that key, not the anonymous
+// caller of a server without keys, and may not act.
+func TestExecutionRoutesKeyNamedAnonymous(t *testing.T) {
+	a, err := httpapi.NewAuthorizer("127.0.0.1:8080", keyFile(t, keyLine("anonymous", "read:raw", "*", "key-anon")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got substate.ExecutionRequest
+	url := openExecutions(t, a, recordingService(&got))
+	if status, body := send(t, "POST", url+"/v1/tenants/acme-1/execution/stop", "key-anon", ""); status != 403 || got.Who != "" {
+		t.Fatalf("a read:raw key named anonymous stops: %d %s as %q", status, body, got.Who)
+	}
+}

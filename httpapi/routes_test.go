@@ -201,3 +201,21 @@ func TestOneRouteTable(t *testing.T) {
 		t.Errorf("routers and registrations %v, want only %v", found, want)
 	}
 }
+
+// BenchmarkIngestRoute is what the server adds to an ingest request on its
+// way to the ingress's handler: routing, the guard, the JSON check and
+// the middleware.
+func BenchmarkIngestRoute(b *testing.B) {
+	accept := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
+	h := (&httpapi.Server{Ingest: ingesters{substate.ProviderStepFunctions: accept}}).Handler()
+	req := httptest.NewRequest(http.MethodPost, "/v1/ingest/eventbridge", nil)
+	req.Header.Set("Content-Type", "application/json")
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusAccepted {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}
