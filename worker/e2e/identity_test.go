@@ -1,24 +1,21 @@
-package main
+package e2e_test
 
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // stepFunctionsFor is the example Step Functions event for tenant (raw
 // bytes, spliced into the JSON text of the input) under event id id.
 func stepFunctionsFor(tb testing.TB, id, tenant string) []byte {
 	tb.Helper()
-	example, err := os.ReadFile(examplePath("stepfunctions-failed.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	example := workertest.Example(tb, "stepfunctions-failed.json")
 	body := strings.Replace(string(example), `\"tenantId\": \"acme\"`, `\"tenantId\": \"`+tenant+`\"`, 1)
 	body = strings.Replace(body, `"id": "`, `"id": "`+id, 1)
 	if !strings.Contains(body, tenant) || !strings.Contains(body, `"id": "`+id) {
@@ -37,22 +34,22 @@ func stepFunctionsFor(tb testing.TB, id, tenant string) []byte {
 // stays up, the worker keeps serving, the next good event reaches the
 // view, and verify finds the view equal to the stream.
 func TestHostileTenantIDs(t *testing.T) {
-	w, done, out := startWorkerMain(t, t.TempDir())
+	w := workertest.Start(t)
 	url := w.HTTP.URL() + "/v1/ingest/eventbridge"
 	for i, tenant := range []string{strings.Repeat("a", 10000), strings.Repeat("é", 700)} {
-		if code := postBytes(t, url, stepFunctionsFor(t, fmt.Sprint("long", i), tenant), nil); code != http.StatusAccepted {
+		if code := workertest.Post(t, url, stepFunctionsFor(t, fmt.Sprint("long", i), tenant), nil); code != http.StatusAccepted {
 			t.Fatalf("long tenant id %d: %d, want 202 (the normalizer resolves tenants)", i, code)
 		}
 	}
 	for i, bad := range []string{"bad\xff", "bad\xfe"} {
-		if code := postBytes(t, url, stepFunctionsFor(t, fmt.Sprint("utf8-", i), bad), nil); code != http.StatusBadRequest {
+		if code := workertest.Post(t, url, stepFunctionsFor(t, fmt.Sprint("utf8-", i), bad), nil); code != http.StatusBadRequest {
 			t.Fatalf("tenant id %q: %d, want 400", bad, code)
 		}
 	}
-	if code := postBytes(t, url, stepFunctionsFor(t, "good", "acme"), nil); code != http.StatusAccepted {
+	if code := workertest.Post(t, url, stepFunctionsFor(t, "good", "acme"), nil); code != http.StatusAccepted {
 		t.Fatalf("good event: %d", code)
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		if _, err := w.View.Tenant(t.Context(), "acme"); err != nil {
 			return "acme: " + err.Error()
 		}
@@ -76,8 +73,8 @@ func TestHostileTenantIDs(t *testing.T) {
 		t.Fatal("the worker lost its NATS connection")
 	}
 	select {
-	case code := <-done:
-		t.Fatalf("the worker exited with %d: %s", code, out)
+	case <-w.Done():
+		t.Fatalf("the worker stopped: %v", w.Wait(t))
 	default:
 	}
 	verifyEqual(t, w)

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // Traceparents the test sends: one on an HTTP ingress request, one on an
@@ -41,10 +42,10 @@ const (
 // schema the worker serves, and its data validates against that schema;
 // the traceparent of the request that brought it in is on it.
 func TestCloudEventsSDK(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := workertest.Start(t)
 	ctx := context.Background()
-	for step := range len(crashStatuses) - 1 {
-		req, _ := http.NewRequest(http.MethodPost, w.HTTP.URL()+"/v1/ingest/restate", bytes.NewReader(restateRow("ce-restate", step)))
+	for step := range len(workertest.RestateStatuses) - 1 {
+		req, _ := http.NewRequest(http.MethodPost, w.HTTP.URL()+"/v1/ingest/restate", bytes.NewReader(workertest.RestateRow("ce-restate", step)))
 		req.Header.Set("webhook-id", fmt.Sprintf("ce-restate-%d", step))
 		req.Header.Set("traceparent", ingressTrace)
 		resp, err := http.DefaultClient.Do(req)
@@ -59,15 +60,15 @@ func TestCloudEventsSDK(t *testing.T) {
 	for i, ev := range engineStory() {
 		publishEngineCE(t, w, ev, i%2 == 0)
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		for tenant, want := range map[string]substate.SubState{"ce-restate": substate.StateFailed, "ce-engine": substate.StateSucceeded} {
 			var v substate.TenantView
-			if getPage(t, w.HTTP.URL()+"/v1/tenants/"+tenant, &v); v.WorkflowSubState != want {
+			if workertest.GetJSON(t, w.HTTP.URL()+"/v1/tenants/"+tenant, &v); v.WorkflowSubState != want {
 				return fmt.Sprintf("tenant %s is %q, want %q", tenant, v.WorkflowSubState, want)
 			}
 		}
 		var v substate.TenantView
-		if getPage(t, w.HTTP.URL()+"/v1/tenants/ce-engine-2", &v); v.WorkflowExecutionID != "x2" {
+		if workertest.GetJSON(t, w.HTTP.URL()+"/v1/tenants/ce-engine-2", &v); v.WorkflowExecutionID != "x2" {
 			return "tenant ce-engine-2 has not moved to execution x2"
 		}
 		if n, _ := w.View.OutboxLen(); n > 0 {
@@ -236,7 +237,7 @@ func engineStory() []substate.EngineEvent {
 // as a CloudEvent the SDK wrote: in binary mode (ce-* headers, the event
 // as the body; without its id and time, which the headers carry) or in
 // structured mode.
-func publishEngineCE(tb testing.TB, w *testWorker, ev substate.EngineEvent, binary bool) {
+func publishEngineCE(tb testing.TB, w *workertest.Worker, ev substate.EngineEvent, binary bool) {
 	tb.Helper()
 	e := cloudevents.NewEvent()
 	e.SetID(ev.ID)

@@ -1,16 +1,18 @@
-package main
+package e2e_test
 
 import (
 	"bufio"
 	"net/http"
 	"testing"
+
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // The HTTP server of a worker with consoles open shuts down at once: the
 // open change streams end when it starts to, rather than hold it until
 // its timeout (Close then returns the deadline's error).
 func TestConsoleStreamsEndOnShutdown(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := workertest.Start(t)
 	resp, err := http.Get(w.HTTP.URL() + "/console/api/changes")
 	if err != nil {
 		t.Fatal(err)

@@ -1,30 +1,28 @@
-package main
+package e2e_test
 
 import (
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // TestMetrics checks that /metrics counts what the pipeline did: ingest by
 // provider and outcome with its latency, normalized events, dead letters by
 // stage and reason, and unknown provider states.
 func TestMetrics(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := workertest.Start(t)
 	ingest := w.HTTP.URL() + "/v1/ingest/eventbridge"
-	example, err := os.ReadFile(examplePath("stepfunctions-failed.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	example := workertest.Example(t, "stepfunctions-failed.json")
 	unknown := strings.Replace(strings.Replace(string(example), `"FAILED"`, `"HIBERNATING"`, 1), "3f1c1a52-5a8e-4f0e-9b7a-0c1d2e3f4a51", "u-1", 1)
 	noTenant := strings.Replace(strings.Replace(string(example), "tenantId", "owner", 1), "3f1c1a52-5a8e-4f0e-9b7a-0c1d2e3f4a51", "nt-1", 1)
 	for _, tc := range []struct {
 		body string
 		want int
 	}{{string(example), 202}, {unknown, 202}, {noTenant, 202}, {`{"id":`, 400}} {
-		if got := postBytes(t, ingest, []byte(tc.body), nil); got != tc.want {
+		if got := workertest.Post(t, ingest, []byte(tc.body), nil); got != tc.want {
 			t.Fatalf("post %.30q: %d, want %d", tc.body, got, tc.want)
 		}
 	}
@@ -38,8 +36,8 @@ func TestMetrics(t *testing.T) {
 		`substate_unknown_states_total{provider="stepfunctions"} 1`,
 		`substate_view_commits_total 1`, // the unknown state is older than FAILED: stale
 	}
-	eventually(t, func() string {
-		code, body := get(t, w.HTTP.URL()+"/metrics")
+	workertest.Eventually(t, func() string {
+		code, body := workertest.Get(t, w.HTTP.URL()+"/metrics")
 		if code != http.StatusOK {
 			return "GET /metrics: " + body
 		}

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,20 +14,22 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/worker"
 )
 
 // TestAttacksLeaveViewAndStreams is the attack of the issue that made NATS
-// authenticated, tried on "substate run": an anonymous client, and the
+// authenticated, tried on a running worker: an anonymous client, and the
 // task-service and subscriber identities, try to read everything, purge
 // SUBSTATE_RAW and publish a forged event that turns a failed tenant
 // succeeded and creates another. Every attempt is refused; the view, the
 // streams and verify are as before.
 func TestAttacksLeaveViewAndStreams(t *testing.T) {
 	dataDir := t.TempDir()
-	w := startWorker(t, dataDir)
-	ingestTenant(t, w, "victim", "")
-	eventually(t, func() string {
+	w := workertest.Start(t, workertest.DataDir(dataDir))
+	workertest.IngestTenant(t, w.HTTP.URL(), "victim", "")
+	workertest.Eventually(t, func() string {
 		if v, err := w.View.Tenant(context.Background(), "victim"); err != nil || v.WorkflowSubState != substate.StateFailed {
 			return fmt.Sprintf("victim: %+v %v", v, err)
 		}
@@ -98,10 +99,8 @@ func TestAttacksLeaveViewAndStreams(t *testing.T) {
 	}
 
 	// The projector has had every chance to apply what got through.
-	w.cancel()
-	<-w.done
-	w.done <- 0
-	restarted := startWorker(t, dataDir)
+	w.Stop(t)
+	restarted := workertest.Start(t, workertest.DataDir(dataDir))
 	if got := streamCounts(t, restarted); got != before {
 		t.Errorf("streams %v after the attacks, want %v", got, before)
 	}
@@ -111,17 +110,16 @@ func TestAttacksLeaveViewAndStreams(t *testing.T) {
 	if _, err := restarted.View.Tenant(context.Background(), "ghost-tenant"); substate.ErrorCode(err) != substate.ENOTFOUND {
 		t.Errorf("ghost-tenant: %v, want not found", err)
 	}
-	code, out, errOut := runCLI(t, "verify", "--server", restarted.HTTP.URL(), "--nats-url", restarted.Bus.ClientURL(), "--data-dir", dataDir)
-	if code != 0 || !strings.Contains(out, "equals the replay") || !strings.Contains(out, "1 verified") {
-		t.Errorf("verify: exit %d\n%s%s", code, out, errOut)
+	if v := verifyEqual(t, restarted); v.Evidence == nil || v.Evidence.Counts[replay.CheckVerified] != 1 {
+		t.Errorf("verify: evidence %+v, want 1 verified", v.Evidence)
 	}
-	if code, _, _ := apiGet(t, restarted.HTTP.URL()+"/v1/tenants/ghost-tenant", ""); code != http.StatusNotFound {
+	if code, _, _ := workertest.APIGet(t, restarted.HTTP.URL()+"/v1/tenants/ghost-tenant", ""); code != http.StatusNotFound {
 		t.Errorf("GET ghost-tenant: %d", code)
 	}
 }
 
 // streamCounts is how many messages each of substate's streams holds.
-func streamCounts(tb testing.TB, w *testWorker) [3]uint64 {
+func streamCounts(tb testing.TB, w *workertest.Worker) [3]uint64 {
 	tb.Helper()
 	var out [3]uint64
 	for i, name := range []string{substate.StreamRaw, substate.StreamEvents, substate.StreamDLQ} {

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate/httpapi/console"
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 // TestConsoleReconcilerSweep: the console's health says when the
@@ -20,10 +22,10 @@ func TestConsoleReconcilerSweep(t *testing.T) {
 	}))
 	defer admin.Close()
 	start := time.Now()
-	w := startWorker(t, t.TempDir(), "--restate-admin-url", admin.URL, "--restate-poll-interval", "50ms")
-	eventually(t, func() string {
+	w := workertest.Start(t, func(f *worker.Flags) { f.RestateAdminURL, f.RestatePollEvery = admin.URL, 50*time.Millisecond })
+	workertest.Eventually(t, func() string {
 		var o console.Overview
-		if code := fetchJSON(t, w.HTTP.URL()+"/console/api/overview", &o); code != 200 || o.Health.Reconciler == nil || o.Health.Reconciler.Last == nil {
+		if code := workertest.GetJSON(t, w.HTTP.URL()+"/console/api/overview", &o); code != 200 || o.Health.Reconciler == nil || o.Health.Reconciler.Last == nil {
 			return fmt.Sprintf("HTTP %d, reconciler %+v", code, o.Health.Reconciler)
 		}
 		if o.Health.Reconciler.Last.Before(start) {

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate/testkit/faults"
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 // The fourth reproduction: the worker's disk fills, then space is
@@ -18,10 +20,10 @@ import (
 // finds equal to the stream. Needs a tmpfs (root on Linux, as in CI).
 func TestDiskFullThenFreed(t *testing.T) {
 	dir := faults.Tmpfs(t, 48<<20)
-	w := startWorker(t, dir, "--ack-wait", "2s")
+	w := workertest.Start(t, workertest.DataDir(dir), func(f *worker.Flags) { f.AckWait = 2 * time.Second })
 	url := w.HTTP.URL()
-	postRows(t, url, "before", 500)
-	waitApplied(t, w.Worker, 500)
+	workertest.PostRows(t, url, "before", 500)
+	waitApplied(t, w, 500)
 	filler, err := faults.FillDisk(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -42,8 +44,8 @@ func TestDiskFullThenFreed(t *testing.T) {
 	if status != http.StatusServiceUnavailable || retryAfter == "" {
 		t.Fatalf("ingest on a full disk: %d Retry-After %q, want 503 with Retry-After", status, retryAfter)
 	}
-	eventuallyWithin(t, 20*time.Second, func() string {
-		if s, body := get(t, url+"/readyz"); s != http.StatusServiceUnavailable || !strings.Contains(body, "nats store cannot take writes") {
+	workertest.EventuallyWithin(t, 20*time.Second, func() string {
+		if s, body := workertest.Get(t, url+"/readyz"); s != http.StatusServiceUnavailable || !strings.Contains(body, "nats store cannot take writes") {
 			return fmt.Sprintf("/readyz on a full disk: %d %s", s, body)
 		}
 		return ""
@@ -51,14 +53,14 @@ func TestDiskFullThenFreed(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyWithin(t, 30*time.Second, func() string {
-		if s, body := get(t, url+"/readyz"); s != http.StatusOK {
+	workertest.EventuallyWithin(t, 30*time.Second, func() string {
+		if s, body := workertest.Get(t, url+"/readyz"); s != http.StatusOK {
 			return fmt.Sprintf("/readyz after freeing the disk: %d %s", s, body)
 		}
 		return ""
 	})
-	postRows(t, url, "after", 500)
-	eventuallyWithin(t, 120*time.Second, func() string {
+	workertest.PostRows(t, url, "after", 500)
+	workertest.EventuallyWithin(t, 120*time.Second, func() string {
 		for _, id := range []string{"before0499", "after0499"} {
 			if _, err := w.View.Tenant(t.Context(), id); err != nil {
 				return id + ": " + err.Error()
@@ -71,7 +73,7 @@ func TestDiskFullThenFreed(t *testing.T) {
 		}
 		return ""
 	})
-	verifyEqual(t, w.Worker)
+	verifyEqual(t, w)
 	t.Logf("%d events acknowledged while the disk filled", acked)
 }
 
@@ -83,7 +85,7 @@ func postStatus(tb testing.TB, url, tenant string) (int, string) {
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/ingest/restate", strings.NewReader(body))
 	req.Header.Set("webhook-id", tenant)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := ingestClient.Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}

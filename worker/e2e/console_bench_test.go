@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/tools/bench"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkConsoleFanOut(b *testing.B) {
 
 func benchFanOut(b *testing.B, streams int) {
 	const perIter = 500
-	w := startWorker(b, b.TempDir())
+	w := workertest.Start(b)
 	url := w.HTTP.URL()
 	fans, err := bench.OpenConsoleFans(url, streams) // open before the first change
 	if err != nil {
@@ -46,7 +47,7 @@ func benchFanOut(b *testing.B, streams int) {
 		}
 		body.WriteByte(']')
 		start := time.Now()
-		if code := postBytes(b, url+"/v1/ingest/eventbridge", body.Bytes(), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+		if code := workertest.Post(b, url+"/v1/ingest/eventbridge", body.Bytes(), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 			b.Fatalf("ingest: %d", code)
 		}
 		for w.View.Stats().Applied < uint64(n) {
@@ -61,7 +62,7 @@ func benchFanOut(b *testing.B, streams int) {
 		var o struct {
 			Streams struct{ Open, Dropped int }
 		}
-		fetchJSON(b, url+"/console/api/overview", &o)
+		workertest.GetJSON(b, url+"/console/api/overview", &o)
 		b.ReportMetric(float64(o.Streams.Dropped), "streams-dropped")
 		if delivered != 1 {
 			b.Errorf("streams received %.4f of %d changes (%d drops)", delivered, n*streams, o.Streams.Dropped)

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 // Admission control in the worker: while the normalizer's consumer is
@@ -15,7 +17,7 @@ import (
 // --ingest-max-backlog, ingest answers 429 with Retry-After; once the
 // normalizer drains it, 202 again.
 func TestRunThrottlesOnRawBacklog(t *testing.T) {
-	w := startWorker(t, t.TempDir(), "--ingest-max-backlog", "5")
+	w := workertest.Start(t, func(f *worker.Flags) { f.IngestMaxBacklog = 5 })
 	url := w.HTTP.URL()
 	js := w.Bus.JetStream
 	if _, err := js.PauseConsumer(t.Context(), substate.StreamRaw, bus.ConsumerNormalizer, time.Now().Add(time.Hour)); err != nil {
@@ -26,7 +28,7 @@ func TestRunThrottlesOnRawBacklog(t *testing.T) {
 			t.Fatalf("event %d under the bound: %d", i, status)
 		}
 	}
-	eventuallyWithin(t, 10*time.Second, func() string {
+	workertest.EventuallyWithin(t, 10*time.Second, func() string {
 		if status, retryAfter := postStatus(t, url, "over"); status != http.StatusTooManyRequests || retryAfter != "5" {
 			return fmt.Sprintf("with 5 raw events waiting: %d Retry-After %q, want 429 with Retry-After 5", status, retryAfter)
 		}
@@ -35,13 +37,13 @@ func TestRunThrottlesOnRawBacklog(t *testing.T) {
 	if _, err := js.ResumeConsumer(t.Context(), substate.StreamRaw, bus.ConsumerNormalizer); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyWithin(t, 30*time.Second, func() string {
+	workertest.EventuallyWithin(t, 30*time.Second, func() string {
 		if status, _ := postStatus(t, url, "after"); status != http.StatusAccepted {
 			return fmt.Sprintf("after the backlog drained: %d, want 202", status)
 		}
 		return ""
 	})
-	eventuallyWithin(t, 30*time.Second, func() string {
+	workertest.EventuallyWithin(t, 30*time.Second, func() string {
 		for _, id := range []string{"held4", "after"} {
 			if _, err := w.View.Tenant(t.Context(), id); err != nil {
 				return id + ": " + err.Error()

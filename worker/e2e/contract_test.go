@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -8,18 +8,19 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate/contract"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // TestContractServed asks a running worker for its contracts and for a
 // response of every documented GET route (TestMain checks each against
 // contract/openapi.json), after a tenant was ingested.
 func TestContractServed(t *testing.T) {
-	w := startWorker(t, t.TempDir())
-	if err := deliverRow(w.HTTP.URL(), "contract-0", restateRow("contract", 0)); err != nil {
+	w := workertest.Start(t)
+	if err := workertest.DeliverRow(w.HTTP.URL(), "contract-0", workertest.RestateRow("contract", 0)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
-		if code, _ := get(t, w.HTTP.URL()+"/v1/tenants/contract"); code != http.StatusOK {
+	workertest.Eventually(t, func() string {
+		if code, _ := workertest.Get(t, w.HTTP.URL()+"/v1/tenants/contract"); code != http.StatusOK {
 			return fmt.Sprintf("tenant not in the view yet: %d", code)
 		}
 		return ""
@@ -41,7 +42,7 @@ func TestContractServed(t *testing.T) {
 		"/v1/tenants/contract/history": 200, "/v1/view/checkpoint": 200, "/v1/schemas/event.json": 200,
 		"/v1/schemas/change.json": 200, "/v1/schemas/x.json": 404, "/healthz": 200, "/readyz": 200, "/metrics": 200,
 	} {
-		if code, body := get(t, w.HTTP.URL()+path); code != want {
+		if code, body := workertest.Get(t, w.HTTP.URL()+path); code != want {
 			t.Errorf("GET %s: %d %s, want %d", path, code, body, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // TestCrossSiteBrowserRequestsRefused is a web page of another origin, open
@@ -20,7 +22,7 @@ import (
 // streams hold what they held; the same requests from a program (no
 // browser headers) still go through.
 func TestCrossSiteBrowserRequestsRefused(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := workertest.Start(t)
 	target := w.HTTP.URL()
 	before := streamCounts(t, w)
 
@@ -54,7 +56,7 @@ func TestCrossSiteBrowserRequestsRefused(t *testing.T) {
 	}
 
 	// Without browser headers (curl, EventBridge, a program), as before.
-	code := postBytes(t, target+"/v1/ingest/eventbridge", []byte(forged), map[string]string{"Content-Type": "application/json"})
+	code := workertest.Post(t, target+"/v1/ingest/eventbridge", []byte(forged), map[string]string{"Content-Type": "application/json"})
 	if code != http.StatusAccepted {
 		t.Fatalf("a program's ingest: %d, want 202", code)
 	}

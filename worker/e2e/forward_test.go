@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"encoding/json"
@@ -8,16 +8,18 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/testkit/awstest"
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 func TestRunForwardsToEventBridge(t *testing.T) {
 	aws := awstest.New(t)
-	awsEnv(t, aws.URL, awstest.Region)
-	w := startWorker(t, t.TempDir(), "--eventbridge-bus", "tenants")
-	if code := postFile(t, w.HTTP.URL()+"/v1/ingest/eventbridge", examplePath("stepfunctions-failed.json"), nil); code != http.StatusAccepted {
+	awstest.Env(t, aws.URL, awstest.Region)
+	w := workertest.Start(t, func(f *worker.Flags) { f.EventBridgeBus = "tenants" })
+	if code := workertest.PostFile(t, w.HTTP.URL()+"/v1/ingest/eventbridge", workertest.ExamplePath(t, "stepfunctions-failed.json"), nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		if n := len(aws.Events()); n != 1 {
 			return fmt.Sprintf("eventbridge received %d events, want 1", n)
 		}

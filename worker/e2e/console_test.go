@@ -1,10 +1,9 @@
-package main
+package e2e_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // sfnEvent is an EventBridge "Step Functions Execution Status Change" for
@@ -62,7 +62,7 @@ func consoleRestateRow(id, tenant, status string, modified time.Time, retries in
 
 // consoleWorker is a worker with tenants to look at.
 type consoleWorker struct {
-	*testWorker
+	*workertest.Worker
 	url string
 	t0  time.Time
 	n   int
@@ -72,7 +72,7 @@ func (cw *consoleWorker) postSFN(t *testing.T, tenant, exec, status string, at t
 	t.Helper()
 	cw.n++
 	body := sfnEvent(fmt.Sprintf("evt-%d", cw.n), tenant, exec, status, cw.t0, at, message)
-	if code := postBytes(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 		t.Fatalf("ingest %s %s: %d", tenant, status, code)
 	}
 }
@@ -82,7 +82,7 @@ func (cw *consoleWorker) postRestate(t *testing.T, tenant, status string, at tim
 	cw.n++
 	body := consoleRestateRow("inv_"+fmt.Sprint(cw.n), tenant, status, at, retries, failure)
 	hdr := map[string]string{"Content-Type": "application/json", "webhook-id": fmt.Sprintf("msg_%d", cw.n)}
-	if code := postBytes(t, cw.url+"/v1/ingest/restate", body, hdr); code != http.StatusAccepted {
+	if code := workertest.Post(t, cw.url+"/v1/ingest/restate", body, hdr); code != http.StatusAccepted {
 		t.Fatalf("ingest restate %s %s: %d", tenant, status, code)
 	}
 }
@@ -90,36 +90,20 @@ func (cw *consoleWorker) postRestate(t *testing.T, tenant, status string, at tim
 // tenantIs waits until the view shows tenant in sub-state s.
 func (cw *consoleWorker) tenantIs(t *testing.T, tenant string, s substate.SubState) {
 	t.Helper()
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		var v substate.TenantView
-		if code := fetchJSON(t, cw.url+"/v1/tenants/"+url.PathEscape(tenant), &v); code != 200 || v.WorkflowSubState != s {
+		if code := workertest.GetJSON(t, cw.url+"/v1/tenants/"+url.PathEscape(tenant), &v); code != 200 || v.WorkflowSubState != s {
 			return fmt.Sprintf("tenant %q: HTTP %d, sub-state %q, want %q", tenant, code, v.WorkflowSubState, s)
 		}
 		return ""
 	})
 }
 
-func fetchJSON(tb testing.TB, u string, v any) int {
-	tb.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == 200 {
-		if err := json.Unmarshal(b, v); err != nil {
-			tb.Fatalf("GET %s: %v", u, err)
-		}
-	}
-	return resp.StatusCode
-}
-
 // startConsoleWorker starts a worker holding a mix of tenants: Step
 // Functions runs in every state, Restate runs backing off with retries.
 func startConsoleWorker(t *testing.T) *consoleWorker {
-	w := startWorker(t, t.TempDir())
-	cw := &consoleWorker{testWorker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour).Truncate(time.Second)}
+	w := workertest.Start(t)
+	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour).Truncate(time.Second)}
 	for i := range 12 {
 		tenant := fmt.Sprintf("acme-%02d", i)
 		at := cw.t0.Add(time.Duration(i) * time.Minute)
@@ -137,9 +121,9 @@ func startConsoleWorker(t *testing.T) *consoleWorker {
 	for i := range 4 {
 		cw.postRestate(t, fmt.Sprintf("globex-%d", i), "running", cw.t0.Add(time.Duration(i)*time.Second), 0, "")
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		var page substate.TenantPage
-		if fetchJSON(t, cw.url+"/v1/tenants?limit=100", &page); len(page.Tenants) != 16 {
+		if workertest.GetJSON(t, cw.url+"/v1/tenants?limit=100", &page); len(page.Tenants) != 16 {
 			return fmt.Sprintf("%d tenants in the view, want 16", len(page.Tenants))
 		}
 		return ""
@@ -206,7 +190,7 @@ func tableIDs(t *testing.T, ctx ctxTab) []string {
 func apiIDs(t *testing.T, base, query string) []string {
 	t.Helper()
 	var page substate.TenantPage
-	if code := fetchJSON(t, base+"/v1/tenants?"+query+"&limit=50", &page); code != 200 {
+	if code := workertest.GetJSON(t, base+"/v1/tenants?"+query+"&limit=50", &page); code != 200 {
 		t.Fatalf("GET /v1/tenants?%s: %d", query, code)
 	}
 	ids := []string{}
@@ -273,9 +257,9 @@ func TestConsoleTenantTimelineAfterOutOfOrderDelivery(t *testing.T) {
 	cw.postSFN(t, "umbrella", "run-u", "FAILED", t1.Add(2*time.Minute), "certificate expired")
 	cw.tenantIs(t, "umbrella", substate.StateFailed)
 	cw.postSFN(t, "umbrella", "run-u", "RUNNING", t1, "")
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		var h substate.HistoryPage
-		if fetchJSON(t, cw.url+"/v1/tenants/umbrella/history", &h); len(h.Transitions) != 2 {
+		if workertest.GetJSON(t, cw.url+"/v1/tenants/umbrella/history", &h); len(h.Transitions) != 2 {
 			return fmt.Sprintf("%d transitions, want 2", len(h.Transitions))
 		}
 		return ""
@@ -290,7 +274,7 @@ func TestConsoleTenantTimelineAfterOutOfOrderDelivery(t *testing.T) {
 	}
 	eval(t, ctx, `[...document.querySelectorAll('#timeline tbody tr')].map(r => ({seq: r.dataset.seq, outcome: r.dataset.outcome, sub: r.querySelector('.sub').textContent}))`, &rows)
 	var h substate.HistoryPage
-	fetchJSON(t, cw.url+"/v1/tenants/umbrella/history", &h)
+	workertest.GetJSON(t, cw.url+"/v1/tenants/umbrella/history", &h)
 	if len(rows) != len(h.Transitions) {
 		t.Fatalf("timeline %v, history %v", rows, h.Transitions)
 	}
@@ -313,7 +297,7 @@ func TestConsoleTenantTimelineAfterOutOfOrderDelivery(t *testing.T) {
 	var raw string
 	eval(t, ctx, `document.querySelector('#timeline tbody tr .evidence details').dataset.path`, &raw)
 	var page substate.HistoryPage
-	if code := fetchJSON(t, cw.url+raw, &page); code != 200 || len(page.Transitions) != 1 || page.Transitions[0].Raw == nil {
+	if code := workertest.GetJSON(t, cw.url+raw, &page); code != 200 || len(page.Transitions) != 1 || page.Transitions[0].Raw == nil {
 		t.Errorf("evidence link %s: HTTP %d, %+v", raw, code, page)
 	}
 	screenshot(t, ctx, t.TempDir(), "tenant.png", "")

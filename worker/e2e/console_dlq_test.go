@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"crypto/sha256"
@@ -16,21 +16,23 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/httpapi/console"
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 func TestConsoleDeadLetters(t *testing.T) {
-	w := startWorker(t, t.TempDir(), "--redact-allow", "$.order.id")
-	cw := &consoleWorker{testWorker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
+	w := workertest.Start(t, func(f *worker.Flags) { f.RedactAllow = []string{"$.order.id"} })
+	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
 	// An execution whose input names no tenant: the worker's rules cannot
 	// place it, so it is dead-lettered with its raw message kept.
 	body := sfnEvent("evt-lost", "", "wonka-run", "FAILED", cw.t0, time.Now(), "<b>oops</b>")
 	body = []byte(strings.Replace(string(body), `{\"tenantId\":\"\"}`, `{\"secret\":\"hunter2\",\"order\":{\"id\":\"ord-7\"}}`, 1))
-	if code := postBytes(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
 	var page console.DeadLetterPage
-	eventually(t, func() string {
-		if code := fetchJSON(t, cw.url+"/console/api/deadletters", &page); code != 200 || len(page.DeadLetters) != 1 {
+	workertest.Eventually(t, func() string {
+		if code := workertest.GetJSON(t, cw.url+"/console/api/deadletters", &page); code != 200 || len(page.DeadLetters) != 1 {
 			return fmt.Sprintf("HTTP %d, %d dead letters", code, len(page.DeadLetters))
 		}
 		return ""

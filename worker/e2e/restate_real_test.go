@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -16,10 +16,12 @@ import (
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/restatetest"
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 // TestRunRestateRealServer is the Restate story as a new user tries it: a
-// real Restate server and "substate run" with only --restate-admin-url and
+// real Restate server and a worker with only --restate-admin-url and
 // --restate-services (and a short poll interval, so the test is quick); no
 // webhook. A failing handler shows backing-off with Restate's own attempt
 // count and message, without the stack trace, from the first sweep that
@@ -27,8 +29,9 @@ import (
 // invocation id Restate cannot parse are dead-lettered and hold up no one.
 func TestRunRestateRealServer(t *testing.T) {
 	rs := restatetest.Start(t)
-	w := startWorker(t, t.TempDir(), "--restate-admin-url", rs.AdminURL, "--restate-services", "Provision",
-		"--restate-poll-interval", "250ms")
+	w := workertest.Start(t, func(f *worker.Flags) {
+		f.RestateAdminURL, f.RestateServices, f.RestatePollEvery = rs.AdminURL, []string{"Provision"}, 250*time.Millisecond
+	})
 	url := w.HTTP.URL()
 
 	// Two tenants whose invocation ids are not ids Restate can parse, as a
@@ -61,7 +64,7 @@ func TestRunRestateRealServer(t *testing.T) {
 		}
 		// The second sweep from now started after the row backed off: it
 		// must have published the row.
-		eventually(t, func() string {
+		workertest.Eventually(t, func() string {
 			if n := restateSweeps(t, url); n < sweeps+2 {
 				return fmt.Sprintf("%d sweeps since, want 2", n-sweeps)
 			}
@@ -76,10 +79,10 @@ func TestRunRestateRealServer(t *testing.T) {
 		if v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable (attempt 3)" || v.WorkflowExecutionID != id {
 			t.Fatalf("view %+v; want backing-off, 3 retries, the message without its stack trace", v)
 		}
-		// What the CLI prints: the message's start, on one line.
-		code, out, errOut := runCLI(t, "tenants", "get", "acme", "--server", url)
-		if code != 0 || !strings.Contains(out, "backing-off") || !strings.Contains(out, "downstream unavailable (attempt 3)") || strings.Contains(out, " at ") {
-			t.Fatalf("tenants get: %d %s %s", code, out, errOut)
+		// What the API answers: the message's start, on one line.
+		code, body := workertest.Get(t, url+"/v1/tenants/acme")
+		if code != http.StatusOK || !strings.Contains(body, `"backing-off"`) || !strings.Contains(body, "downstream unavailable (attempt 3)") || strings.Contains(body, " at ") || strings.Contains(body, `\n`) {
+			t.Fatalf("GET /v1/tenants/acme: %d %s", code, body)
 		}
 		rs.Gate(t, "acme", "open")
 		rs.Resume(t, id) // retry now instead of in 80 s
@@ -125,11 +128,10 @@ func TestRunRestateRealServer(t *testing.T) {
 func waitView(t *testing.T, url, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
 	t.Helper()
 	var v substate.TenantView
-	eventuallyWithin(t, 60*time.Second, func() string {
-		code, out, errOut := runCLI(t, "tenants", "get", tenant, "--server", url, "--json")
+	workertest.EventuallyWithin(t, 60*time.Second, func() string {
 		v = substate.TenantView{}
-		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !ok(v) {
-			return fmt.Sprintf("tenant %s: %d %s %s", tenant, code, out, errOut)
+		if code := workertest.GetJSON(t, url+"/v1/tenants/"+tenant, &v); code != http.StatusOK || !ok(v) {
+			return fmt.Sprintf("tenant %s: %d %+v", tenant, code, v)
 		}
 		return ""
 	})
@@ -159,7 +161,7 @@ func restateSweeps(t *testing.T, url string) int {
 
 // rawHasRow reports whether SUBSTATE_RAW holds a Restate row of invocation
 // id containing every one of parts.
-func rawHasRow(t *testing.T, w *testWorker, id string, parts ...string) bool {
+func rawHasRow(t *testing.T, w *workertest.Worker, id string, parts ...string) bool {
 	t.Helper()
 	for _, m := range bustest.Msgs(t, w.Bus.JetStream, substate.StreamRaw) {
 		if !bytes.Contains(m.Data, []byte(`"id":"`+id+`"`)) {

@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"fmt"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 // TestConsoleWithKeys is the console of a worker that has read-API keys,
@@ -20,20 +23,20 @@ import (
 // all work.
 func TestConsoleWithKeys(t *testing.T) {
 	const key = "viewer-key-0123456789abcdef0123456789"
-	w := startWorker(t, t.TempDir(), "--api-keys", "viewer read,read:raw * sha256:"+hashHex(key))
-	cw := &consoleWorker{testWorker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour).Truncate(time.Second)}
+	w := workertest.Start(t, func(f *worker.Flags) { f.APIKeys = "viewer read,read:raw * sha256:" + workertest.KeyHash(key) })
+	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour).Truncate(time.Second)}
 	post := func(status, message string) {
 		t.Helper()
 		cw.n++
 		body := string(sfnEvent(fmt.Sprintf("evt-%d", cw.n), "acme-1", "run-acme-1", status, cw.t0, time.Now(), message))
 		body = strings.Replace(body, `{\"tenantId\":\"acme-1\"}`, `{\"tenantId\":\"acme-1\",\"password\":\"hunter2\"}`, 1)
-		if code := postBytes(t, cw.url+"/v1/ingest/eventbridge", []byte(body), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+		if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", []byte(body), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 			t.Fatalf("ingest %s: %d", status, code)
 		}
 	}
 	post("RUNNING", "")
-	eventually(t, func() string {
-		if code, _, body := apiGet(t, cw.url+"/v1/tenants/acme-1", key); code != 200 || !strings.Contains(body, `"running"`) {
+	workertest.Eventually(t, func() string {
+		if code, _, body := workertest.APIGet(t, cw.url+"/v1/tenants/acme-1", key); code != 200 || !strings.Contains(body, `"running"`) {
 			return fmt.Sprintf("acme-1: %d %s", code, body)
 		}
 		return ""
@@ -67,12 +70,12 @@ func TestConsoleWithKeys(t *testing.T) {
 		for i := range 500 {
 			events = append(events, string(sfnEvent(fmt.Sprintf("late-%d-%d", batch, i), "acme-1", "run-acme-1", "RUNNING", cw.t0, cw.t0, "")))
 		}
-		if code := postBytes(t, cw.url+"/v1/ingest/eventbridge", []byte("["+strings.Join(events, ",")+"]"), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+		if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", []byte("["+strings.Join(events, ",")+"]"), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 			t.Fatalf("ingest a batch: %d", code)
 		}
 	}
-	eventually(t, func() string {
-		if code, _, body := apiGet(t, cw.url+"/v1/tenants/acme-1/history?limit=2000", key); code != 200 || strings.Count(body, `"outcome"`) != 1002 {
+	workertest.Eventually(t, func() string {
+		if code, _, body := workertest.APIGet(t, cw.url+"/v1/tenants/acme-1/history?limit=2000", key); code != 200 || strings.Count(body, `"outcome"`) != 1002 {
 			return fmt.Sprintf("history: %d, %d transitions", code, strings.Count(body, `"outcome"`))
 		}
 		return ""
