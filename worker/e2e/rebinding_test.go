@@ -1,8 +1,9 @@
-package main
+package e2e_test
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // waitingWorkflow waits an hour: an execution that is running when the
@@ -39,7 +41,7 @@ states:
 // or by its IP are served as before.
 func TestDNSRebindingRefused(t *testing.T) {
 	ctx := context.Background()
-	w := startWorker(t, t.TempDir())
+	w := workertest.Start(t)
 	ref, err := w.Engine.EnsureWorkflow(ctx, engine.Workflow{Definition: []byte(waitingWorkflow)})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +50,12 @@ func TestDNSRebindingRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := w.HTTP.URL()
-	tenantIs(t, base, "victim", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })
+	workertest.Eventually(t, func() string {
+		if v, err := w.View.Tenant(ctx, "victim"); err != nil || v.WorkflowSubState != substate.StateWaiting {
+			return fmt.Sprintf("victim: %+v %v, want waiting", v, err)
+		}
+		return ""
+	})
 	before := streamCounts(t, w)
 
 	u, _ := url.Parse(base)
@@ -94,13 +101,13 @@ func TestDNSRebindingRefused(t *testing.T) {
 	if now := streamCounts(t, w); now != before {
 		t.Errorf("streams %v after the rebound page's requests, want %v", now, before)
 	}
-	if v := tenantIs(t, base, "victim", func(substate.TenantView) bool { return true }); v.WorkflowSubState != substate.StateWaiting {
-		t.Errorf("victim after the attack: %s, want still waiting", v.WorkflowSubState)
+	if v, err := w.View.Tenant(ctx, "victim"); err != nil || v.WorkflowSubState != substate.StateWaiting {
+		t.Errorf("victim after the attack: %+v %v, want still waiting", v, err)
 	}
 
 	// Programs on the machine address it as localhost or by its IP.
 	for _, addr := range []string{base, "http://localhost:" + u.Port()} {
-		if code, body := get(t, addr+"/v1/tenants/victim"); code != http.StatusOK {
+		if code, body := workertest.Get(t, addr+"/v1/tenants/victim"); code != http.StatusOK {
 			t.Errorf("GET %s: %d %s", addr, code, body)
 		}
 	}
