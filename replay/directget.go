@@ -1,11 +1,13 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -56,6 +58,7 @@ var errNoMessages = errors.New("no messages")
 type directRead struct {
 	nc      *nats.Conn
 	subject string // the API subject of the stream's direct gets
+	leader  string // the API subject of the message gets its leader answers
 	sub     *nats.Subscription
 	idle    time.Duration // how long to wait for each answer
 	pending uint64        // what the last end of batch said was left
@@ -68,11 +71,17 @@ func openDirect(js jetstream.JetStream, stream string, idle time.Duration) (*dir
 	if err != nil {
 		return nil, err
 	}
-	prefix := js.Options().APIPrefix
-	if prefix == "" {
-		prefix = jetstream.DefaultAPIPrefix
+	prefix := apiPrefix(js)
+	return &directRead{nc: nc, subject: prefix + "DIRECT.GET." + stream, leader: prefix + "STREAM.MSG.GET." + stream, sub: sub, idle: idle}, nil
+}
+
+// apiPrefix is where js sends JetStream API requests, ending in a dot.
+func apiPrefix(js jetstream.JetStream) string {
+	p := cmp.Or(js.Options().APIPrefix, jetstream.DefaultAPIPrefix)
+	if !strings.HasSuffix(p, ".") {
+		p += "."
 	}
-	return &directRead{nc: nc, subject: prefix + "DIRECT.GET." + stream, sub: sub, idle: idle}, nil
+	return p
 }
 
 // close drops the read's inbox.
@@ -143,4 +152,77 @@ func stripDirect(h nats.Header) {
 	for _, k := range directHeaders {
 		h.Del(k)
 	}
+}
+
+// leaderRequest is the body of a message get the stream's leader answers
+// (nats-server's JSApiMsgGetRequest without a batch).
+type leaderRequest struct {
+	Seq       uint64     `json:"seq,omitempty"`
+	NextFor   string     `json:"next_by_subj,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+}
+
+// leaderAnswer is its answer (nats-server's JSApiMsgGetResponse).
+type leaderAnswer struct {
+	Error *struct {
+		Code    int    `json:"code"`
+		ErrCode int    `json:"err_code"`
+		Desc    string `json:"description"`
+	} `json:"error"`
+	Message *struct {
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs"`
+		Data     []byte    `json:"data"`
+		Time     time.Time `json:"time"`
+	} `json:"message"`
+}
+
+// errNoMessageFound is nats-server's JSNoMessageFoundErr.
+const errNoMessageFound = 10037
+
+// leaderNext asks the stream's leader for the first message at or after
+// req's position on subject ("" for any); ok is false when there is none.
+// On a cluster any replica answers a direct get, and one that lags behind
+// the leader ends a read early; the leader says whether it did.
+func (d *directRead) leaderNext(ctx context.Context, req directRequest, subject string) (Message, bool, error) {
+	lr := leaderRequest{Seq: req.Seq, NextFor: cmp.Or(subject, ">"), StartTime: req.StartTime}
+	if lr.StartTime != nil {
+		lr.Seq = 0
+	}
+	return leaderGet(ctx, d.nc, d.leader, d.idle, lr)
+}
+
+// leaderGet sends one message get to the stream's leader at the API
+// subject subj and waits up to wait for its answer.
+func leaderGet(ctx context.Context, nc *nats.Conn, subj string, wait time.Duration, lr leaderRequest) (m Message, ok bool, err error) {
+	body, err := json.Marshal(lr)
+	if err != nil {
+		return m, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	resp, err := nc.RequestWithContext(ctx, subj, body)
+	if err != nil {
+		return m, false, err
+	}
+	var a leaderAnswer
+	if err := json.Unmarshal(resp.Data, &a); err != nil {
+		return m, false, fmt.Errorf("message get answer: %w", err)
+	}
+	switch {
+	case a.Error != nil && a.Error.ErrCode == errNoMessageFound:
+		return m, false, nil
+	case a.Error != nil:
+		return m, false, fmt.Errorf("message get refused: %s", a.Error.Desc)
+	case a.Message == nil:
+		return m, false, errors.New("message get answered without a message")
+	}
+	m = Message{Seq: a.Message.Sequence, Subject: a.Message.Subject, Stored: a.Message.Time, Data: a.Message.Data}
+	if len(a.Message.Header) > 0 {
+		if m.Header, err = nats.DecodeHeadersMsg(a.Message.Header); err != nil {
+			return m, false, fmt.Errorf("message get answer: %w", err)
+		}
+	}
+	return m, true, nil
 }

@@ -143,49 +143,64 @@ func (r *Reader) read(ctx context.Context, stream, subject string, rg Range, eac
 }
 
 // drain asks for batch after batch and hands over their messages up to
-// sequence last.
+// sequence last. When a batch says nothing is left, the stream's leader
+// confirms it: a replica that lags behind it may have answered.
 func (r *Reader) drain(ctx context.Context, d *directRead, subject string, rg Range, last uint64, each func(Message) bool) error {
 	req := directRequest{Seq: max(rg.FromSeq, 1), NextFor: subject, MaxBytes: directMaxBytes}
 	if rg.FromSeq == 0 && !rg.Since.IsZero() {
 		since := rg.Since
 		req.Seq, req.StartTime = 0, &since
 	}
+	// hand over one message; false ends the read.
+	hand := func(m Message) bool {
+		switch {
+		case m.Seq > last || (!rg.Until.IsZero() && m.Stored.After(rg.Until)):
+			return false
+		case !m.Stored.Before(rg.Since) && !each(m):
+			return false
+		}
+		req.Seq, req.StartTime = m.Seq+1, nil
+		return m.Seq < last
+	}
 	for {
-		req.Batch = int(min(directBatch, last-max(req.Seq, 1)+1))
-		if err := d.request(req); err != nil {
+		more, err := r.batch(ctx, d, req, last, hand)
+		if err != nil || !more {
 			return err
 		}
-		for {
-			m, err := d.next(ctx)
-			switch {
-			case errors.Is(err, errNoMessages):
-				return nil
-			case errors.Is(err, errEndOfBatch):
-			case err != nil:
-				return err
-			case m.Seq > last || (!rg.Until.IsZero() && m.Stored.After(rg.Until)):
-				return nil
-			case m.Stored.Before(rg.Since):
-				req.Seq = m.Seq + 1
-				continue
-			default:
-				if !each(m) || m.Seq >= last {
-					return nil
-				}
-				req.Seq = m.Seq + 1
-				continue
-			}
-			break // the end of the batch
+		if d.pending > 0 {
+			continue
 		}
-		if d.pending == 0 {
-			return nil
+		m, ok, err := d.leaderNext(ctx, req, subject)
+		if err != nil || !ok || !hand(m) {
+			return err
 		}
-		req.StartTime = nil
+	}
+}
+
+// batch asks for one batch and hands its messages over; more is false
+// when hand ended the read.
+func (r *Reader) batch(ctx context.Context, d *directRead, req directRequest, last uint64, hand func(Message) bool) (more bool, err error) {
+	req.Batch = int(min(directBatch, last-max(req.Seq, 1)+1))
+	d.pending = 0
+	if err := d.request(req); err != nil {
+		return false, err
+	}
+	for {
+		m, err := d.next(ctx)
+		switch {
+		case errors.Is(err, errNoMessages), errors.Is(err, errEndOfBatch):
+			return true, nil
+		case err != nil:
+			return false, err
+		case !hand(m):
+			return false, nil
+		}
 	}
 }
 
 // Get returns the message at seq in stream, or an ENOTFOUND error when the
-// stream no longer holds it.
+// stream no longer holds it. Any replica may answer; one that says the
+// message is not there is checked with the stream's leader.
 func (r *Reader) Get(ctx context.Context, stream string, seq uint64) (Message, error) {
 	s, err := r.JS.Stream(ctx, stream)
 	if err != nil {
@@ -193,6 +208,13 @@ func (r *Reader) Get(ctx context.Context, stream string, seq uint64) (Message, e
 	}
 	raw, err := s.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		m, ok, lerr := leaderGet(ctx, r.JS.Conn(), apiPrefix(r.JS)+"STREAM.MSG.GET."+stream, cmp.Or(r.IdleTimeout, DefaultIdleTimeout), leaderRequest{Seq: seq})
+		switch {
+		case lerr != nil:
+			return Message{}, fmt.Errorf("read %s sequence %d: %w", stream, seq, lerr)
+		case ok:
+			return m, nil
+		}
 		return Message{}, substate.WrapError(substate.ENOTFOUND, err, "%s holds no message at sequence %d", stream, seq)
 	} else if err != nil {
 		return Message{}, fmt.Errorf("read %s sequence %d: %w", stream, seq, err)
