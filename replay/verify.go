@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -102,7 +103,7 @@ func (v *Verify) CheckEvidence(ctx context.Context, seq uint64) (CheckResult, er
 }
 
 // replay rebuilds the view up to seq in a temporary file and reads it.
-func (v *Verify) replay(ctx context.Context, seq uint64) ([]substate.TenantView, Progress, error) {
+func (v *Verify) replay(ctx context.Context, seq uint64) (_ []substate.TenantView, _ Progress, err error) {
 	if seq == 0 {
 		return nil, Progress{}, nil // an empty view: nothing to replay
 	}
@@ -115,7 +116,7 @@ func (v *Verify) replay(ctx context.Context, seq uint64) ([]substate.TenantView,
 	if err != nil {
 		return nil, p, err
 	}
-	defer db.Close()
+	defer func() { err = errors.Join(err, db.Close()) }()
 	views, err := AllViews(ctx, db)
 	return views, p, err
 }
