@@ -164,7 +164,7 @@ func (d *DB) openFile() (*bolt.DB, uint64, error) {
 		})
 	}
 	if err != nil {
-		closeBolt(db, err)
+		err = errors.Join(err, closeBolt(db, err))
 		var ce *CorruptError
 		if errors.As(err, &ce) {
 			return nil, 0, ce

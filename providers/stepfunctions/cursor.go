@@ -31,6 +31,8 @@ func (p *Provider) cursorOf(arn string) *cursor {
 // the execution ended: nothing will be added to its history but a redrive,
 // which the next poll reads from the start.
 func (p *Provider) keep(arn string, c *cursor, payload *PollPayload) {
+	// An execution the poll could not describe keeps no cursor: the next
+	// poll reads its history from the start.
 	status := statusOf(payload.Execution)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -45,11 +47,14 @@ func (p *Provider) keep(arn string, c *cursor, payload *PollPayload) {
 	p.cursors[arn] = c
 }
 
-// statusOf returns the status of a DescribeExecution answer.
+// statusOf returns the status of a DescribeExecution answer, "" for one
+// that does not decode.
 func statusOf(execution json.RawMessage) string {
 	var x struct {
 		Status string `json:"status"`
 	}
-	_ = json.Unmarshal(execution, &x)
+	if err := json.Unmarshal(execution, &x); err != nil {
+		return ""
+	}
 	return x.Status
 }
