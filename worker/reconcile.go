@@ -107,11 +107,16 @@ func (f *ReconcileFlags) validate() error {
 	if len(f.RestateServices) > 0 && f.RestateAdminURL == "" {
 		return substate.Errorf(substate.EINVALID, "--restate-services needs --restate-admin-url")
 	}
-	if f.ReconcileAfter < 0 || f.SFNAPIBudget < 0 || f.SFNRedriveCheck < 0 {
-		return substate.Errorf(substate.EINVALID, "--reconcile-after, --sfn-api-budget and --sfn-redrive-check-interval must not be negative")
-	}
-	if f.RestatePollAfter < 0 {
-		return substate.Errorf(substate.EINVALID, "--restate-poll-after must not be negative")
+	for _, n := range []struct {
+		name     string
+		negative bool
+	}{
+		{"--reconcile-after", f.ReconcileAfter < 0}, {"--sfn-api-budget", f.SFNAPIBudget < 0},
+		{"--sfn-redrive-check-interval", f.SFNRedriveCheck < 0}, {"--restate-poll-after", f.RestatePollAfter < 0},
+	} {
+		if n.negative {
+			return substate.Errorf(substate.EINVALID, "%s must not be negative", n.name)
+		}
 	}
 	if f.RestateAdminURL != "" {
 		u, err := url.Parse(f.RestateAdminURL)
