@@ -52,14 +52,20 @@ type ExecutionInfo struct {
 	StartedAt time.Time `json:"startedAt,omitzero"`
 	StoppedAt time.Time `json:"stoppedAt,omitzero"`
 	// Attempts is how many times the current step ran (engine, Step
-	// Functions: since the step was entered; Restate: the invocation's
-	// attempts).
+	// Functions: since the step was entered); on Restate, the retry count
+	// the view shows, by the same mapping: the failed attempts retried or
+	// waiting for a retry.
 	Attempts int `json:"attempts"`
 	// Redrives is how many times the execution was redriven or resumed,
 	// where the provider counts it.
 	Redrives int `json:"redrives,omitempty"`
 	// Ended reports whether the execution is over (stopping it is refused).
 	Ended bool `json:"ended"`
+	// Stopped reports an ended execution that a stop ended (Step
+	// Functions' ABORTED, Restate's killed or cancelled, the engine's
+	// stopped): what tells a stop that took effect from one that came
+	// after the execution had ended.
+	Stopped bool `json:"stopped,omitempty"`
 	// Retryable reports whether retry may act on it; RetryRefusal says why
 	// not when it may not.
 	Retryable    bool   `json:"retryable"`

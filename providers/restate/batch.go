@@ -58,29 +58,52 @@ func (p *Poller) pollIDs(ctx context.Context, s *restateSweep, ids []string) err
 }
 
 // publishRow publishes one row, with its journal's failure events and its
-// handler's retry policy attached when it needs them (see withFailures),
-// and returns its invocation id. A row the poller published last time
-// for its invocation is not sent again. A row without an id is logged and
-// skipped.
+// handler's retry policy attached when it needs them, after the rows of
+// the pauses no poll saw (see withFailures), and returns its invocation
+// id. A row the poller published last time for its invocation is not sent
+// again. A row without an id is logged and skipped.
 func (p *Poller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
-	id, modifiedAt, status, err := restateRowID(row)
+	f, err := factsOf(row)
 	if err != nil {
 		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
 		return "", nil
 	}
-	row = p.withFailures(ctx, id, modifiedAt, status, row)
-	if raw := restateRaw(id, modifiedAt, row); p.sent[id] != raw.ID {
-		if err := p.Publisher.PublishRaw(ctx, raw); err != nil {
-			p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomePublishFailed, 1)
-			return "", fmt.Errorf("restate poller: publish the row of %s: %w", id, err)
+	row, derived := p.withFailures(ctx, f, row)
+	for _, d := range derived {
+		df, err := factsOf(d)
+		if err != nil {
+			continue
 		}
-		p.sent[id] = raw.ID
-		s.res.Published++
+		if err := p.publish(ctx, s, restateRaw(f.ID, df.ModifiedAt, d)); err != nil {
+			return "", err
+		}
 	}
-	delete(p.missing, id)
-	s.published[id] = true
+	if raw := restateRaw(f.ID, f.ModifiedAt, row); p.sent[f.ID] != raw.ID {
+		if err := p.publish(ctx, s, raw); err != nil {
+			return "", err
+		}
+		p.sent[f.ID] = raw.ID
+	}
+	if e, ok := p.journals[f.ID]; ok {
+		if t, err := parseRestateTime(f.ModifiedAt); err == nil && t.After(e.shown) {
+			e.shown = t
+			p.journals[f.ID] = e
+		}
+	}
+	delete(p.missing, f.ID)
+	s.published[f.ID] = true
 	p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomeOK, 1)
-	return id, nil
+	return f.ID, nil
+}
+
+// publish puts one raw event on SUBSTATE_RAW.
+func (p *Poller) publish(ctx context.Context, s *restateSweep, raw substate.RawEvent) error {
+	if err := p.Publisher.PublishRaw(ctx, raw); err != nil {
+		p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomePublishFailed, 1)
+		return fmt.Errorf("restate poller: publish the row of %s: %w", raw.ID, err)
+	}
+	s.res.Published++
+	return nil
 }
 
 // settleRefused decides about the ids the admin API refused alone: when

@@ -103,14 +103,15 @@ type Poller struct {
 	// Logger receives the poller's logs; nil discards them.
 	Logger *slog.Logger
 
-	mu       sync.Mutex // one sweep at a time
-	pacer    *reconcile.Pacer
-	missing  map[string]bool // ids Restate did not return (or refused), logged once
-	failures int             // consecutive failed sweeps
-	cursor   *discoveryCursor
-	journals map[string]journalEntry // attached journal events, by invocation id
-	policies map[string]policyEntry  // retry policies, by service
-	sent     map[string]string       // the raw event id last published, by invocation id
+	mu         sync.Mutex // one sweep at a time
+	pacer      *reconcile.Pacer
+	missing    map[string]bool // ids Restate did not return (or refused), logged once
+	failures   int             // consecutive failed sweeps
+	cursor     *discoveryCursor
+	discovered time.Time               // when the last discovery started
+	journals   map[string]journalEntry // attached journal events, by invocation id
+	policies   map[string]policyEntry  // retry policies, by service
+	sent       map[string]string       // the raw event id last published, by invocation id
 }
 
 // NewPoller returns a poller of the admin API through admin with the

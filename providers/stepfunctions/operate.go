@@ -40,6 +40,7 @@ func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.E
 		StartedAt: aws.ToTime(out.StartDate), StoppedAt: aws.ToTime(out.StopDate),
 		Redrives: int(aws.ToInt32(out.RedriveCount)),
 		Ended:    out.Status != types.ExecutionStatusRunning && out.Status != types.ExecutionStatusPendingRedrive,
+		Stopped:  out.Status == types.ExecutionStatusAborted,
 	}
 	info.Retryable, info.RetryRefusal = redrivable(out)
 	hist, err := p.client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{
