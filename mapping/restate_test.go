@@ -136,7 +136,7 @@ func TestMapEngine(t *testing.T) {
 		SubState: substate.StateBackingOff, Verb: substate.VerbRetrying, Status: substate.StatusRunning,
 		RetryCount: 2, RetryCountKnown: true, ErrorMessage: "no responders", ErrorType: "ServiceUnavailable",
 		ErrorFingerprint: "engine/serviceunavailable/no responders",
-		ProviderState: "backing-off", OccurredAt: start.Add(time.Minute), ExecutionStartedAt: start, Revision: 7,
+		ProviderState:    "backing-off", OccurredAt: start.Add(time.Minute), ExecutionStartedAt: start, Revision: 7,
 		MappingVersion: mapping.Version,
 	}
 	if got != want {
