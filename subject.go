@@ -130,7 +130,7 @@ func digestToken(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	var b strings.Builder
 	b.Grow(3*digestPrefix + len(digestMark) + digestHex)
-	appendEncoded(&b, s[:runeCut(s, digestPrefix)])
+	appendEncoded(&b, Truncate(s, digestPrefix))
 	b.WriteString(digestMark)
 	b.WriteString(hex.EncodeToString(sum[:digestHex/2]))
 	return b.String()

@@ -1,7 +1,6 @@
 package substate
 
 import (
-	"fmt"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,29 +41,4 @@ func ValidateTenantID(id string) error {
 func validRuneAt(s string, i int) bool {
 	_, size := utf8.DecodeRuneInString(s[i:])
 	return size > 1
-}
-
-// QuoteLimit is how many bytes of an id a message quotes.
-const QuoteLimit = 64
-
-// QuotePrefix quotes s for a message, its first n bytes only (cut at a
-// rune boundary) and its length when it is longer: a string from input
-// may be any length, and a message must stay short. Invalid bytes are
-// shown as \x escapes.
-func QuotePrefix(s string, n int) string {
-	if len(s) <= n {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q… (%d bytes)", s[:runeCut(s, n)], len(s))
-}
-
-// runeCut returns n, or the start of the rune that n falls into when that
-// rune starts at most three bytes before n.
-func runeCut(s string, n int) int {
-	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return i
-		}
-	}
-	return n
 }

@@ -25,9 +25,9 @@ import (
 	"github.com/substatehq/substate/testkit/contracttest"
 )
 
-// TestOpenAPIRoutes: every route the code registers (a ServeMux pattern in
-// a Handle call or a route map, in any non-test file of the module) is an
-// operation of openapi.json, and every operation is a registered route.
+// TestOpenAPIRoutes: every route of the HTTP server's table (under the
+// API's prefixes) is an operation of openapi.json, and every operation is
+// a route of the table.
 func TestOpenAPIRoutes(t *testing.T) {
 	v, err := contracttest.Load()
 	if err != nil {
@@ -55,30 +55,16 @@ func TestOpenAPIRoutes(t *testing.T) {
 	}
 }
 
-// routePattern is a ServeMux pattern with a method, of a substate path.
-var routePattern = regexp.MustCompile(`^(GET|POST|PUT|PATCH|DELETE) (/[^ ]*)$`)
-
-// routePatterns returns the method-and-path patterns of the non-test Go
-// files of the module, excluding examples (other modules).
+// routePatterns returns the method-and-path patterns of the server's
+// route table, of substate's API paths.
 func routePatterns(tb testing.TB) []string {
 	tb.Helper()
 	var out []string
-	eachGoFile(tb, func(f *ast.File) {
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				return true
-			}
-			if m := routePattern.FindStringSubmatch(s); m != nil && contracttest.Substate(m[2]) && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
-			return true
-		})
-	})
+	for _, r := range (&httpapi.Server{}).Routes() {
+		if contracttest.Substate(r.Path) && !slices.Contains(out, r.Pattern()) {
+			out = append(out, r.Pattern())
+		}
+	}
 	return out
 }
 
@@ -110,10 +96,7 @@ func eachGoFile(tb testing.TB, fn func(*ast.File)) {
 // TestServed: the worker's contract routes serve the documents and the
 // schemas, and an unknown schema is a 404 with the JSON error body.
 func TestServed(t *testing.T) {
-	mux := http.NewServeMux()
-	for pattern, h := range contract.Routes() {
-		mux.Handle(pattern, h)
-	}
+	mux := (&httpapi.Server{Contract: contract.Files()}).Handler()
 	for path, want := range map[string]string{
 		"/v1/openapi.json": "application/json", "/v1/asyncapi.json": "application/json",
 		"/v1/schemas/event.json": "application/schema+json", "/v1/schemas/change.json": "application/schema+json",

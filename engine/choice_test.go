@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"testing"
+
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // TestCondition checks every operator against matching, failing, missing
@@ -53,7 +55,7 @@ func TestCondition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			doc, _ := decodeJSON([]byte(input))
+			doc, _ := jsonx.Decode([]byte(input))
 			c := d.states["c"].choices[0].cond
 			if got := c.eval(doc); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)

@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/theory/jsonpath"
@@ -39,20 +36,6 @@ func (p *path) lookup(doc any) (v any, ok bool) {
 		return nodes[0], true
 	}
 	return append([]any{}, nodes...), true
-}
-
-// decodeJSON decodes a JSON document keeping numbers exact (json.Number).
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after JSON value")
-	}
-	return v, nil
 }
 
 // template is a task's parameters: JSON with JSONPath references. A key

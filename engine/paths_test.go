@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // TestPathCompliance runs the RFC 9535 compliance suite through the
@@ -44,7 +46,7 @@ func TestPathCompliance(t *testing.T) {
 			t.Errorf("%s: %q rejected: %v", tc.Name, tc.Selector, err)
 			continue
 		}
-		doc, err := decodeJSON(tc.Document)
+		doc, err := jsonx.Decode(tc.Document)
 		if err != nil {
 			t.Fatalf("%s: document: %v", tc.Name, err)
 		}
@@ -118,7 +120,7 @@ func TestParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, _ := decodeJSON([]byte(input))
+	doc, _ := jsonx.Decode([]byte(input))
 	t.Run("OK", func(t *testing.T) {
 		v, err := d.states["p"].params.resolve(doc)
 		if err != nil {
@@ -137,7 +139,7 @@ func TestParameters(t *testing.T) {
 		}
 	})
 	t.Run("ErrPath", func(t *testing.T) {
-		short, _ := decodeJSON([]byte(`{"order":{"id":"o-1"},"items":[],"tags":[],"big":1}`))
+		short, _ := jsonx.Decode([]byte(`{"order":{"id":"o-1"},"items":[],"tags":[],"big":1}`))
 		_, err := d.states["p"].params.resolve(short)
 		te, ok := err.(*TaskError)
 		if !ok || te.Type != ErrPath {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // runner drives one execution in its own goroutine.
@@ -127,7 +128,7 @@ func (e *Engine) enter(rec *record, st *state) *record {
 // decide moves a Choice state to the next of its first matching rule, its
 // default, or fails the execution with NoChoiceMatched.
 func (e *Engine) decide(rec *record, st *state) *record {
-	input, err := decodeJSON(rec.Data)
+	input, err := jsonx.Decode(rec.Data)
 	if err != nil {
 		return e.finish(rec, substate.EngineFailed, taskErrorf(ErrPath, "state input is not JSON: %v", err))
 	}

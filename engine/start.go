@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // Start starts an execution of a stored workflow under req.Name (a
@@ -103,7 +104,7 @@ func normalizeInput(in json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(in)) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	v, err := decodeJSON(in)
+	v, err := jsonx.Decode(in)
 	if err != nil {
 		return nil, substate.WrapError(substate.EINVALID, err, "execution input is not JSON")
 	}

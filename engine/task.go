@@ -10,7 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 var timeZero time.Time
@@ -19,7 +21,7 @@ var timeZero time.Time
 // the next state, a backoff before the next attempt, the catcher, or the
 // end of the execution.
 func (e *Engine) attempt(ctx context.Context, rec *record, st *state) (*record, error) {
-	input, err := decodeJSON(rec.Data)
+	input, err := jsonx.Decode(rec.Data)
 	if err != nil {
 		return e.failed(rec, st, taskErrorf(ErrPath, "state input is not JSON: %v", err)), nil
 	}
@@ -117,7 +119,7 @@ func decodeReply(msg *nats.Msg) (any, *TaskError) {
 	if len(strings.TrimSpace(string(msg.Data))) == 0 {
 		return nil, nil
 	}
-	out, err := decodeJSON(msg.Data)
+	out, err := jsonx.Decode(msg.Data)
 	if err != nil {
 		return nil, taskErrorf(ErrInvalidOutput, "reply is not JSON: %v", err)
 	}
@@ -174,7 +176,7 @@ func (e *Engine) failed(rec *record, st *state, te *TaskError) *record {
 // input with "error": {"errorType":…,"message":…} set (an input that is not
 // an object is replaced by {"error":…}).
 func withError(data json.RawMessage, te *TaskError) json.RawMessage {
-	in, _ := decodeJSON(data)
+	in, _ := jsonx.Decode(data)
 	obj, ok := in.(map[string]any)
 	if !ok {
 		obj = map[string]any{}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -16,6 +17,8 @@ type Principal struct {
 	Name         string // the key's name; "anonymous" without a key
 	Scope        Scope
 	TenantPrefix string // only tenants whose id starts with it; "" for every tenant
+
+	anonymous bool // came without a key: only Anonymous, never a key named "anonymous"
 }
 
 // Can reports whether the principal's scope includes s.
@@ -40,7 +43,7 @@ func (p Principal) CheckTenant(id string) error {
 // Anonymous is the principal of a request without a key where none is
 // needed: a loopback address with no keys configured. It reads
 // everything, provider evidence redacted.
-var Anonymous = Principal{Name: "anonymous", Scope: ScopeReadRaw}
+var Anonymous = Principal{Name: "anonymous", Scope: ScopeReadRaw, anonymous: true}
 
 type principalKey struct{}
 
@@ -86,25 +89,32 @@ func NewAuthorizer(addr string, keys *Keys) (*Authorizer, error) {
 // without a valid key, 403 with a key of a narrower scope.
 func (a *Authorizer) Require(scope Scope) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, err := a.Authenticate(r)
-			if err == nil && !p.Can(scope) {
-				err = substate.Errorf(substate.EFORBIDDEN, "key %q has scope %s; %s %s needs %s", p.Name, p.Scope, r.Method, r.URL.Path, scope)
-			}
-			if err != nil {
-				if substate.ErrorCode(err) == substate.EUNAUTHORIZED {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="substate"`)
-				}
-				httpx.Error(w, r, err, nil)
-				return
-			}
-			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
-		})
+		return a.guard(scope, false, next)
 	}
 }
 
-// Authenticate returns the principal of a request.
+// guard is Require; anonymousActs also lets the anonymous caller of a
+// loopback address without keys through, whatever scope needs.
+func (a *Authorizer) guard(scope Scope, anonymousActs bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r)
+		if err == nil && !p.Can(scope) && !(anonymousActs && a.loopbackAnonymous(p)) {
+			err = substate.Errorf(substate.EFORBIDDEN, "key %q has scope %s; %s %s needs %s", p.Name, p.Scope, r.Method, r.URL.Path, scope)
+		}
+		if err != nil {
+			writeAuthError(w, r, err, nil)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}
+
+// Authenticate returns the principal of a request. A nil Authorizer
+// checks no key: every request is Anonymous.
 func (a *Authorizer) Authenticate(r *http.Request) (Principal, error) {
+	if a == nil {
+		return Anonymous, nil
+	}
 	h := r.Header.Get("Authorization")
 	if h == "" && a.AllowAnonymous && a.Keys.Set().Len() == 0 {
 		return Anonymous, nil
@@ -118,6 +128,21 @@ func (a *Authorizer) Authenticate(r *http.Request) (Principal, error) {
 		return Principal{}, substate.Errorf(substate.EUNAUTHORIZED, "unknown API key")
 	}
 	return Principal{Name: k.Name, Scope: k.Scope, TenantPrefix: k.TenantPrefix}, nil
+}
+
+// loopbackAnonymous reports whether p came in without a key where none is
+// needed.
+func (a *Authorizer) loopbackAnonymous(p Principal) bool {
+	return a == nil || (a.AllowAnonymous && p == Anonymous)
+}
+
+// writeAuthError writes an authentication or authorization error; a 401
+// says which scheme to use.
+func writeAuthError(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
+	if substate.ErrorCode(err) == substate.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="substate"`)
+	}
+	httpx.Error(w, r, err, log)
 }
 
 // bearer returns the credential of an "Authorization: Bearer" header.

@@ -58,21 +58,21 @@ func keyFile(tb testing.TB, lines ...string) *httpapi.Keys {
 	return k
 }
 
-// openAuthServer serves the view with an authorizer, /metrics and an
-// admin-only route.
+// openAuthServer serves the view with an authorizer and /metrics, beside
+// an admin-only route of the test's own that Require guards.
 func openAuthServer(tb testing.TB, a *httpapi.Authorizer, views substate.ViewStore) string {
 	tb.Helper()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("{}"))
 	})
-	s := &httpapi.Server{Addr: "127.0.0.1:0", Views: views, Auth: a, Metrics: ok,
-		Extra: map[string]http.Handler{"GET /admin": a.Require(httpapi.ScopeAdmin)(ok)}}
-	if err := s.Open(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	return s.URL()
+	s := &httpapi.Server{Views: views, Auth: a, Metrics: ok}
+	mux := http.NewServeMux()
+	mux.Handle("GET /admin", a.Require(httpapi.ScopeAdmin)(ok))
+	mux.Handle("/", s.Handler())
+	srv := httptest.NewServer(mux)
+	tb.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func getAs(tb testing.TB, url, key string, v any) (int, string) {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"log/slog"
 	"net/http"
 
 	"github.com/substatehq/substate"
@@ -25,15 +24,13 @@ type PositionedView interface {
 	Applied() uint64
 }
 
-// Checkpoint serves GET /v1/view/checkpoint from v.
-func Checkpoint(v PositionedView, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		applied := v.Applied() // first: the checkpoint never passes it
-		cp, err := v.Checkpoint(r.Context())
-		if err != nil {
-			httpx.Error(w, r, err, log)
-			return
-		}
-		httpx.JSON(w, http.StatusOK, ViewPosition{Checkpoint: cp, Applied: max(applied, cp)})
-	})
+// checkpoint serves GET /v1/view/checkpoint from s.Checkpoint.
+func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
+	applied := s.Checkpoint.Applied() // first: the checkpoint never passes it
+	cp, err := s.Checkpoint.Checkpoint(r.Context())
+	if err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
+	httpx.JSON(w, http.StatusOK, ViewPosition{Checkpoint: cp, Applied: max(applied, cp)})
 }

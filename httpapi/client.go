@@ -84,6 +84,13 @@ func (c *Client) Checkpoint(ctx context.Context) (ViewPosition, error) {
 	return p, err
 }
 
+// Applied reads the applied position of GET /v1/view/checkpoint: the last
+// sequence the view reflects.
+func (c *Client) Applied(ctx context.Context) (uint64, error) {
+	p, err := c.Checkpoint(ctx)
+	return p.Applied, err
+}
+
 // History reads one page of GET /v1/tenants/{id}/history.
 func (c *Client) History(ctx context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
 	var page substate.HistoryPage

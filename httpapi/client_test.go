@@ -72,10 +72,7 @@ func TestClientCheckpointAndHistory(t *testing.T) {
 		got = q
 		return substate.HistoryPage{TenantID: q.TenantID, Transitions: []substate.Transition{}}, nil
 	})
-	mux := http.NewServeMux()
-	mux.Handle("GET /v1/view/checkpoint", httpapi.Checkpoint(db, slog.Default()))
-	mux.Handle("GET /v1/tenants/{id}/history", httpapi.History(reader, slog.Default()))
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer((&httpapi.Server{Checkpoint: db, History: reader, Logger: slog.Default()}).Handler())
 	defer srv.Close()
 	c := &httpapi.Client{URL: srv.URL}
 

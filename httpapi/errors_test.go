@@ -10,19 +10,20 @@ import (
 	"github.com/substatehq/substate/httpapi"
 )
 
-// openIngest serves an ingest handler with its own router, as the ingress
-// has, beside the built-in routes.
+// openIngest serves ingest routes beside the built-in ones: EventBridge's
+// accepts, Restate's answers a plain-text error.
 func openIngest(tb testing.TB) string {
 	tb.Helper()
-	in := http.NewServeMux()
-	in.HandleFunc("POST /v1/ingest/eventbridge", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"accepted":1}`))
-	})
-	in.HandleFunc("POST /v1/ingest/plain", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "nope", http.StatusConflict)
-	})
+	in := ingesters{
+		substate.ProviderStepFunctions: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte(`{"accepted":1}`))
+		}),
+		substate.ProviderRestate: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "nope", http.StatusConflict)
+		}),
+	}
 	s := &httpapi.Server{Addr: "127.0.0.1:0", Ingest: in}
 	if err := s.Open(); err != nil {
 		tb.Fatal(err)
@@ -30,6 +31,11 @@ func openIngest(tb testing.TB) string {
 	tb.Cleanup(func() { s.Close() })
 	return s.URL()
 }
+
+// ingesters serve each provider's ingest route with its handler.
+type ingesters map[substate.Provider]http.Handler
+
+func (in ingesters) Endpoint(p substate.Provider) http.Handler { return in[p] }
 
 type answer struct {
 	status int
@@ -74,7 +80,7 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"UnknownIngestPath", "POST", "/v1/ingest/nowhere", "application/json", 404, substate.ENOTFOUND},
 		{"MethodOfHealth", "POST", "/healthz", "", 405, substate.EMETHOD},
 		{"MethodOfIngest", "GET", "/v1/ingest/eventbridge", "", 405, substate.EMETHOD},
-		{"PlainTextErrorOfAHandler", "POST", "/v1/ingest/plain", "application/json", 409, substate.ECONFLICT},
+		{"PlainTextErrorOfAHandler", "POST", "/v1/ingest/restate", "application/json", 409, substate.ECONFLICT},
 		{"FormBody", "POST", "/v1/ingest/eventbridge", "application/x-www-form-urlencoded", 415, substate.EMEDIATYPE},
 		{"TextBody", "POST", "/v1/ingest/eventbridge", "text/plain", 415, substate.EMEDIATYPE},
 		{"BadContentType", "POST", "/v1/ingest/eventbridge", "application/", 415, substate.EMEDIATYPE},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -21,39 +20,22 @@ const maxActionBody = 64 << 10
 // key on a loopback address with no keys configured.
 const LoopbackOperator = "loopback"
 
-// Executions returns the routes that describe and act on a tenant's
-// current execution, whichever provider runs it:
-//
-//	GET  /v1/tenants/{id}/execution               describe (read:raw; input and output redacted below admin)
-//	POST /v1/tenants/{id}/execution/{action}      stop, retry or restart (admin)
-//
-// An action's body is optional JSON {"reason":…,"kill":…,"dryRun":…}
-// (dryRun=true in the query string also works). Without keys on a loopback
-// address every request is let in (the zero-configuration default) and
-// actions are recorded as taken by "loopback". policy says what of the
-// input and output a reader below admin sees (nil: none of it).
-func Executions(svc substate.ExecutionService, auth *Authorizer, policy *redact.Policy, log *slog.Logger) map[string]http.Handler {
-	return map[string]http.Handler{
-		"GET /v1/tenants/{id}/execution":           describeExecution(svc, auth, policy, log),
-		"POST /v1/tenants/{id}/execution/{action}": RequireJSON(actOnExecution(svc, auth, policy, log)),
+// describeExecution serves GET /v1/tenants/{id}/execution: the tenant's
+// current execution, whichever provider runs it, its input and output
+// redacted below admin.
+func (s *Server) describeExecution(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	p := principal(r)
+	if err := p.CheckTenant(id); err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
 	}
-}
-
-func describeExecution(svc substate.ExecutionService, auth *Authorizer, policy *redact.Policy, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		p, err := executionPrincipal(auth, r, ScopeReadRaw, id)
-		if err != nil {
-			writeAuthError(w, r, err, log)
-			return
-		}
-		info, err := svc.Describe(r.Context(), id)
-		if err != nil {
-			httpx.Error(w, r, err, log)
-			return
-		}
-		httpx.JSON(w, http.StatusOK, redactExecution(info, p, policy))
-	})
+	info, err := s.Executions.Describe(r.Context(), id)
+	if err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
+	httpx.JSON(w, http.StatusOK, redactExecution(info, p, s.Redaction))
 }
 
 // ActionRequest is the body of POST /v1/tenants/{id}/execution/{action}.
@@ -63,38 +45,40 @@ type ActionRequest struct {
 	DryRun bool   `json:"dryRun"` // check that the provider would accept it, only
 }
 
-func actOnExecution(svc substate.ExecutionService, auth *Authorizer, policy *redact.Policy, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		action, err := substate.ParseExecutionAction(r.PathValue("action"))
-		if err != nil {
-			httpx.Error(w, r, substate.Errorf(substate.ENOTFOUND, "%s", substate.ErrorMessage(err)), log)
-			return
-		}
-		p, err := executionPrincipal(auth, r, ScopeAdmin, id)
-		if err != nil {
-			writeAuthError(w, r, err, log)
-			return
-		}
-		body, err := decodeActionBody(w, r)
-		if err != nil {
-			httpx.Error(w, r, err, log)
-			return
-		}
-		who := p.Name
-		if loopbackAnonymous(auth, p) {
-			who = LoopbackOperator
-		}
-		res, err := svc.Act(r.Context(), substate.ExecutionRequest{
-			TenantID: id, Action: action, Reason: body.Reason, Kill: body.Kill, DryRun: body.DryRun, Who: who,
-		})
-		if err != nil {
-			httpx.Error(w, r, err, log)
-			return
-		}
-		res.Execution = redactExecution(res.Execution, p, policy)
-		httpx.JSON(w, http.StatusOK, res)
+// actOnExecution serves POST /v1/tenants/{id}/execution/{action}: stop,
+// retry or restart. The body is optional JSON {"reason":…,"kill":…,"dryRun":…}
+// (dryRun=true in the query string also works). The anonymous caller of a
+// loopback address without keys is recorded as LoopbackOperator.
+func (s *Server) actOnExecution(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	action, err := substate.ParseExecutionAction(r.PathValue("action"))
+	if err != nil {
+		httpx.Error(w, r, substate.Errorf(substate.ENOTFOUND, "%s", substate.ErrorMessage(err)), s.logger())
+		return
+	}
+	p := principal(r)
+	if err := p.CheckTenant(id); err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
+	body, err := decodeActionBody(w, r)
+	if err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
+	who := p.Name
+	if s.Auth.loopbackAnonymous(p) {
+		who = LoopbackOperator
+	}
+	res, err := s.Executions.Act(r.Context(), substate.ExecutionRequest{
+		TenantID: id, Action: action, Reason: body.Reason, Kill: body.Kill, DryRun: body.DryRun, Who: who,
 	})
+	if err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
+	res.Execution = redactExecution(res.Execution, p, s.Redaction)
+	httpx.JSON(w, http.StatusOK, res)
 }
 
 // decodeActionBody reads an action's optional JSON body strictly.
@@ -124,35 +108,12 @@ func decodeActionBody(w http.ResponseWriter, r *http.Request) (ActionRequest, er
 	return body, nil
 }
 
-// executionPrincipal authenticates a request to the execution routes: the
-// key's scope must include scope, except for the anonymous principal of a
-// loopback address without keys, and the tenant must be within its prefix.
-// A nil auth lets everything in as the loopback operator.
-func executionPrincipal(auth *Authorizer, r *http.Request, scope Scope, tenant string) (Principal, error) {
-	if auth == nil {
-		return Principal{Name: LoopbackOperator, Scope: ScopeAdmin}, nil
+// principal returns the principal the route's guard put on the request.
+func principal(r *http.Request) Principal {
+	if p, ok := PrincipalFrom(r.Context()); ok {
+		return p
 	}
-	p, err := auth.Authenticate(r)
-	if err != nil {
-		return p, err
-	}
-	if !p.Can(scope) && !loopbackAnonymous(auth, p) {
-		return p, substate.Errorf(substate.EFORBIDDEN, "key %q has scope %s; %s %s needs %s", p.Name, p.Scope, r.Method, r.URL.Path, scope)
-	}
-	return p, p.CheckTenant(tenant)
-}
-
-// loopbackAnonymous reports whether p came in without a key where none is
-// needed.
-func loopbackAnonymous(auth *Authorizer, p Principal) bool {
-	return auth == nil || (auth.AllowAnonymous && p == Anonymous)
-}
-
-func writeAuthError(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
-	if substate.ErrorCode(err) == substate.EUNAUTHORIZED {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="substate"`)
-	}
-	httpx.Error(w, r, err, log)
+	return Anonymous // not reached: every route that reads it is guarded
 }
 
 // redactExecution returns x with its input and output redacted by policy

@@ -32,11 +32,7 @@ func (s executionService) Act(ctx context.Context, req substate.ExecutionRequest
 // openExecutions serves the execution routes of svc guarded by a.
 func openExecutions(t *testing.T, a *httpapi.Authorizer, svc substate.ExecutionService) string {
 	t.Helper()
-	mux := http.NewServeMux()
-	for pattern, h := range httpapi.Executions(svc, a, nil, nil) {
-		mux.Handle(pattern, h)
-	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer((&httpapi.Server{Executions: svc, Auth: a}).Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -179,5 +175,20 @@ func TestExecutionRoutesLoopback(t *testing.T) {
 	}
 	if _, body := send(t, "POST", url+"/v1/tenants/acme-1/execution/stop?dryRun=true", "", ""); strings.Contains(body, "4111") || !strings.Contains(body, "[redacted]") {
 		t.Errorf("anonymous dry run shows the input: %s", body)
+	}
+}
+
+// TestExecutionRoutesKeyNamedAnonymous: on loopback with keys, a read:raw
+// key that happens to be named "anonymous" is that key, not the anonymous
+// caller of a server without keys, and may not act.
+func TestExecutionRoutesKeyNamedAnonymous(t *testing.T) {
+	a, err := httpapi.NewAuthorizer("127.0.0.1:8080", keyFile(t, keyLine("anonymous", "read:raw", "*", "key-anon")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got substate.ExecutionRequest
+	url := openExecutions(t, a, recordingService(&got))
+	if status, body := send(t, "POST", url+"/v1/tenants/acme-1/execution/stop", "key-anon", ""); status != 403 || got.Who != "" {
+		t.Fatalf("a read:raw key named anonymous stops: %d %s as %q", status, body, got.Who)
 	}
 }

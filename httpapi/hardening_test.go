@@ -15,31 +15,35 @@ import (
 	"github.com/substatehq/substate/httpapi"
 )
 
-// openLimited serves a body-reading echo route, a slow route and a
-// streaming route with the given limits.
+// openLimited serves with the given limits a body-reading ingest route
+// (POST /v1/ingest/eventbridge), a slow route (GET /metrics) and a slow
+// streaming route (GET /console/api/changes).
 func openLimited(tb testing.TB, lim httpapi.Limits) *httpapi.Server {
 	tb.Helper()
 	slow := func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(3 * lim.WriteTimeout)
 		_, _ = io.WriteString(w, "late\n")
 	}
-	s := &httpapi.Server{Addr: "127.0.0.1:0", Limits: lim, Extra: map[string]http.Handler{
-		"POST /echo": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, err := io.ReadAll(r.Body)
-			if err != nil {
-				return // the read deadline passed: the server closes the connection
-			}
-			_, _ = w.Write(b)
-		}),
-		"GET /slow":   http.HandlerFunc(slow),
-		"GET /stream": httpapi.Streaming(http.HandlerFunc(slow)),
-	}}
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return // the read deadline passed: the server closes the connection
+		}
+		_, _ = w.Write(b)
+	})
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Limits: lim, Ingest: ingesters{substate.ProviderStepFunctions: echo},
+		Metrics: http.HandlerFunc(slow), Console: console{Changes: http.HandlerFunc(slow)}}
 	if err := s.Open(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
 	return s
 }
+
+// console is an operator console made of its handlers.
+type console httpapi.ConsoleHandlers
+
+func (c console) Handlers() httpapi.ConsoleHandlers { return httpapi.ConsoleHandlers(c) }
 
 func dialServer(tb testing.TB, s *httpapi.Server) net.Conn {
 	tb.Helper()
@@ -74,7 +78,7 @@ func TestSlowClientsAreClosed(t *testing.T) {
 	})
 	t.Run("SlowBody", func(t *testing.T) {
 		c := dialServer(t, s)
-		_, _ = io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":")
+		_, _ = io.WriteString(c, "POST /v1/ingest/eventbridge HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":")
 		closedByServer(t, c)
 	})
 	t.Run("Idle", func(t *testing.T) {
@@ -88,7 +92,7 @@ func TestSlowClientsAreClosed(t *testing.T) {
 		closedByServer(t, c)
 	})
 	t.Run("SlowResponseCut", func(t *testing.T) {
-		resp, err := http.Get(s.URL() + "/slow")
+		resp, err := http.Get(s.URL() + "/metrics")
 		if err == nil {
 			_, err = io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -98,7 +102,7 @@ func TestSlowClientsAreClosed(t *testing.T) {
 		}
 	})
 	t.Run("StreamingRouteHasNoWriteTimeout", func(t *testing.T) {
-		resp, err := http.Get(s.URL() + "/stream")
+		resp, err := http.Get(s.URL() + "/console/api/changes")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +157,7 @@ func TestSlowClientFlood(t *testing.T) {
 			t.Fatalf("slow client %d: %v", i, err)
 		}
 		defer c.Close()
-		_, _ = io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\n")
+		_, _ = io.WriteString(c, "POST /v1/ingest/eventbridge HTTP/1.1\r\nHost: x\r\n")
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get(s.URL() + "/healthz")

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"cmp"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,51 +19,38 @@ const (
 	MaxHistoryLimit     = 10000
 )
 
-// History serves GET /v1/tenants/{id}/history from h: the tenant's
-// transitions, oldest first, as a substate.HistoryPage. Query parameters:
-// since and until (RFC 3339, a date, or a duration before now such as 24h)
-// bound when the events were recorded; raw=true attaches the provider's
-// payloads; limit (default 1000, at most 10000) and afterSeq page. The
-// payloads' input and output are redacted with nothing shown; see
-// RedactedHistory.
-func History(h substate.HistoryReader, log *slog.Logger) http.Handler {
-	return RedactedHistory(h, nil, log)
-}
-
-// RedactedHistory is History with the providers' input and output in raw
-// payloads redacted by policy (nil shows none of them) unless the caller
-// is an admin. On a route an Authorizer guards, raw=true needs read:raw
-// and the tenant must be within the caller's prefix.
-func RedactedHistory(h substate.HistoryReader, policy *redact.Policy, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := ParseHistoryQuery(r.URL.Query(), time.Now())
-		if err != nil {
-			httpx.Error(w, r, err, log)
-			return
-		}
-		q.TenantID = r.PathValue("id")
-		p, guarded := PrincipalFrom(r.Context())
-		if err := checkHistory(p, guarded, q); err != nil {
-			httpx.Error(w, r, err, log)
-			return
-		}
-		page, err := h.History(r.Context(), q)
-		if err != nil {
-			httpx.Error(w, r, err, log)
-			return
-		}
-		if !guarded || !p.Unredacted() {
-			redactPage(&page, policy)
-		}
-		httpx.JSON(w, http.StatusOK, page)
-	})
-}
-
-// checkHistory checks a guarded history request against its principal.
-func checkHistory(p Principal, guarded bool, q substate.HistoryQuery) error {
-	if !guarded {
-		return nil
+// history serves GET /v1/tenants/{id}/history from s.History: the
+// tenant's transitions, oldest first, as a substate.HistoryPage. Query
+// parameters: since and until (RFC 3339, a date, or a duration before now
+// such as 24h) bound when the events were recorded; raw=true attaches the
+// provider's payloads, and needs read:raw; limit (default 1000, at most
+// 10000) and afterSeq page. The payloads' input and output are redacted by
+// s.Redaction unless the caller is an admin.
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	q, err := ParseHistoryQuery(r.URL.Query(), time.Now())
+	if err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
 	}
+	q.TenantID = r.PathValue("id")
+	p := principal(r)
+	if err := checkHistory(p, q); err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
+	page, err := s.History.History(r.Context(), q)
+	if err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
+	if !p.Unredacted() {
+		redactPage(&page, s.Redaction)
+	}
+	httpx.JSON(w, http.StatusOK, page)
+}
+
+// checkHistory checks a history request against its principal.
+func checkHistory(p Principal, q substate.HistoryQuery) error {
 	if q.Raw && !p.Can(ScopeReadRaw) {
 		return substate.Errorf(substate.EFORBIDDEN, "key %q has scope %s; raw evidence needs %s", p.Name, p.Scope, ScopeReadRaw)
 	}

@@ -58,10 +58,11 @@ func sameOrigin(next http.Handler) http.Handler {
 // noDeadline is the zero time: no deadline.
 var noDeadline time.Time
 
-// Streaming lets a route stream its response for as long as it likes
-// (Server-Sent Events): it lifts the server's read and write deadlines for
-// that request, which otherwise end a response after WriteTimeout.
-func Streaming(next http.Handler) http.Handler {
+// streaming lets a route stream its response for as long as it likes
+// (Server-Sent Events, Route.Stream): it lifts the server's read and write
+// deadlines for that request, which otherwise end a response after
+// WriteTimeout.
+func streaming(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(noDeadline)

@@ -1,15 +1,19 @@
-// Package httpapi is substate's HTTP server: it mounts the ingest routes,
-// serves the tenant view queries, liveness and readiness, and the Prometheus
-// metrics. Every error response is {"error":{"code":…,"message":…}} with the
-// one status its code maps to. It also holds what guards the API: timeouts
-// and a connection cap, JSON-only ingest, and the read API's keys, scopes
-// and tenant prefixes.
+// Package httpapi is substate's HTTP server. Every route the worker
+// serves is one row of one table (routes.go): its method and path, who may
+// call it, and its handler, whose dependencies are fields of Server. It
+// serves ingest, the tenant view's queries, history and executions, the
+// contract documents, the operator console, liveness, readiness and the
+// Prometheus metrics. Every error response is {"error":{"code":…,"message":…}}
+// with the one status its code maps to. It also holds what guards the API:
+// timeouts and a connection cap, JSON-only bodies, and the read API's keys,
+// scopes and tenant prefixes.
 package httpapi
 
 import (
 	"cmp"
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +21,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
+	"github.com/substatehq/substate/redact"
 )
 
 // Defaults of Limits.
@@ -51,23 +56,64 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Server is the HTTP server of a substate worker.
+// Server is the HTTP server of a substate worker. Its routes are one table
+// (Routes, in routes.go); the fields below are what their handlers need,
+// and a nil one leaves its routes out (404), so one Server type serves
+// every role: the ingest role has no view, the metrics address only
+// metrics and health.
 type Server struct {
-	Addr    string                  // listen address, host:port
-	Ingest  http.Handler            // the /v1/ingest/ routes; nil leaves them out
-	Views   substate.ViewStore      // the tenant view; nil leaves the queries out
-	Ready   func() error            // nil error means ready; nil func means always
-	Metrics http.Handler            // /metrics; nil leaves it out
-	Extra   map[string]http.Handler // more routes by pattern; they authorize themselves
-	Logger  *slog.Logger
-	// Auth, when set, guards the read routes the server mounts: the tenant
-	// queries and /metrics need ScopeRead, and a key's tenant prefix
-	// narrows the queries. Nil leaves them open.
-	Auth   *Authorizer
+	Addr   string // listen address, host:port
 	Limits Limits
+	Logger *slog.Logger
+	// Auth checks the key of every route that needs one (see Guard). Nil
+	// is a server without keys that checks none: every request is the
+	// Anonymous principal, as on a loopback worker without keys, except
+	// that a key sent anyway is not looked at (the metrics address, which
+	// a scraper may reach with the main address's token).
+	Auth *Authorizer
+	// Redaction says what of the providers' input and output a caller
+	// below admin sees in history evidence and execution descriptions;
+	// nil shows none of it.
+	Redaction *redact.Policy
+
+	Ready      func() error              // GET /readyz: nil error means ready; nil func means always
+	Metrics    http.Handler              // GET /metrics
+	Ingest     Ingester                  // POST /v1/ingest/…
+	Views      substate.ViewStore        // GET /v1/tenants, /v1/tenants/{id}
+	Checkpoint PositionedView            // GET /v1/view/checkpoint
+	History    substate.HistoryReader    // GET /v1/tenants/{id}/history
+	Executions substate.ExecutionService // GET /v1/tenants/{id}/execution, POST …/execution/{action}
+	Contract   fs.FS                     // GET /v1/openapi.json, /v1/asyncapi.json, /v1/schemas/{name} (contract.Files)
+	Console    Console                   // GET /, /console/… (console.Console)
 
 	ln  net.Listener
 	srv *http.Server
+}
+
+// Ingester takes provider events pushed over HTTP (ingress.Ingress).
+type Ingester interface {
+	// Endpoint returns the handler of provider p's ingest route, nil for
+	// a provider that does not push. The handler checks p's credential
+	// itself (an API key, a webhook signature): read keys do not apply.
+	Endpoint(p substate.Provider) http.Handler
+}
+
+// Console is the operator console (console.Console). It lives in a
+// package of its own that imports this one for the Authorizer and the
+// principal, so the table takes it through this interface: its handlers
+// come unguarded and the table guards each, as it does every route.
+type Console interface {
+	Handlers() ConsoleHandlers
+}
+
+// ConsoleHandlers are the operator console's handlers, one per route.
+type ConsoleHandlers struct {
+	Page        http.Handler // the page, index.html
+	Assets      http.Handler // its scripts and styles, by path below /console/assets/
+	Overview    http.Handler // sub-state counts, health, activity
+	DeadLetters http.Handler // the dead letters, payloads for read:raw and above
+	Requeue     http.Handler // map a dead letter's raw message again
+	Changes     http.Handler // the change feed as Server-Sent Events
 }
 
 // Open listens on Addr, so a bind error is returned here, and serves in the
@@ -88,7 +134,7 @@ func (s *Server) Open() error {
 		ln = newLimitListener(ln, lim.MaxConns)
 	}
 	s.srv = &http.Server{
-		Handler:           s.routes(),
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		ReadTimeout:       lim.ReadTimeout,
 		WriteTimeout:      lim.WriteTimeout,
@@ -123,34 +169,8 @@ func (s *Server) Close() error {
 	return s.srv.Shutdown(ctx)
 }
 
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	if s.Ingest != nil {
-		mux.Handle("/v1/ingest/", RequireJSON(s.Ingest))
-	}
-	if s.Views != nil {
-		mux.Handle("GET /v1/tenants/{id}", s.read(http.HandlerFunc(s.getTenant)))
-		mux.Handle("GET /v1/tenants", s.read(http.HandlerFunc(s.listTenants)))
-	}
-	if s.Metrics != nil {
-		mux.Handle("GET /metrics", s.read(s.Metrics))
-	}
-	for pattern, h := range s.Extra {
-		mux.Handle(pattern, h)
-	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		httpx.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", s.readyz)
-	return jsonErrors(s.recoverer(sameOrigin(mux)))
-}
-
-// read guards a read route with Auth, when there is one.
-func (s *Server) read(h http.Handler) http.Handler {
-	if s.Auth == nil {
-		return h
-	}
-	return s.Auth.Require(ScopeRead)(h)
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	httpx.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

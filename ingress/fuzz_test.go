@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/ingress"
 	"github.com/substatehq/substate/internal/fixtures"
 )
@@ -66,7 +67,7 @@ func FuzzIngress(f *testing.F) {
 			}
 		}
 		rec := httptest.NewRecorder()
-		in.Handler().ServeHTTP(rec, req)
+		(&httpapi.Server{Ingest: in}).Handler().ServeHTTP(rec, req)
 		switch rec.Code {
 		case http.StatusAccepted:
 			if len(c.raw) == 0 {

@@ -56,13 +56,19 @@ type Ingress struct {
 	Logger    *slog.Logger
 }
 
-// Handler returns the routes POST /v1/ingest/eventbridge and
-// POST /v1/ingest/restate.
-func (in *Ingress) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("POST /v1/ingest/eventbridge", in.endpoint(substate.ProviderStepFunctions, in.eventBridge))
-	mux.Handle("POST /v1/ingest/restate", in.endpoint(substate.ProviderRestate, in.restate))
-	return mux
+// Endpoint returns the handler of provider p's ingest route, which the
+// HTTP server's route table mounts (httpapi.Server.Ingest): EventBridge
+// events of Step Functions (POST /v1/ingest/eventbridge) or Restate
+// invocation rows (POST /v1/ingest/restate). It is nil for a provider that
+// does not push its events.
+func (in *Ingress) Endpoint(p substate.Provider) http.Handler {
+	switch p {
+	case substate.ProviderStepFunctions:
+		return in.endpoint(p, in.eventBridge)
+	case substate.ProviderRestate:
+		return in.endpoint(p, in.restate)
+	}
+	return nil
 }
 
 // decodeFunc turns one authenticated request body into raw events.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/ingress"
 	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/publishers"
@@ -38,7 +39,7 @@ func newIngress(tb testing.TB, b *bus.Bus) (*ingress.Ingress, *httptest.Server) 
 	tb.Helper()
 	pub := publishers.NewJetStream(b.JetStream)
 	in := &ingress.Ingress{Store: pub, DeadLetters: pub, APIKey: testAPIKey, Ready: b.Ready, Timeout: 2 * time.Second}
-	srv := httptest.NewServer(in.Handler())
+	srv := httptest.NewServer((&httpapi.Server{Ingest: in}).Handler())
 	tb.Cleanup(srv.Close)
 	return in, srv
 }

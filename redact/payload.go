@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // PayloadMembers are the member names whose values Payload redacts
@@ -106,7 +108,7 @@ func (p *Policy) member(v jsontext.Value) jsontext.Value {
 		}
 		return q
 	}
-	doc, err := decode(v)
+	doc, err := jsonx.Decode(v)
 	if err != nil {
 		return jsontext.Value(redactedPayload)
 	}

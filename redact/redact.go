@@ -20,6 +20,8 @@ import (
 
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
+
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // Redacted replaces every value a policy hides.
@@ -76,7 +78,7 @@ func (p *Policy) Value(doc any) any {
 // Functions carry input and output. Text that is not JSON, and a document
 // of which nothing is shown, become [redacted].
 func (p *Policy) JSONText(s string) string {
-	doc, err := decode([]byte(s))
+	doc, err := jsonx.Decode([]byte(s))
 	if err != nil {
 		return Redacted
 	}
@@ -193,20 +195,6 @@ func (n *node) keepsSomething() bool {
 		}
 	}
 	return false
-}
-
-// decode reads one JSON document, numbers kept as written.
-func decode(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("more than one JSON value")
-	}
-	return v, nil
 }
 
 // encode writes a document as compact JSON, without HTML escaping.

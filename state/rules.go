@@ -2,7 +2,6 @@ package state
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 )
@@ -127,7 +126,7 @@ func advance(base Record, ev *substate.EventData) Record {
 	v.WorkflowRetryCount = retryCount(&prev, ev)
 	v.WorkflowErrorMessage, v.WorkflowErrorType, v.WorkflowErrorFingerprint = errorOf(&prev, ev)
 	if ev.Step != "" {
-		v.WorkflowStep = truncate(ev.Step, MaxStep)
+		v.WorkflowStep = substate.Truncate(ev.Step, MaxStep)
 	}
 	if ev.Workflow != "" {
 		v.WorkflowType = truncate(ev.Workflow, MaxWorkflowType)
@@ -235,17 +234,6 @@ const (
 	MaxErrorType    = 256 // the error type
 	MaxFingerprint  = 200 // the error fingerprint (what mapping.Fingerprint makes fits)
 )
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // utc drops the monotonic reading and the location so that times compare
 // equal after a round trip through storage.

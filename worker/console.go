@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"maps"
-	"net/http"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
@@ -13,18 +11,9 @@ import (
 	"github.com/substatehq/substate/replay"
 )
 
-// httpRoutes are the routes the worker adds to the HTTP server: the
-// retained streams' and, on a role with the view, the operator console.
-func (w *Worker) httpRoutes() map[string]http.Handler {
-	routes := w.replayRoutes()
-	if c := w.openConsole(); c != nil {
-		maps.Copy(routes, c.Routes())
-	}
-	return routes
-}
-
 // openConsole starts the operator console, or returns nil on a role
-// without the view. It takes the read API's keys and scopes.
+// without the view. The HTTP server guards its routes with the read API's
+// keys and scopes.
 func (w *Worker) openConsole() *console.Console {
 	if w.View == nil {
 		return nil
@@ -32,7 +21,7 @@ func (w *Worker) openConsole() *console.Console {
 	log := w.Logger.With("component", "console")
 	c := &console.Console{
 		Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
-		Consumers: w.consoleDurables(), Requeue: w.RequeueRaw, Auth: w.Auth, Redact: w.Redaction, Logger: log,
+		Consumers: w.consoleDurables(), Requeue: w.RequeueRaw, Redact: w.Redaction, Logger: log,
 	}
 	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {
 		c.LastSweep = w.reconcile.metrics.LastSweep

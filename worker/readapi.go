@@ -78,11 +78,6 @@ func (w *Worker) watchKeys(ctx context.Context) error {
 	return w.Keys.Watch(ctx, 0, w.Logger.With("component", "http"))
 }
 
-// readRoute guards a read route of the worker's own with scope.
-func (w *Worker) readRoute(scope httpapi.Scope, h http.Handler) http.Handler {
-	return w.Auth.Require(scope)(h)
-}
-
 // metricsHandler is /metrics for the main HTTP server: nil (none there)
 // when --metrics-addr serves it.
 func (w *Worker) metricsHandler() http.Handler {

@@ -32,10 +32,11 @@ type ReconcileFlags struct {
 
 // reconcile holds the worker's pollers; each is nil when not configured.
 type reconcile struct {
-	reconciler *recon.Reconciler
-	restate    *restate.Poller
-	sfn        *stepfunctions.Provider // also acts on executions
-	metrics    *recon.Metrics
+	reconciler   *recon.Reconciler
+	restate      *restate.Poller
+	restateAdmin *restate.Client         // the poller's, also the operator's
+	sfn          *stepfunctions.Provider // also acts on executions
+	metrics      *recon.Metrics
 }
 
 // openReconciler builds the reconciler for the providers that can be
@@ -68,11 +69,13 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 		w.reconcile.reconciler = r
 	}
 	if f.RestateAdminURL != "" {
-		p := restate.NewPoller(f.RestateAdminURL, w.View, pub)
-		p.Token, p.Interval, p.After, p.QPS = f.RestateAdminToken, f.RestatePollEvery, f.RestatePollAfter, f.ReconcileQPS
+		admin := restate.NewClient(f.RestateAdminURL)
+		admin.Token, admin.Metrics = f.RestateAdminToken, m
+		p := restate.NewPoller(admin, w.View, pub)
+		p.Interval, p.After, p.QPS = f.RestatePollEvery, f.RestatePollAfter, f.ReconcileQPS
 		p.Services, p.DeadLetters = f.RestateServices, pub
 		p.Metrics, p.Logger = m, w.Logger.With("component", "restate-poller")
-		w.reconcile.restate = p
+		w.reconcile.restate, w.reconcile.restateAdmin = p, admin
 		w.Logger.Info("polling the restate admin api", "url", f.RestateAdminURL, "interval", f.RestatePollEvery, "services", f.RestateServices)
 	}
 	return nil

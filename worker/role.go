@@ -3,13 +3,16 @@ package worker
 import (
 	"context"
 	"fmt"
-	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/ingress"
+	"github.com/substatehq/substate/internal/netx"
+	"github.com/substatehq/substate/publishers"
 )
 
 // Roles a worker process can take.
@@ -125,23 +128,36 @@ func (w *Worker) durables() []durable {
 	return out
 }
 
-// ingestHandler returns the ingress routes, or nil when the role does not
-// ingest (the server then answers 404 under /v1/ingest/).
-func (w *Worker) ingestHandler(in *ingress.Ingress) http.Handler {
+// ingester returns the ingress, or nil when the role does not ingest (the
+// server then answers 404 under /v1/ingest/). A malformed webhook secret
+// is an error whatever the role.
+func (w *Worker) ingester() (httpapi.Ingester, error) {
+	pub := publishers.NewJetStream(w.Bus.JetStream)
+	in := &ingress.Ingress{
+		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !netx.Loopback(w.Flags.HTTPAddr),
+		Ready: w.Bus.Ready, Metrics: w.Metrics.Ingress, Logger: w.Logger.With("component", "ingress"),
+		Admission: &ingress.Admission{
+			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
+			RetryAfter: 5 * time.Second,
+		},
+	}
+	if s := w.Flags.RestateWebhookSecret; s != "" {
+		v, err := ingress.NewWebhookVerifier(s)
+		if err != nil {
+			return nil, err
+		}
+		in.Webhook = v
+	}
 	if !w.Flags.ingests() {
-		return nil
+		return nil, nil
 	}
-	return in.Handler()
-}
-
-// views returns the view the query API reads, or nil when the role keeps
-// none. It returns a nil interface, not a nil *state.DB, so the server
-// leaves the query routes out.
-func (w *Worker) views() substate.ViewStore {
-	if w.View == nil {
-		return nil
+	if in.Exposed && in.APIKey == "" {
+		w.Logger.Warn("POST /v1/ingest/eventbridge refuses every request: set --ingest-api-key to open it")
 	}
-	return w.View
+	if in.Exposed && in.Webhook == nil {
+		w.Logger.Warn("POST /v1/ingest/restate refuses every request: set --restate-webhook-secret to open it")
+	}
+	return in, nil
 }
 
 // checkDurable reports whether a durable consumer the role reads is in

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/substatehq/substate/contract"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
-	"github.com/substatehq/substate/ingress"
 	"github.com/substatehq/substate/internal/netx"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
@@ -280,41 +278,25 @@ func (w *Worker) openEngine(context.Context) error {
 }
 
 func (w *Worker) openHTTP(ctx context.Context) error {
-	pub := publishers.NewJetStream(w.Bus.JetStream)
-	in := &ingress.Ingress{
-		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !netx.Loopback(w.Flags.HTTPAddr),
-		Ready: w.Bus.Ready, Metrics: w.Metrics.Ingress, Logger: w.Logger.With("component", "ingress"),
-		Admission: &ingress.Admission{
-			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
-			RetryAfter: 5 * time.Second,
-		},
-	}
-	if s := w.Flags.RestateWebhookSecret; s != "" {
-		v, err := ingress.NewWebhookVerifier(s)
-		if err != nil {
-			return err
-		}
-		in.Webhook = v
-	}
-	if in.Exposed && w.Flags.ingests() {
-		if in.APIKey == "" {
-			w.Logger.Warn("POST /v1/ingest/eventbridge refuses every request: set --ingest-api-key to open it")
-		}
-		if in.Webhook == nil {
-			w.Logger.Warn("POST /v1/ingest/restate refuses every request: set --restate-webhook-secret to open it")
-		}
-	}
-	extra := w.httpRoutes()
-	execs, err := w.executionRoutes(ctx)
+	in, err := w.ingester()
 	if err != nil {
 		return err
 	}
-	maps.Copy(extra, execs)
-	maps.Copy(extra, contract.Routes()) // public, like the documentation they are
+	execs, err := w.executions(ctx)
+	if err != nil {
+		return err
+	}
 	w.HTTP = &httpapi.Server{
-		Addr: w.Flags.HTTPAddr, Ingest: w.ingestHandler(in), Views: w.views(), Ready: w.Ready,
-		Metrics: w.metricsHandler(), Logger: w.Logger.With("component", "http"), Auth: w.Auth,
-		Extra: extra, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
+		Addr: w.Flags.HTTPAddr, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
+		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
+		Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
+		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
+	}
+	if w.View != nil { // a role without a view has none of these
+		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View
+	}
+	if c := w.openConsole(); c != nil {
+		w.HTTP.Console = c
 	}
 	if err := w.HTTP.Open(); err != nil {
 		return fmt.Errorf("http listen: %w", err)

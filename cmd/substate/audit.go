@@ -10,7 +10,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/termtext"
-	"github.com/substatehq/substate/worker"
+	"github.com/substatehq/substate/replay"
 )
 
 // AuditCmd is "substate audit".
@@ -40,7 +40,7 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	defer nc.Close()
-	page, err := worker.NewHistory(js).History(ctx, q)
+	page, err := replay.NewHistory(js).History(ctx, q)
 	if err != nil {
 		return err
 	}

@@ -81,16 +81,12 @@ func TestConsoleDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.Flags.TenantRule = []string{"input:$.tenantId", `name:^(?P<tenant>[a-z]+)-run$`}
-		c := &console.Console{JS: w.Bus.JetStream, Requeue: w.RequeueRaw, Auth: &httpapi.Authorizer{Keys: keys}}
+		c := &console.Console{JS: w.Bus.JetStream, Requeue: w.RequeueRaw}
 		if err := c.Open(); err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		mux := http.NewServeMux()
-		for p, h := range c.Routes() {
-			mux.Handle(p, h)
-		}
-		srv := httptest.NewServer(mux)
+		srv := httptest.NewServer((&httpapi.Server{Console: c, Auth: &httpapi.Authorizer{Keys: keys}}).Handler())
 		defer srv.Close()
 		list := func(key string) console.DeadLetterPage {
 			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/api/deadletters", nil)

@@ -10,7 +10,6 @@ import (
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/replay"
-	"github.com/substatehq/substate/worker"
 )
 
 // RebuildCmd is "substate rebuild".
@@ -39,7 +38,7 @@ func (c *RebuildCmd) Run(ctx context.Context, m *Main) error {
 	}
 	defer nc.Close()
 	prog := termtext.NewProgress(m.Stderr, time.Now)
-	p, tenants, err := worker.RebuildFile(ctx, js, c.Out, rg, c.BatchSize, showProgress(prog))
+	p, tenants, err := replay.RebuildFile(ctx, js, c.Out, rg, c.BatchSize, showProgress(prog))
 	if err != nil {
 		return err
 	}

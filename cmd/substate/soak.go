@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -28,22 +27,10 @@ type SoakCmd struct {
 func (c *SoakCmd) Run(ctx context.Context, m *Main) error {
 	err := soak.Run(ctx, soak.Config{
 		Cycles: c.Cycles, Tenants: c.Tenants, Clients: c.Clients, MinUp: c.MinUp, MaxUp: c.MaxUp,
-		DataDir: c.DataDir, Seed: c.Seed, JSON: c.JSON, NATSSync: c.NATSSync, Verify: verifySoaked,
+		DataDir: c.DataDir, Seed: c.Seed, JSON: c.JSON, NATSSync: c.NATSSync,
 	}, m.Stdout, m.Stderr)
 	if errors.Is(err, soak.ErrLost) {
 		return exitError{1}
 	}
 	return err
-}
-
-// verifySoaked runs "substate verify" against a soaked worker and reports
-// whether its view equals its stream.
-func verifySoaked(ctx context.Context, server, natsURL, nkey, dir string) (bool, error) {
-	var out, errOut bytes.Buffer
-	v := &VerifyCmd{Server: server, BatchSize: 512, Evidence: true, ClientFlags: ClientFlags{NATSURL: natsURL, NATSNkey: nkey, DataDir: dir}}
-	err := v.Run(ctx, &Main{Stdout: &out, Stderr: &errOut})
-	if errors.As(err, new(exitError)) {
-		return false, nil
-	}
-	return err == nil, err
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
@@ -18,7 +14,6 @@ import (
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
-	"github.com/substatehq/substate/worker"
 )
 
 // VerifyCmd is "substate verify".
@@ -33,14 +28,9 @@ type VerifyCmd struct {
 	ClientFlags `embed:""`
 }
 
-// liveView is a running worker's view as read through its HTTP API.
-type liveView struct {
-	from, to httpapi.ViewPosition // positions before and after reading
-	tenants  []substate.TenantView
-}
-
 // Run rebuilds the view into a temporary file up to the live view's
-// position and compares the two; any difference is exit status 1.
+// position and compares the two (replay.Verify); any difference is exit
+// status 1.
 func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 	if c.ViewFile != "" {
 		if err := state.CheckFile(c.ViewFile, 2*time.Second); err != nil {
@@ -49,10 +39,7 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 		fmt.Fprintf(m.Stdout, "view file %s: consistent (bbolt tx.Check found nothing)\n", c.ViewFile)
 		return nil
 	}
-	if err := c.checkReady(ctx); err != nil {
-		return err
-	}
-	live, err := c.readLive(ctx)
+	live, err := replay.ReadLive(ctx, c.client())
 	if err != nil {
 		return err
 	}
@@ -61,52 +48,39 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	defer nc.Close()
-	replayed, p, err := c.replay(ctx, js, live.to.Applied, m.Stderr)
+	prog := termtext.NewProgress(m.Stderr, time.Now)
+	v := &replay.Verify{JS: js, BatchSize: c.BatchSize, Progress: showProgress(prog)}
+	cmp, err := v.Compare(ctx, live)
 	if err != nil {
 		return err
 	}
-	moved, err := movedTenants(ctx, js, live)
-	if err != nil {
-		return err
+	if prog.Drawn() {
+		prog.Finish(fmt.Sprintf("replayed %d events in %s", cmp.Replay.Events, cmp.Took.Round(time.Millisecond)))
 	}
-	diffs := withoutMoved(replay.Compare(live.tenants, replayed), moved)
-	printVerify(m.Stdout, live, p, diffs, len(moved))
-	failed := len(diffs) > 0
-	if c.Evidence && live.to.Applied > 0 {
-		res, err := c.checkEvidence(ctx, js, live.to.Applied)
-		if err != nil {
+	printVerify(m.Stdout, cmp)
+	res := replay.VerifyResult{Comparison: cmp}
+	if c.Evidence && cmp.Seq > 0 {
+		if res.Evidence, err = c.checkEvidence(ctx, v, cmp.Seq); err != nil {
 			return err
 		}
-		printEvidence(m.Stdout, res)
-		failed = failed || res.Failed()
+		printEvidence(m.Stdout, *res.Evidence)
 	}
-	if failed {
+	if res.Failed() {
 		return exitError{1}
 	}
 	return nil
 }
 
-// checkReady reads the worker's /readyz: a view it found corrupt (or
-// any other reason it is not ready) fails the verification with the
-// worker's own words, which name the file, the page and the rebuild
-// command.
-func (c *VerifyCmd) checkReady(ctx context.Context) error {
-	err := c.client().Ready(ctx)
-	if msg := substate.ErrorMessage(err); err != nil && strings.Contains(msg, "is corrupt") {
-		return fmt.Errorf("the worker's view is not usable: %s", msg)
-	}
-	return nil // catching up, NATS away or no worker: the comparison below says what it can
-}
-
-// checkEvidence checks the events up to seq against SUBSTATE_RAW.
-func (c *VerifyCmd) checkEvidence(ctx context.Context, js jetstream.JetStream, seq uint64) (replay.CheckResult, error) {
+// checkEvidence checks the events up to seq against SUBSTATE_RAW, mapped
+// with the worker's tenant rules.
+func (c *VerifyCmd) checkEvidence(ctx context.Context, v *replay.Verify, seq uint64) (*replay.CheckResult, error) {
 	rules, err := mapping.ParseTenantRules(c.TenantRule...)
 	if err != nil {
-		return replay.CheckResult{}, err
+		return nil, err
 	}
-	ch := &replay.Checker{Reader: &replay.Reader{JS: js}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
-		EventID: mapping.EventID, MappingVersion: mapping.Version}
-	return ch.Run(ctx, replay.Range{ToSeq: seq})
+	v.TenantRules = rules
+	res, err := v.CheckEvidence(ctx, seq)
+	return &res, err
 }
 
 // printEvidence prints what the evidence check found.
@@ -123,93 +97,14 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 	fmt.Fprintf(w, "evidence of %s up to sequence %d in %s: %s\n", substate.StreamEvents, res.LastSeq, substate.StreamRaw, strings.Join(counts, ", "))
 }
 
-// readLive reads every tenant of the live view between two readings of
-// its position; while the view keeps moving it tries a few times, then
-// accepts the window (movedTenants accounts for it).
-func (c *VerifyCmd) readLive(ctx context.Context) (liveView, error) {
-	var lv liveView
-	client := c.client()
-	for attempt := 1; ; attempt++ {
-		var err error
-		if lv.from, err = client.Checkpoint(ctx); err != nil {
-			return lv, err
-		}
-		tenants, err := client.AllTenants(ctx, substate.TenantFilter{Limit: 1000})
-		if err != nil {
-			return lv, err
-		}
-		if lv.to, err = client.Checkpoint(ctx); err != nil {
-			return lv, err
-		}
-		lv.tenants = tenants
-		if lv.from.Applied == lv.to.Applied || attempt == 5 {
-			return lv, nil
-		}
-		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
-	}
-}
-
 // client is the API client of the worker being verified.
 func (c *VerifyCmd) client() *httpapi.Client {
 	return &httpapi.Client{URL: c.Server, APIKey: c.APIKey}
 }
 
-// replay rebuilds the view up to seq in a temporary file and reads it.
-func (c *VerifyCmd) replay(ctx context.Context, js jetstream.JetStream, seq uint64, stderr io.Writer) ([]substate.TenantView, replay.Progress, error) {
-	if seq == 0 {
-		return nil, replay.Progress{}, nil // an empty view: nothing to replay
-	}
-	dir, err := os.MkdirTemp("", "substate-verify-")
-	if err != nil {
-		return nil, replay.Progress{}, err
-	}
-	defer os.RemoveAll(dir)
-	prog := termtext.NewProgress(stderr, time.Now)
-	db, p, err := worker.RebuildView(ctx, js, filepath.Join(dir, "view.db"), replay.Range{ToSeq: seq}, c.BatchSize, showProgress(prog))
-	if err != nil {
-		return nil, p, err
-	}
-	defer db.Close()
-	if prog.Drawn() {
-		prog.Finish(fmt.Sprintf("replayed %d events in %s", p.Events, prog.Elapsed().Round(time.Millisecond)))
-	}
-	views, err := worker.AllViews(ctx, db)
-	return views, p, err
-}
-
-// movedTenants returns the tenants of the events the live view applied
-// while it was being read: their live views may be from either side of
-// the window, so they cannot be compared.
-func movedTenants(ctx context.Context, js jetstream.JetStream, lv liveView) (map[string]bool, error) {
-	moved := map[string]bool{}
-	if lv.from.Applied == lv.to.Applied {
-		return moved, nil
-	}
-	r := &replay.Reader{JS: js}
-	for m, err := range r.Events(ctx, "", replay.Range{FromSeq: lv.from.Applied + 1, ToSeq: lv.to.Applied}) {
-		if err != nil {
-			return nil, err
-		}
-		if m.Err == nil {
-			moved[m.Event.Data.TenantID] = true
-		}
-	}
-	return moved, nil
-}
-
-func withoutMoved(diffs []replay.TenantDiff, moved map[string]bool) []replay.TenantDiff {
-	out := diffs[:0]
-	for _, d := range diffs {
-		if !moved[d.TenantID] {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func printVerify(w io.Writer, lv liveView, p replay.Progress, diffs []replay.TenantDiff, moved int) {
-	seq := lv.to.Applied
-	for _, d := range diffs {
+// printVerify prints how the live view compares with the replay.
+func printVerify(w io.Writer, c replay.Comparison) {
+	for _, d := range c.Diffs {
 		switch d.Only {
 		case "live":
 			fmt.Fprintf(w, "tenant %s: in the live view only\n", termtext.Text(d.TenantID))
@@ -222,17 +117,17 @@ func printVerify(w io.Writer, lv liveView, p replay.Progress, diffs []replay.Ten
 			}
 		}
 	}
-	if moved > 0 {
-		fmt.Fprintf(w, "%s changed while the live view was read and not compared\n", termtext.Plural(moved, "tenant"))
+	if c.Moved > 0 {
+		fmt.Fprintf(w, "%s changed while the live view was read and not compared\n", termtext.Plural(c.Moved, "tenant"))
 	}
-	if p.FirstSeq > 1 {
+	if c.Replay.FirstSeq > 1 {
 		fmt.Fprintf(w, "note: %s starts at sequence %d: earlier events are gone (retention), so tenants whose history began before cannot be replayed exactly\n",
-			substate.StreamEvents, p.FirstSeq)
+			substate.StreamEvents, c.Replay.FirstSeq)
 	}
-	if len(diffs) == 0 {
-		fmt.Fprintf(w, "the live view equals the replay of %s up to sequence %d: %s\n", substate.StreamEvents, seq, termtext.Plural(len(lv.tenants), "tenant"))
+	if len(c.Diffs) == 0 {
+		fmt.Fprintf(w, "the live view equals the replay of %s up to sequence %d: %s\n", substate.StreamEvents, c.Seq, termtext.Plural(c.Tenants, "tenant"))
 		return
 	}
 	fmt.Fprintf(w, "%d of %d tenants differ from the replay of %s up to sequence %d (updatedAt is not compared)\n",
-		len(diffs), len(lv.tenants), substate.StreamEvents, seq)
+		len(c.Diffs), c.Tenants, substate.StreamEvents, c.Seq)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/publishers"
-	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/testkit/bustest"
 )
 
@@ -78,28 +77,6 @@ func TestVerifyEmptyView(t *testing.T) {
 	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
 	if code != 0 || !strings.Contains(out, "0 tenants") {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
-	}
-}
-
-// TestVerifyLeavesOutTenantsThatMoved checks the window a busy worker
-// leaves between two readings of its position: the tenants of the events
-// applied in it are not compared.
-func TestVerifyLeavesOutTenantsThatMoved(t *testing.T) {
-	b := newTestBus(t)
-	publishStory(t, b, "quiet", story[:2])
-	publishStory(t, b, "busy", story[:1])
-	lv := liveView{}
-	lv.from.Applied, lv.to.Applied = 2, 3
-	moved, err := movedTenants(context.Background(), b.JetStream, lv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(moved) != 1 || !moved["busy"] {
-		t.Fatalf("moved %v, want busy only", moved)
-	}
-	diffs := withoutMoved([]replay.TenantDiff{{TenantID: "busy"}, {TenantID: "quiet"}}, moved)
-	if len(diffs) != 1 || diffs[0].TenantID != "quiet" {
-		t.Fatalf("diffs %+v", diffs)
 	}
 }
 

@@ -5,13 +5,16 @@
 // letters and their requeue) and the Server-Sent Events stream that carries
 // the change feed to open pages.
 //
-// The page and its assets hold no data and are served to anyone: a browser
-// cannot send a key with a navigation, and the page is where one enters
-// it. Every data route goes through the read API's Authorizer: they need
-// ScopeRead, a key's tenant prefix narrows what they show, dead-letter
-// payloads need read:raw and are redacted unless the caller is admin, and
-// a requeue needs admin. On a loopback address without keys everything is
-// open, as the rest of the read API is.
+// Its routes are rows of the HTTP server's one route table (package
+// httpapi, which this package imports for the principal, so the table
+// takes the console through the httpapi.Console interface). The page and
+// its assets hold no data and are served to anyone: a browser cannot send
+// a key with a navigation, and the page is where one enters it. Every data
+// route goes through the read API's Authorizer: they need ScopeRead, a
+// key's tenant prefix narrows what they show, dead-letter payloads need
+// read:raw and are redacted unless the caller is admin, and a requeue
+// needs admin. On a loopback address without keys everything but the
+// requeue is open, as the rest of the read API is.
 package console
 
 import (
@@ -21,7 +24,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -37,7 +39,7 @@ import (
 var assets embed.FS
 
 // Console serves the operator console. Set its fields, then Open it before
-// mounting Routes, and Close it on the way out.
+// the server serves its Handlers, and Close it on the way out.
 type Console struct {
 	// Counts returns how many tenants each sub-state has, from the view's
 	// counters (state.DB.Counts); nil leaves the counts out.
@@ -57,9 +59,6 @@ type Console struct {
 	// (renormalize) and returns how many events it published; nil leaves
 	// requeue out.
 	Requeue func(ctx context.Context, rawSeq uint64) (int, error)
-	// Auth guards every data route; nil is the loopback default of a
-	// worker without keys: a request without a key is httpapi.Anonymous.
-	Auth *httpapi.Authorizer
 	// Redact redacts dead-letter payloads for callers that are not admin;
 	// nil hides all provider input and output.
 	Redact *redact.Policy
@@ -136,47 +135,18 @@ func (c *Console) onChange(m *nats.Msg) {
 	c.hub.publish(ch)
 }
 
-// Routes returns the console's routes, to mount on the worker's server
-// (httpapi.Server.Extra).
-func (c *Console) Routes() map[string]http.Handler {
+// Handlers returns the console's handlers, which the HTTP server's route
+// table mounts and guards (httpapi.Server.Console). Open the console
+// first.
+func (c *Console) Handlers() httpapi.ConsoleHandlers {
 	static, _ := fs.Sub(assets, "assets")
-	files := http.FileServerFS(static)
-	read := c.guard(httpapi.ScopeRead)
-	return map[string]http.Handler{
-		"GET /{$}":                                    page(static),
-		"GET /console/assets/":                        http.StripPrefix("/console/assets/", noStore(files)),
-		"GET /console/api/overview":                   read(http.HandlerFunc(c.overview)),
-		"GET /console/api/deadletters":                read(http.HandlerFunc(c.deadLetters)),
-		"POST /console/api/deadletters/{seq}/requeue": c.guard(httpapi.ScopeAdmin)(http.HandlerFunc(c.requeue)),
-		"GET /console/api/changes":                    httpapi.Streaming(c.guardCookie(httpapi.ScopeRead)(http.HandlerFunc(c.changes))),
-	}
-}
-
-// guard requires scope of a request, with its principal on the context.
-func (c *Console) guard(scope httpapi.Scope) func(http.Handler) http.Handler {
-	return cmp.Or(c.Auth, &httpapi.Authorizer{AllowAnonymous: true}).Require(scope)
-}
-
-// keyCookie is where a page keeps the key it was given, for the one route
-// a browser cannot send a header to: EventSource sends cookies, not
-// Authorization. Only the read-only stream accepts it.
-const keyCookie = "substate_console_key"
-
-// guardCookie is guard, taking the key from keyCookie when the request has
-// no Authorization header.
-func (c *Console) guardCookie(scope httpapi.Scope) func(http.Handler) http.Handler {
-	g := c.guard(scope)
-	return func(next http.Handler) http.Handler {
-		h := g(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if ck, err := r.Cookie(keyCookie); err == nil && ck.Value != "" && r.Header.Get("Authorization") == "" {
-				if k, err := url.QueryUnescape(ck.Value); err == nil {
-					r = r.Clone(r.Context())
-					r.Header.Set("Authorization", "Bearer "+k)
-				}
-			}
-			h.ServeHTTP(w, r)
-		})
+	return httpapi.ConsoleHandlers{
+		Page:        page(static),
+		Assets:      noStore(http.FileServerFS(static)),
+		Overview:    http.HandlerFunc(c.overview),
+		DeadLetters: http.HandlerFunc(c.deadLetters),
+		Requeue:     http.HandlerFunc(c.requeue),
+		Changes:     http.HandlerFunc(c.changes),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/redact"
 	"github.com/substatehq/substate/testkit/bustest"
 )
@@ -46,11 +47,7 @@ func TestDeadLetterList(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	mux := http.NewServeMux()
-	for p, h := range c.Routes() {
-		mux.Handle(p, h)
-	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer((&httpapi.Server{Console: c}).Handler())
 	defer srv.Close()
 	list := func(query string) DeadLetterPage {
 		t.Helper()

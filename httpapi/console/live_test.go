@@ -166,16 +166,12 @@ func TestChangesStream(t *testing.T) {
 	if err := keys.Load(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Console{Auth: &httpapi.Authorizer{Keys: keys}}
+	c := &Console{}
 	if err := c.Open(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	mux := http.NewServeMux()
-	for p, h := range c.Routes() {
-		mux.Handle(p, h)
-	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer((&httpapi.Server{Console: c, Auth: &httpapi.Authorizer{Keys: keys}}).Handler())
 	defer srv.Close()
 	for i, tenant := range []string{"acme-1", "globex-1", "acme-2", "acme-3"} {
 		c.hub.publish(change(uint64(i+1), tenant))
@@ -216,7 +212,7 @@ func TestChangesStream(t *testing.T) {
 		}
 	})
 	t.Run("KeyFromCookie", func(t *testing.T) {
-		resp := open(t, "4", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: keyCookie, Value: key}) })
+		resp := open(t, "4", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: httpapi.KeyCookie, Value: key}) })
 		if resp.StatusCode != 200 {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
@@ -247,21 +243,16 @@ func TestChangesStream(t *testing.T) {
 	})
 }
 
-// TestNilAuth: a console without an Authorizer is what a worker on
-// loopback without keys serves: a request without a key reads as the
-// anonymous read:raw principal, an unknown key is refused, and a requeue
-// (admin) is not anonymous.
-func TestNilAuth(t *testing.T) {
+// TestLoopbackWithoutKeys: on a worker on loopback without keys, a
+// request without a key reads as the anonymous read:raw principal, an
+// unknown key is refused, and a requeue (admin) is not anonymous.
+func TestLoopbackWithoutKeys(t *testing.T) {
 	c := &Console{}
 	if err := c.Open(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	mux := http.NewServeMux()
-	for p, h := range c.Routes() {
-		mux.Handle(p, h)
-	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer((&httpapi.Server{Console: c, Auth: &httpapi.Authorizer{AllowAnonymous: true}}).Handler())
 	defer srv.Close()
 	for _, tc := range []struct {
 		method, path, key string
@@ -310,11 +301,7 @@ func TestStreamLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	mux := http.NewServeMux()
-	for p, h := range c.Routes() {
-		mux.Handle(p, h)
-	}
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer((&httpapi.Server{Console: c}).Handler())
 	defer srv.Close()
 
 	// A client that sends its request and never reads.

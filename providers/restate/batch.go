@@ -19,7 +19,7 @@ func (p *Poller) pollIDs(ctx context.Context, s *restateSweep, ids []string) err
 	if err := p.pacer.Wait(ctx, 1); err != nil {
 		return err
 	}
-	rows, err := p.query(ctx, restateQuery(p.Columns, ids))
+	rows, err := p.Admin.Query(ctx, restateQuery(p.Columns, ids))
 	if err != nil {
 		if !answered(err) {
 			s.res.Polled += len(ids)

@@ -32,7 +32,7 @@ func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) e
 		if err := p.pacer.Wait(ctx, 1); err != nil {
 			return err
 		}
-		rows, err := p.query(ctx, discoveryQuery(p.Columns, p.Services, cur, since, p.PageSize))
+		rows, err := p.Admin.Query(ctx, discoveryQuery(p.Columns, p.Services, cur, since, p.PageSize))
 		if err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ func (p *Poller) withFailures(ctx context.Context, id, modifiedAt, status string
 		if err := p.pacer.Wait(ctx, 1); err != nil {
 			return row
 		}
-		events, err := p.query(ctx, journalQuery(id))
+		events, err := p.Admin.Query(ctx, journalQuery(id))
 		if err != nil {
 			p.logger().Warn("cannot read the journal of a paused restate invocation; its failures show next sweep", "invocation", id, "err", err)
 			return row
@@ -123,7 +123,7 @@ func (p *Poller) retryPolicy(ctx context.Context, row json.RawMessage) (policy j
 		if err := p.pacer.Wait(ctx, 1); err != nil {
 			return nil, false
 		}
-		svc, err := p.get(ctx, "/services/"+url.PathEscape(r.Service), "services")
+		svc, err := p.Admin.Get(ctx, "/services/"+url.PathEscape(r.Service), "services")
 		if err != nil {
 			p.logger().Warn("cannot read a restate service's retry policy; a paused invocation's attempts are counted from its journal alone", "service", r.Service, "err", err)
 		}

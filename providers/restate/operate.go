@@ -3,11 +3,6 @@ package restate
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -19,9 +14,11 @@ import (
 // restart (PATCH …/restart-as-new). Its Poll reads an invocation's row as
 // the poller does, so the view shows an action's result at once.
 type Operator struct {
-	// Admin is the admin API client: its URL, Token, Client and Metrics
-	// are used; it need not run.
-	Admin *Poller
+	// Admin is the admin API client, the poller's own.
+	Admin *Client
+	// Columns are the sys_invocation columns Poll selects; empty means
+	// DefaultColumns, as the poller's.
+	Columns []string
 }
 
 var (
@@ -50,7 +47,7 @@ func (o *Operator) row(ctx context.Context, id string) (json.RawMessage, error) 
 	if !validInvocationID(id) {
 		return nil, substate.Errorf(substate.EINVALID, "%q is not a Restate invocation id", id)
 	}
-	rows, err := o.Admin.query(ctx, "SELECT * FROM sys_invocation WHERE id = "+sqlString(id))
+	rows, err := o.Admin.Query(ctx, "SELECT * FROM sys_invocation WHERE id = "+sqlString(id))
 	if err != nil {
 		return nil, err
 	}
@@ -124,28 +121,28 @@ func (o *Operator) StopExecution(ctx context.Context, id string, opts substate.S
 	if opts.Kill {
 		action = "kill"
 	}
-	_, err := o.patch(ctx, id, action)
+	_, err := o.Admin.Patch(ctx, id, action)
 	return err
 }
 
 // RetryExecution resumes a paused, suspended or backing-off invocation.
 func (o *Operator) RetryExecution(ctx context.Context, id string) error {
-	_, err := o.patch(ctx, id, "resume")
+	_, err := o.Admin.Patch(ctx, id, "resume")
 	return err
 }
 
 // RestartExecution restarts a completed invocation as a new one with the
 // same input (restart-as-new) and returns the new invocation's id.
 func (o *Operator) RestartExecution(ctx context.Context, id string) (string, error) {
-	b, err := o.patch(ctx, id, "restart-as-new")
+	a, err := o.Admin.Patch(ctx, id, "restart-as-new")
 	if err != nil {
 		return "", err
 	}
 	var out struct {
 		NewInvocationID string `json:"new_invocation_id"`
 	}
-	if err := json.Unmarshal(b, &out); err != nil || out.NewInvocationID == "" {
-		return "", substate.Errorf(substate.EUNAVAILABLE, "restate: restart-as-new answered %q without a new invocation id", b)
+	if err := json.Unmarshal(a.Body, &out); err != nil || out.NewInvocationID == "" {
+		return "", substate.Errorf(substate.EUNAVAILABLE, "restate: restart-as-new answered %.200q without a new invocation id", a.Body)
 	}
 	return out.NewInvocationID, nil
 }
@@ -156,11 +153,11 @@ func (o *Operator) Poll(ctx context.Context, id string, _ bool) (substate.RawEve
 	if !validInvocationID(id) {
 		return substate.RawEvent{}, substate.Errorf(substate.EINVALID, "%q is not a Restate invocation id", id)
 	}
-	columns := o.Admin.Columns
+	columns := o.Columns
 	if len(columns) == 0 {
 		columns = DefaultColumns
 	}
-	rows, err := o.Admin.query(ctx, restateQuery(columns, []string{id}))
+	rows, err := o.Admin.Query(ctx, restateQuery(columns, []string{id}))
 	if err != nil {
 		return substate.RawEvent{}, err
 	}
@@ -172,52 +169,4 @@ func (o *Operator) Poll(ctx context.Context, id string, _ bool) (substate.RawEve
 		return substate.RawEvent{}, err
 	}
 	return restateRaw(rid, modifiedAt, rows[0]), nil
-}
-
-// patch sends PATCH /invocations/{id}/{action} and returns the answer's
-// body. A 409 (already completed, not paused) is ECONFLICT with Restate's
-// message; 404 is ENOTFOUND.
-func (o *Operator) patch(ctx context.Context, id, action string) ([]byte, error) {
-	if !validInvocationID(id) {
-		return nil, substate.Errorf(substate.EINVALID, "%q is not a Restate invocation id", id)
-	}
-	u := strings.TrimRight(o.Admin.URL, "/") + "/invocations/" + url.PathEscape(id) + "/" + action
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, u, nil)
-	if err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "restate %s: bad admin url %q", action, o.Admin.URL)
-	}
-	req.Header.Set("Accept", "application/json")
-	if o.Admin.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+o.Admin.Token)
-	}
-	o.Admin.Metrics.CountCall(substate.ProviderRestate, action)
-	client := o.Admin.Client
-	if client == nil {
-		client = &http.Client{Timeout: DefaultTimeout}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate %s: admin api unreachable", action)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 == 2 {
-		return b, nil
-	}
-	err = restateError(resp.StatusCode, b)
-	var ae restateAnswerError
-	msg := strings.TrimSpace(string(b))
-	if errors.As(err, &ae) {
-		msg = ae.message
-	}
-	switch resp.StatusCode {
-	case http.StatusConflict:
-		return nil, substate.WrapError(substate.ECONFLICT, err, "restate %s of %s refused: %s", action, id, msg)
-	case http.StatusNotFound:
-		return nil, substate.WrapError(substate.ENOTFOUND, err, "restate %s: invocation %s not found", action, id)
-	}
-	return nil, substate.WrapError(substate.ErrorCode(err), err, "restate %s of %s: %s", action, id, msg)
 }

@@ -267,7 +267,7 @@ func TestOperateRestate(t *testing.T) {
 	ctx := context.Background()
 	r := newRealRestate(t)
 	rs := r.rs
-	op := &restate.Operator{Admin: r.poller}
+	op := &restate.Operator{Admin: r.poller.Admin}
 	s := operations(t, r.Pipeline, substate.ProviderRestate, op, op)
 	completed := func(s rowState) bool { return s.Status == "completed" }
 

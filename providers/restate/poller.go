@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -22,7 +21,6 @@ const (
 	DefaultBatchSize  = 100
 	DefaultQPS        = 5.0
 	DefaultMaxBackoff = 5 * time.Minute
-	DefaultTimeout    = 10 * time.Second
 	DefaultLookback   = time.Hour
 	DefaultPageSize   = 500
 )
@@ -44,7 +42,7 @@ const (
 //     to the row; and to the rows of an invocation resumed after a pause,
 //     whose retry_count starts again at 1;
 //
-// with POST <URL>/query (Accept: application/json, SQL on sys_invocation),
+// with POST /query on its Admin client (SQL on sys_invocation),
 // and publishes every row on SUBSTATE_RAW as a raw event of kind
 // restate.invocation (see restateRaw for its id). A row unchanged since the
 // poller last published it is not sent again: an invocation that stays
@@ -66,12 +64,8 @@ const (
 //
 // Set the fields before Run; NewPoller sets the defaults.
 type Poller struct {
-	// URL is the admin API's base URL, such as http://restate:9070.
-	URL string
-	// Token, when set, is sent as a bearer token.
-	Token string
-	// Client sends the queries; NewPoller sets one with a timeout.
-	Client *http.Client
+	// Admin is the admin API client the queries go through.
+	Admin *Client
 	// View lists the tracked invocations.
 	View substate.ActiveLister
 	// Publisher puts the rows on SUBSTATE_RAW.
@@ -119,12 +113,11 @@ type Poller struct {
 	sent     map[string]string       // the raw event id last published, by invocation id
 }
 
-// NewPoller returns a poller of the admin API at url with the
+// NewPoller returns a poller of the admin API through admin with the
 // default settings.
-func NewPoller(url string, view substate.ActiveLister, pub substate.RawPublisher) *Poller {
+func NewPoller(admin *Client, view substate.ActiveLister, pub substate.RawPublisher) *Poller {
 	return &Poller{
-		URL: url, View: view, Publisher: pub,
-		Client:   &http.Client{Timeout: DefaultTimeout},
+		Admin: admin, View: view, Publisher: pub,
 		Interval: DefaultInterval, BatchSize: DefaultBatchSize, QPS: DefaultQPS,
 		MaxBackoff: DefaultMaxBackoff, Columns: DefaultColumns,
 		Lookback: DefaultLookback, PageSize: DefaultPageSize,
@@ -134,10 +127,10 @@ func NewPoller(url string, view substate.ActiveLister, pub substate.RawPublisher
 
 // Run sweeps until ctx is done: every Interval while sweeps succeed, after
 // RetryDelay when they fail. It returns nil when ctx is done, and an error
-// only for a poller without a URL, view or publisher.
+// only for a poller without an admin URL, view or publisher.
 func (p *Poller) Run(ctx context.Context) error {
-	if p.URL == "" || p.View == nil || p.Publisher == nil {
-		return errors.New("restate poller: no url, view or publisher")
+	if p.Admin == nil || p.Admin.URL == "" || p.View == nil || p.Publisher == nil {
+		return errors.New("restate poller: no admin url, view or publisher")
 	}
 	p.mu.Lock()
 	p.init()
@@ -188,6 +181,9 @@ type restateSweep struct {
 func (p *Poller) Sweep(ctx context.Context) (reconcile.SweepResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.Admin == nil {
+		return reconcile.SweepResult{}, errors.New("restate poller: no admin api client")
+	}
 	p.init()
 	start := p.Now()
 	s := &restateSweep{published: map[string]bool{}, refused: map[string]error{}}
@@ -260,9 +256,6 @@ func (p *Poller) init() {
 	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultMaxBackoff)
 	if len(p.Columns) == 0 {
 		p.Columns = DefaultColumns
-	}
-	if p.Client == nil {
-		p.Client = &http.Client{Timeout: DefaultTimeout}
 	}
 	if p.Now == nil {
 		p.Now = time.Now

@@ -125,7 +125,7 @@ func applyRestate(tb testing.TB, view *state.DB, tenant, invocation string, seq 
 }
 
 func newRestatePoller(url string, view substate.ActiveLister, pub substate.RawPublisher, clock *pipelinetest.Clock) *restate.Poller {
-	p := restate.NewPoller(url, view, pub)
+	p := restate.NewPoller(restate.NewClient(url), view, pub)
 	p.Now, p.Sleep = clock.Now, clock.Sleep
 	return p
 }
@@ -249,6 +249,7 @@ func TestRestatePollerFailures(t *testing.T) {
 		logs = pipelinetest.Logs{}
 		p := newRestatePoller(url, view, pub, clock)
 		p.Logger, p.Metrics = logs.Logger(), reconcile.NewMetrics(nil)
+		p.Admin.Metrics = p.Metrics
 		return p
 	}
 
@@ -337,7 +338,7 @@ func TestRestatePollerFailures(t *testing.T) {
 }
 
 func TestRestatePollerRetryDelay(t *testing.T) {
-	p := restate.NewPoller("http://restate:9070", nil, nil)
+	p := restate.NewPoller(restate.NewClient("http://restate:9070"), nil, nil)
 	p.Interval, p.MaxBackoff = 10*time.Second, time.Minute
 	got := fmtDurations([]time.Duration{p.RetryDelay(1), p.RetryDelay(2), p.RetryDelay(3), p.RetryDelay(4), p.RetryDelay(40)})
 	if want := "[10s 20s 40s 1m0s 1m0s]"; got != want {

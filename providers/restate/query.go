@@ -1,16 +1,11 @@
 package restate
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/big"
-	"net/http"
 	"strings"
 	"time"
 
@@ -25,9 +20,6 @@ var DefaultColumns = []string{
 	"last_failure", "last_failure_error_code", "next_retry_at",
 	"completion_result", "completion_failure",
 }
-
-// maxRestateResponse bounds the body of one admin API answer.
-const maxRestateResponse = 32 << 20
 
 // restateTimeLayout is how the poller writes a modified_at cursor in SQL.
 const restateTimeLayout = "2006-01-02T15:04:05.000Z"
@@ -115,123 +107,6 @@ func base62Within(s string, limit *big.Int) bool {
 		v.Mul(v, big.NewInt(62)).Add(v, digit.SetInt64(int64(d)))
 	}
 	return v.Cmp(limit) <= 0
-}
-
-// query sends one /query request and returns the rows of the answer.
-func (p *Poller) query(ctx context.Context, sql string) ([]json.RawMessage, error) {
-	body, err := json.Marshal(map[string]string{"query": sql})
-	if err != nil {
-		return nil, substate.WrapError(substate.EINTERNAL, err, "restate admin query: encode request")
-	}
-	b, err := p.send(ctx, http.MethodPost, "/query", "query", body)
-	if err != nil {
-		return nil, err
-	}
-	var page struct {
-		Rows []json.RawMessage `json:"rows"`
-	}
-	if err := json.Unmarshal(b, &page); err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "restate admin query: decode answer")
-	}
-	return page.Rows, nil
-}
-
-// get sends one GET to the admin API and returns the answer's body, which
-// must be JSON.
-func (p *Poller) get(ctx context.Context, path, operation string) (json.RawMessage, error) {
-	b, err := p.send(ctx, http.MethodGet, path, operation, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !json.Valid(b) {
-		return nil, substate.Errorf(substate.EINVALID, "restate admin api: %s answered with invalid JSON", path)
-	}
-	return b, nil
-}
-
-// send sends one request to the admin API (a JSON body when body is not
-// nil), counted as operation, and returns the body of a 200 answer. An
-// answer larger than maxRestateResponse is refused, not cut.
-func (p *Poller) send(ctx context.Context, method, path, operation string, body []byte) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(p.URL, "/")+path, rd)
-	if err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "restate admin api: bad admin url %q", p.URL)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if p.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.Token)
-	}
-	p.Metrics.CountCall(substate.ProviderRestate, operation)
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: admin api unreachable")
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRestateResponse+1))
-	if err != nil {
-		return nil, substate.WrapError(substate.EUNAVAILABLE, err, "restate admin api: read answer")
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, restateError(resp.StatusCode, b)
-	}
-	if len(b) > maxRestateResponse {
-		return nil, substate.Errorf(substate.EINVALID, "restate admin api: %s answered with more than %d MiB", path, maxRestateResponse>>20)
-	}
-	return b, nil
-}
-
-// restateAnswerError is an error answer of the admin API: the server
-// answered, so the query (and not the network) may be at fault.
-type restateAnswerError struct {
-	status  int
-	message string
-}
-
-func (e restateAnswerError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.message) }
-
-// restateError turns an error answer of the admin API ({"message": …})
-// into a substate error whose code says whether retrying can help.
-func restateError(status int, body []byte) error {
-	var e struct {
-		Message string `json:"message"`
-	}
-	msg := strings.TrimSpace(string(body))
-	if json.Unmarshal(body, &e) == nil && e.Message != "" {
-		msg = e.Message
-	}
-	if len(msg) > 512 {
-		msg = msg[:512] + "…"
-	}
-	code := substate.EINVALID
-	switch {
-	case status == http.StatusTooManyRequests:
-		code = substate.ETHROTTLED
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		code = substate.EUNAUTHORIZED
-	case status >= 500:
-		code = substate.EUNAVAILABLE
-	}
-	return substate.WrapError(code, restateAnswerError{status, msg}, "restate admin query")
-}
-
-// answered reports an error answer that a narrower query may not get:
-// the server answered, and not with a throttling or credential refusal.
-func answered(err error) bool {
-	var e restateAnswerError
-	if !errors.As(err, &e) {
-		return false
-	}
-	return e.status != http.StatusTooManyRequests && e.status != http.StatusUnauthorized && e.status != http.StatusForbidden
 }
 
 // restateRowID returns the invocation id and modified_at of a row.

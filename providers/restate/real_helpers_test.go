@@ -30,7 +30,7 @@ func newRealRestate(t *testing.T) *realRestate {
 	t.Helper()
 	rs := restatetest.Start(t)
 	p := pipelinetest.New(t)
-	poller := restate.NewPoller(rs.AdminURL, p.View, p.Pub)
+	poller := restate.NewPoller(restate.NewClient(rs.AdminURL), p.View, p.Pub)
 	poller.Services, poller.DeadLetters, poller.QPS = []string{"Provision", "Notify"}, p.Pub, 0
 	return &realRestate{Pipeline: p, rs: rs, poller: poller, resumedAfter: map[string]int{}}
 }

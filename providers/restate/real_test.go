@@ -196,7 +196,7 @@ func TestRestateRealServerPollerQuiet(t *testing.T) {
 func TestRestateRealServerJournalReadOncePerPause(t *testing.T) {
 	r := newRealRestate(t)
 	journalReads := &countingTransport{match: "FROM sys_journal_events"}
-	r.poller.Client = &http.Client{Transport: journalReads, Timeout: 10 * time.Second}
+	r.poller.Admin.HTTP = &http.Client{Transport: journalReads, Timeout: 10 * time.Second}
 	id := r.rs.Send(t, "Provision", "t-once", "stuck", nil, 0)
 	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
 	r.sweep(t) // discovery publishes the paused row, with its journal
@@ -242,7 +242,7 @@ func TestRestateRealServerPolicyReadWithTheJournal(t *testing.T) {
 	var later time.Duration
 	r.poller.Now = func() time.Time { return time.Now().Add(later) }
 	policyReads := &countingTransport{path: "/services/"}
-	r.poller.Client = &http.Client{Transport: policyReads, Timeout: 10 * time.Second}
+	r.poller.Admin.HTTP = &http.Client{Transport: policyReads, Timeout: 10 * time.Second}
 	id := r.rs.Send(t, "Provision", "t-policy", "same", nil, 0)
 	r.rs.WaitRow(t, id, "paused", func(row map[string]any) bool { return row["status"] == "paused" })
 	r.sweep(t)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/ingress"
 	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/publishers"
@@ -28,7 +29,7 @@ func TestRestateRealServerWebhook(t *testing.T) {
 	}
 	pub := publishers.NewJetStream(r.Bus.JetStream)
 	in := &ingress.Ingress{Store: pub, DeadLetters: pub, Webhook: wv, Ready: r.Bus.Ready, Timeout: 5 * time.Second}
-	srv := httptest.NewServer(in.Handler())
+	srv := httptest.NewServer((&httpapi.Server{Ingest: in}).Handler())
 	t.Cleanup(srv.Close)
 
 	// report has the Reporter post the invocation's row and returns it.

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"reflect"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // Step Functions limits on StopExecution's error and cause.
@@ -83,7 +82,7 @@ func (p *Provider) existing(ctx context.Context, arn string, input []byte) (engi
 	}
 	// An input Step Functions does not return (excluded from the
 	// response) cannot be compared; the name decides alone.
-	if out.Input != nil && !sameJSON([]byte(*out.Input), input) {
+	if out.Input != nil && !jsonx.Equal([]byte(*out.Input), input) {
 		return engine.Execution{}, false, substate.Errorf(substate.ECONFLICT,
 			"stepfunctions: start execution: execution %q exists with a different input", aws.ToString(out.Name))
 	}
@@ -118,44 +117,14 @@ func (p *Provider) startInput(req engine.StartRequest) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// sameJSON reports whether a and b hold equal JSON values (member order and
-// white space aside; numbers compared by their text).
-func sameJSON(a, b []byte) bool {
-	va, erra := decodeJSON(a)
-	vb, errb := decodeJSON(b)
-	if erra != nil || errb != nil {
-		return bytes.Equal(a, b)
-	}
-	return reflect.DeepEqual(va, vb)
-}
-
-func decodeJSON(b []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	err := d.Decode(&v)
-	return v, err
-}
-
 // Stop stops the execution executionID (its ARN) with an error and cause,
 // cut to Step Functions' limits. Stopping a closed execution changes
 // nothing; an unknown one is ENOTFOUND.
 func (p *Provider) Stop(ctx context.Context, executionID, errorType, cause string) error {
 	_, err := p.client.StopExecution(ctx, &sfn.StopExecutionInput{
 		ExecutionArn: aws.String(executionID),
-		Error:        aws.String(truncate(errorType, maxStopError)),
-		Cause:        aws.String(truncate(cause, maxStopCause)),
+		Error:        aws.String(substate.Truncate(errorType, maxStopError)),
+		Cause:        aws.String(substate.Truncate(cause, maxStopCause)),
 	})
 	return wrap("stop execution", err)
-}
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

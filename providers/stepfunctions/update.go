@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // applyDefinition makes the state machine arn run definition: when its
@@ -22,7 +24,7 @@ func (p *Provider) applyDefinition(ctx context.Context, arn, current string, def
 		}
 		current = aws.ToString(out.Definition)
 	}
-	if sameJSON([]byte(current), definition) {
+	if jsonx.Equal([]byte(current), definition) {
 		return nil
 	}
 	sum := sha256.Sum256(definition)

@@ -7,7 +7,6 @@ package contracttest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/substatehq/substate/contract"
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // Prefixes are the paths substate serves; a request elsewhere (a test's
@@ -108,7 +108,7 @@ func (v *Validator) Check(req *http.Request, status int, header http.Header, bod
 }
 
 func (v *Validator) checkError(body []byte) error {
-	val, err := decodeJSON(body)
+	val, err := jsonx.Decode(body)
 	if err != nil {
 		return fmt.Errorf("error response is not JSON: %w", err)
 	}
@@ -190,10 +190,4 @@ func runsAll() bool {
 		}
 	}
 	return true
-}
-
-func decodeJSON(b []byte) (any, error) {
-	var v any
-	err := json.Unmarshal(b, &v)
-	return v, err
 }

@@ -304,7 +304,7 @@ type RebuildResult struct {
 // "substate rebuild" does and compares it with the live view.
 func (b *benchRun) rebuild(ctx context.Context, p *benchPipeline) (*RebuildResult, error) {
 	t := startTimer()
-	db, prog, err := worker.RebuildView(ctx, p.w.Bus.JetStream, filepath.Join(p.dir, "rebuilt.db"), replay.Range{}, b.BatchSize, nil)
+	db, prog, err := replay.RebuildView(ctx, p.w.Bus.JetStream, filepath.Join(p.dir, "rebuilt.db"), replay.Range{}, b.BatchSize, nil)
 	if err != nil {
 		return nil, err
 	}

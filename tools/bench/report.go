@@ -16,7 +16,6 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/replay"
-	"github.com/substatehq/substate/worker"
 )
 
 // Report is everything one bench run measured.
@@ -260,11 +259,11 @@ func cpuModel() string {
 // compareViews compares two views tenant by tenant, every field but
 // updatedAt.
 func compareViews(ctx context.Context, live, rebuilt substate.ViewStore) ([]replay.TenantDiff, error) {
-	a, err := worker.AllViews(ctx, live)
+	a, err := replay.AllViews(ctx, live)
 	if err != nil {
 		return nil, err
 	}
-	b, err := worker.AllViews(ctx, rebuilt)
+	b, err := replay.AllViews(ctx, rebuilt)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/worker"
+	"github.com/substatehq/substate/replay"
 )
 
 // Settings every scenario shares.
@@ -191,7 +191,7 @@ func expectedView(events ...[]benchEvent) map[string]benchEvent {
 // checkView compares every tenant of the view with what its newest status
 // change says, and returns the number of tenants and "ok" or what differs.
 func checkView(ctx context.Context, view substate.ViewStore, want map[string]benchEvent) (int, string) {
-	views, err := worker.AllViews(ctx, view)
+	views, err := replay.AllViews(ctx, view)
 	if err != nil {
 		return 0, "list the view: " + err.Error()
 	}

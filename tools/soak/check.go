@@ -12,12 +12,14 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/worker"
 )
 
 // check waits for the last worker to settle, then compares every
-// tenant's view with its last acknowledged step and runs verify.
+// tenant's view with its last acknowledged step and verifies the view
+// against the stream and its evidence, as "substate verify" does.
 func (s *soak) check(ctx context.Context, res *soakResult) error {
 	nkey := (bus.Credentials{Dir: worker.NATSCredentialsDir(s.dir)}).SeedFile(bus.Worker)
 	b, err := bus.Open(bus.Config{URL: "nats://" + s.nats, NkeyFile: nkey})
@@ -46,11 +48,12 @@ func (s *soak) check(ctx context.Context, res *soakResult) error {
 	if n := uint64(res.Acked); res.EventsInStream > n {
 		res.DuplicatesFound = res.EventsInStream - n // posts stored but not answered 202 count here too
 	}
-	equal, err := s.cfg.Verify(ctx, "http://"+s.http, "nats://"+s.nats, nkey, s.dir)
-	res.VerifyEqual = equal
+	v := &replay.Verify{JS: b.JetStream, BatchSize: replay.DefaultBatchSize}
+	found, err := v.Run(ctx, &httpapi.Client{URL: "http://" + s.http}, true)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
+	res.VerifyEqual = !found.Failed()
 	res.Tenants = len(s.acked)
 	return nil
 }

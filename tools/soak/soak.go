@@ -23,8 +23,8 @@ import (
 	"github.com/substatehq/substate/tools/bench"
 )
 
-// Config is one soak: how often and when the worker is killed, the load
-// it is under, and how the view is verified at the end.
+// Config is one soak: how often and when the worker is killed and the
+// load it is under.
 type Config struct {
 	Cycles   int           // how many times the worker is killed with SIGKILL under load and started again
 	Tenants  int           // tenants the load spreads over, each one's events posted in order
@@ -35,12 +35,6 @@ type Config struct {
 	Seed     uint64        // seed of the kill times
 	JSON     bool          // print the figures as JSON
 	NATSSync string        // the worker's --nats-sync
-
-	// Verify runs "substate verify" against the soaked worker: its read
-	// API at server, its NATS server at natsURL as the worker identity
-	// whose seed is nkey, its data directory dir. It reports whether the
-	// view equals the stream; an error is a verify that could not run.
-	Verify func(ctx context.Context, server, natsURL, nkey, dir string) (equal bool, err error)
 }
 
 // ErrLost is returned by Run when an acknowledged event is missing from

@@ -2,14 +2,14 @@ package eventbridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ebapi "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 const (
@@ -113,7 +113,7 @@ func (s *Setup) ensureRule(ctx context.Context, res *Result) (string, error) {
 	case notFound(err):
 	case err != nil:
 		return "", fmt.Errorf("eventbridge setup: describe rule %q: %w", name, err)
-	case got.State == types.RuleStateEnabled && sameJSON(aws.ToString(got.EventPattern), EventPattern) &&
+	case got.State == types.RuleStateEnabled && jsonx.Equal([]byte(aws.ToString(got.EventPattern)), []byte(EventPattern)) &&
 		aws.ToString(got.Description) == ruleDescription:
 		res.record("rule", name, "unchanged")
 		return aws.ToString(got.Arn), nil
@@ -204,13 +204,4 @@ func sameTarget(got, want *types.Target) bool {
 		aws.ToInt32(gr.MaximumEventAgeInSeconds) == aws.ToInt32(wr.MaximumEventAgeInSeconds) &&
 		dlq == aws.ToString(want.DeadLetterConfig.Arn) &&
 		got.Input == nil && got.InputPath == nil && got.InputTransformer == nil && got.HttpParameters == nil
-}
-
-// sameJSON reports whether a and b are equal JSON values.
-func sameJSON(a, b string) bool {
-	var va, vb any
-	if json.Unmarshal([]byte(a), &va) != nil || json.Unmarshal([]byte(b), &vb) != nil {
-		return a == b
-	}
-	return reflect.DeepEqual(va, vb)
 }

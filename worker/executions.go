@@ -2,22 +2,20 @@ package worker
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
-	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/operate"
 	"github.com/substatehq/substate/providers/restate"
 	"github.com/substatehq/substate/publishers"
 )
 
-// executionRoutes are the routes that describe and act on tenants'
+// executions returns the service that describes and acts on tenants'
 // executions, over the providers this worker can reach: the engine (in this
 // process, or through its control endpoints), Step Functions when an AWS region is configured,
-// Restate when its admin URL is set. They need the view; a worker without
-// one serves none.
-func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, error) {
+// Restate when its admin URL is set. It needs the view; a worker without
+// one has none (nil), and serves no execution routes.
+func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, error) {
 	if w.View == nil {
 		return nil, nil
 	}
@@ -38,9 +36,9 @@ func (w *Worker) executionRoutes(ctx context.Context) (map[string]http.Handler, 
 	if p := w.reconcile.sfn; p != nil {
 		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = p, p
 	}
-	if p := w.reconcile.restate; p != nil {
-		op := &restate.Operator{Admin: p}
+	if admin := w.reconcile.restateAdmin; admin != nil {
+		op := &restate.Operator{Admin: admin}
 		svc.Operators[substate.ProviderRestate], svc.Pollers[substate.ProviderRestate] = op, op
 	}
-	return httpapi.Executions(svc, w.Auth, w.Redaction, w.Logger.With("component", "http")), nil
+	return svc, nil
 }

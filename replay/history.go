@@ -1,54 +1,38 @@
-package worker
+package replay
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/mapping"
-	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
 )
-
-// replayRoutes are the worker's routes that read the retained streams and
-// say how far the view is.
-func (w *Worker) replayRoutes() map[string]http.Handler {
-	log := w.Logger.With("component", "http")
-	routes := map[string]http.Handler{
-		"GET /v1/tenants/{id}/history": w.readRoute(httpapi.ScopeRead, httpapi.RedactedHistory(NewHistory(w.Bus.JetStream), w.Redaction, log)),
-	}
-	if w.View != nil { // a role without a view has no checkpoint to tell
-		routes["GET /v1/view/checkpoint"] = w.readRoute(httpapi.ScopeRead, httpapi.Checkpoint(w.View, log))
-	}
-	return routes
-}
 
 // History tells tenants' histories: it reads a tenant's events from
 // SUBSTATE_EVENTS and folds them with state.ApplyEvent, the rule function
 // the projector applies, from the tenant's first retained event on, so a
 // transition says the same whatever range is asked for.
 type History struct {
-	reader   *replay.Reader
-	evidence *replay.Evidence
+	reader   *Reader
+	evidence *Evidence
 }
 
 var _ substate.HistoryReader = (*History)(nil)
 
 // NewHistory returns the history of the tenants whose events js holds.
 func NewHistory(js jetstream.JetStream) *History {
-	r := &replay.Reader{JS: js}
-	return &History{reader: r, evidence: &replay.Evidence{Reader: r, EventID: mapping.EventID}}
+	r := &Reader{JS: js}
+	return &History{reader: r, evidence: &Evidence{Reader: r, EventID: mapping.EventID}}
 }
 
 // History returns one page of a tenant's transitions.
 func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
 	page := substate.HistoryPage{TenantID: q.TenantID, Transitions: []substate.Transition{}}
 	var rec state.Record
-	var lookups []replay.Lookup
-	for m, err := range h.reader.Events(ctx, q.TenantID, replay.Range{Until: q.Until}) {
+	var lookups []Lookup
+	for m, err := range h.reader.Events(ctx, q.TenantID, Range{Until: q.Until}) {
 		if err != nil {
 			return page, err
 		}
@@ -65,7 +49,7 @@ func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substat
 			break
 		}
 		page.Transitions = append(page.Transitions, t)
-		lookups = append(lookups, replay.Lookup{EventID: t.EventID, Ref: m.RawRef(), StoredAt: m.Stored})
+		lookups = append(lookups, Lookup{EventID: t.EventID, Ref: m.RawRef(), StoredAt: m.Stored})
 	}
 	if q.Raw && len(lookups) > 0 {
 		ev, err := h.evidence.Find(ctx, lookups)
@@ -82,7 +66,7 @@ func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substat
 // fold applies one stream message to a tenant's record and describes it:
 // a message that is not a canonical event changes nothing and is told as
 // invalid.
-func fold(rec state.Record, m *replay.Event) (substate.Transition, state.Record) {
+func fold(rec state.Record, m *Event) (substate.Transition, state.Record) {
 	if m.Err != nil {
 		s := substate.StateOf(rec.View)
 		return substate.Transition{

@@ -1,4 +1,4 @@
-package worker
+package replay
 
 import (
 	"context"
@@ -11,16 +11,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/state"
 )
 
 // RebuildFile folds the events of rg into FILE.tmp and renames it to
 // file once synced; it returns the progress and the number of tenants.
-func RebuildFile(ctx context.Context, js jetstream.JetStream, file string, rg replay.Range, batch int, onBatch func(replay.Progress)) (replay.Progress, int, error) {
+func RebuildFile(ctx context.Context, js jetstream.JetStream, file string, rg Range, batch int, onBatch func(Progress)) (Progress, int, error) {
 	tmp := file + ".tmp"
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return replay.Progress{}, 0, err
+		return Progress{}, 0, err
 	}
 	db, p, err := RebuildView(ctx, js, tmp, rg, batch, onBatch)
 	if err != nil {
@@ -42,12 +41,12 @@ func RebuildFile(ctx context.Context, js jetstream.JetStream, file string, rg re
 
 // RebuildView folds the events of rg into a new view at path with the
 // projector's code path, and returns it open and synced.
-func RebuildView(ctx context.Context, js jetstream.JetStream, path string, rg replay.Range, batch int, onBatch func(replay.Progress)) (*state.DB, replay.Progress, error) {
-	rb := &replay.Rebuild{Reader: &replay.Reader{JS: js}, BatchSize: batch, Progress: onBatch}
+func RebuildView(ctx context.Context, js jetstream.JetStream, path string, rg Range, batch int, onBatch func(Progress)) (*state.DB, Progress, error) {
+	rb := &Rebuild{Reader: &Reader{JS: js}, BatchSize: batch, Progress: onBatch}
 	db := state.NewDB(path)
 	db.NoSync, db.Now = true, rb.Now
 	if err := db.Open(); err != nil {
-		return nil, replay.Progress{}, err
+		return nil, Progress{}, err
 	}
 	rb.View = db
 	p, err := rb.Run(ctx, rg)
