@@ -53,6 +53,7 @@ func TestFingerprint(t *testing.T) {
 			"engine//sha256 of the s3 object took <n>s, not <n>s"},
 		{"whitespace", engine, "  Timeout\tError ", "  lots   of\t\tspace\n\n ",
 			"engine/timeout error/lots of space"},
+		{"controls and bidi overrides", engine, "", "boom\x1b[31m red\u202eeulav\u200b!", "engine//boom [<n>m red eulav !"},
 		{"slash in the type", engine, "a/b", "x", "engine/a_b/x"},
 		{"no message", sfn, "States.Timeout", "", ""},
 		{"blank message", restate, "500", " \n\t", ""},
@@ -204,8 +205,10 @@ func checkTemplate(t *testing.T, tpl string) {
 		t.Fatalf("template %q is not lower-case", tpl)
 	case strings.TrimSpace(tpl) != tpl || strings.Contains(tpl, "  "):
 		t.Fatalf("template %q has spaces at an end or two in a row", tpl)
-	case strings.IndexFunc(tpl, func(r rune) bool { return r != ' ' && (unicode.IsSpace(r) || unicode.IsControl(r)) }) >= 0:
-		t.Fatalf("template %q has whitespace or a control character", tpl)
+	case strings.IndexFunc(tpl, func(r rune) bool {
+		return r != ' ' && (unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r))
+	}) >= 0:
+		t.Fatalf("template %q has whitespace, a control or a format character", tpl)
 	}
 }
 
