@@ -2,6 +2,9 @@ package substate
 
 import "time"
 
+// MaxFingerprintBytes is the length of the longest error fingerprint.
+const MaxFingerprintBytes = 200
+
 // GroupBy names the view field that GET /v1/groups groups tenants by.
 type GroupBy string
 

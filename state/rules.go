@@ -129,7 +129,7 @@ func advance(base Record, ev *substate.EventData) Record {
 		v.WorkflowStep = substate.Truncate(ev.Step, MaxStep)
 	}
 	if ev.Workflow != "" {
-		v.WorkflowType = truncate(ev.Workflow, MaxWorkflowType)
+		v.WorkflowType = substate.Truncate(ev.Workflow, MaxWorkflowType)
 	}
 	v.Provider, v.ProviderState = ev.Provider, ev.ProviderState
 	v.LastEventAt = utc(ev.OccurredAt)
@@ -199,7 +199,7 @@ func errorOf(prev *substate.TenantView, ev *substate.EventData) (msg, typ, fp st
 		}
 	}
 	if ev.ErrorMessage != "" {
-		return ev.ErrorMessage, truncate(ev.ErrorType, MaxErrorType), truncate(ev.ErrorFingerprint, MaxFingerprint)
+		return ev.ErrorMessage, substate.Truncate(ev.ErrorType, MaxErrorType), substate.Truncate(ev.ErrorFingerprint, MaxFingerprint)
 	}
 	return prev.WorkflowErrorMessage, prev.WorkflowErrorType, prev.WorkflowErrorFingerprint
 }
@@ -229,10 +229,10 @@ func dirty(old, next *Record) bool {
 // Bounds of the view's strings that come from providers, in bytes; a
 // longer one is cut at a character boundary.
 const (
-	MaxStep         = 256 // the step
-	MaxWorkflowType = 256 // the workflow type
-	MaxErrorType    = 256 // the error type
-	MaxFingerprint  = 200 // the error fingerprint (what mapping.Fingerprint makes fits)
+	MaxStep         = 256                          // the step
+	MaxWorkflowType = 256                          // the workflow type
+	MaxErrorType    = 256                          // the error type
+	MaxFingerprint  = substate.MaxFingerprintBytes // the error fingerprint (what mapping.Fingerprint makes fits)
 )
 
 // utc drops the monotonic reading and the location so that times compare
