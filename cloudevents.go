@@ -108,11 +108,6 @@ func SchemaURL(base, name string) string {
 	return strings.TrimSuffix(base, "/") + SchemaPath + name
 }
 
-// HeaderTraceParent is the W3C Trace Context header an ingress request
-// carries, the message header substate keeps it in, and the CloudEvents
-// distributed-tracing extension attribute.
-const HeaderTraceParent = "traceparent"
-
 // MaxTraceParent bounds the traceparent substate keeps (version 00 is 55
 // bytes; a future version may append fields).
 const MaxTraceParent = 512

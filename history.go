@@ -6,14 +6,6 @@ import (
 	"time"
 )
 
-// Headers that link a canonical event on SUBSTATE_EVENTS to the raw message
-// on SUBSTATE_RAW it was mapped from. They are NATS message headers, not
-// CloudEvent attributes: the CloudEvent body stays as §3.4 describes it.
-const (
-	HeaderRawSeq = "Substate-Raw-Seq" // stream sequence of the raw message
-	HeaderRawID  = "Substate-Raw-Id"  // Nats-Msg-Id of the raw message (the provider's event id)
-)
-
 // Outcomes of a transition: what one canonical event did to its tenant's view.
 const (
 	OutcomeChanged   = "changed"   // the view changed

@@ -62,17 +62,6 @@ type RawRef struct {
 	ID  string // the raw message's id; "" when unknown
 }
 
-// HeaderStopCause is the header of a raw provider status that substate
-// itself published after it stopped the execution: the cause the operator
-// gave. A provider that keeps no cause (Restate's cancel and kill take
-// none) reports its own "canceled"/"killed"; the mapping puts this cause
-// in the view's error instead, and the evidence keeps both.
-const HeaderStopCause = "substate-stop-cause"
-
-// HeaderCEPrefix starts the headers of a CloudEvent in binary mode on
-// NATS: its attributes, one header each.
-const HeaderCEPrefix = "ce-"
-
 // KeptRawHeaders returns the headers of a stored raw message that its
 // mapping reads, keys in lower case, nil when there are none: the
 // traceparent, the CloudEvents binary-mode attributes (ce-*) and the stop

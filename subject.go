@@ -24,18 +24,6 @@ const (
 	SubjectAuditPrefix   = "substate.audit."
 )
 
-// Header names used on substate's messages.
-const (
-	HeaderMsgID          = "Nats-Msg-Id"
-	HeaderContentType    = "Content-Type"
-	HeaderReceivedAt     = "Substate-Received-At"
-	HeaderDLQReason      = "Substate-Dlq-Reason"
-	HeaderDLQStage       = "Substate-Dlq-Stage"
-	HeaderDLQSubject     = "Substate-Dlq-Subject"
-	HeaderDLQSeq         = "Substate-Dlq-Stream-Seq"
-	HeaderIdempotencyKey = "Substate-Idempotency-Key"
-)
-
 // RawSubject returns the subject raw events of kind are published on.
 func RawSubject(kind RawKind) string { return SubjectRawPrefix + string(kind) }
 

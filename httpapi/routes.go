@@ -72,12 +72,13 @@ func (s *Server) Routes() []Route {
 }
 
 // Handler returns the server's routes behind what every request passes:
-// a panic is a 500, a browser page of another origin cannot post, and
-// every error is the JSON error body. Open serves it.
+// a panic is a 500, a Host the server does not answer to is refused (DNS
+// rebinding), a browser page of another origin cannot post, and every
+// error is the JSON error body. Open serves it.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.register(mux)
-	return jsonErrors(s.recoverer(sameOrigin(mux)))
+	return jsonErrors(s.recoverer(s.checkHost(sameOrigin(mux))))
 }
 
 // register puts every route with a handler on mux, behind its guard, and

@@ -134,7 +134,7 @@ func (in *Ingress) checkReady() error {
 
 // deadLetterHeaders are the request headers a dead letter keeps; the
 // credentials (X-Api-Key) stay out of the stream.
-var deadLetterHeaders = []string{"Content-Type", "User-Agent", "webhook-id", "webhook-timestamp"}
+var deadLetterHeaders = []string{substate.HeaderContentType, "User-Agent", substate.HeaderWebhookID, substate.HeaderWebhookTimestamp}
 
 // deadLetter stores the body of a request refused as malformed on
 // substate.dlq.ingest and returns refusal, the error to answer with. While
@@ -246,7 +246,7 @@ func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEven
 	if in.APIKey == "" && in.Exposed {
 		return nil, substate.Errorf(substate.EUNAUTHORIZED, "eventbridge ingest is closed: no API key is configured and the server is not on loopback")
 	}
-	if in.APIKey != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Api-Key")), []byte(in.APIKey)) != 1 {
+	if in.APIKey != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(substate.HeaderAPIKey)), []byte(in.APIKey)) != 1 {
 		return nil, substate.Errorf(substate.EUNAUTHORIZED, "missing or wrong X-Api-Key header")
 	}
 	items, err := splitJSON(body)
@@ -288,7 +288,7 @@ func (in *Ingress) restate(r *http.Request, body []byte) ([]substate.RawEvent, e
 	if t := firstByte(body); t != '{' {
 		return nil, substate.Errorf(substate.EINVALID, "body must be a sys_invocation row object or {\"rows\":[…]}")
 	}
-	id := r.Header.Get("webhook-id")
+	id := r.Header.Get(substate.HeaderWebhookID)
 	if id == "" {
 		sum := sha256.Sum256(body)
 		id = "sha256:" + hex.EncodeToString(sum[:])

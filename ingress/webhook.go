@@ -36,7 +36,7 @@ func NewWebhookVerifier(secret string) (*WebhookVerifier, error) {
 // Verify checks the webhook-id, webhook-timestamp and webhook-signature
 // headers against body; any failure is an EUNAUTHORIZED error naming it.
 func (v *WebhookVerifier) Verify(body []byte, h http.Header) error {
-	id, ts, sig := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
+	id, ts, sig := h.Get(substate.HeaderWebhookID), h.Get(substate.HeaderWebhookTimestamp), h.Get(substate.HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
 		return substate.Errorf(substate.EUNAUTHORIZED, "missing webhook-id, webhook-timestamp or webhook-signature header")
 	}

@@ -9,14 +9,6 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// CloudEvents binary-mode headers on a NATS message: one per attribute.
-const (
-	ceSpecVersion = "ce-specversion"
-	ceID          = "ce-id"
-	ceTime        = "ce-time"
-	ceSubject     = "ce-subject"
-)
-
 // engineEnvelope is an engine event sent as a structured CloudEvent.
 type engineEnvelope struct {
 	SpecVersion string         `json:"specversion"`
@@ -35,8 +27,9 @@ func (m *Mapper) mapEngineRaw(raw substate.RawEvent) (substate.EventData, error)
 	attrs := ceAttrs{}
 	body := raw.Body
 	switch {
-	case raw.Header[ceSpecVersion] != "":
-		attrs = ceAttrs{spec: raw.Header[ceSpecVersion], id: raw.Header[ceID], subject: raw.Header[ceSubject], time: raw.Header[ceTime]}
+	case raw.Header[substate.HeaderCESpecVersion] != "":
+		attrs = ceAttrs{spec: raw.Header[substate.HeaderCESpecVersion], id: raw.Header[substate.HeaderCEID],
+			subject: raw.Header[substate.HeaderCESubject], time: raw.Header[substate.HeaderCETime]}
 	case structuredCE(body):
 		var env engineEnvelope
 		if err := decode(body, &env); err != nil {

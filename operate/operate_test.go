@@ -13,10 +13,10 @@ import (
 
 // The service's collaborators are small fakes here: these tests check the
 // service's own rules (what it refuses before any provider call, what it
-// records). Each provider's operator is tested against the real provider
-// in its package, and the whole service over the real pipeline in
-// consumers (TestOperateEngine, TestOperateStepFunctions,
-// TestOperateRestate).
+// records). Every provider's operator runs the contract of
+// testkit/operatortest against the real provider, and the whole service
+// over the real pipeline is tested beside each provider
+// (TestOperateEngine, TestOperateStepFunctions, TestOperateRestate).
 
 type views map[string]substate.TenantView
 

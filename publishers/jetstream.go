@@ -209,7 +209,7 @@ func (p *JetStream) PublishDeadLetter(ctx context.Context, d substate.DeadLetter
 	m.Data = d.Body
 	for k, vs := range d.Header {
 		if k == substate.HeaderMsgID {
-			k = "Substate-Original-Msg-Id" // keep it without deduplicating on it
+			k = substate.HeaderOriginalMsgID // keep it without deduplicating on it
 		}
 		m.Header[k] = append([]string(nil), vs...)
 	}

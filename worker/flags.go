@@ -13,6 +13,31 @@ import (
 	"github.com/substatehq/substate/internal/termtext"
 )
 
+// DefaultFlags returns the flags of "substate run" given no option: every
+// default its command line declares, for a worker built without one (a
+// test, a program embedding substate). TestDefaultFlags holds the two
+// equal.
+func DefaultFlags() Flags {
+	return Flags{
+		DataDir: "./data", HTTPAddr: "127.0.0.1:8080", HTTPMaxConns: 4096,
+		BatchSize: 512, MaxDeliveries: 10, AckWait: 30 * time.Second,
+		IngestMaxBacklog: 100000, IngestMaxInFlight: 4096,
+		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second,
+		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute},
+		RoleFlags:    RoleFlags{Role: RoleAll, ChangeFeed: true},
+		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo},
+		NATSFlags:    NATSFlags{NATSListen: "127.0.0.1:4222", NATSSync: "default", NATSReplicas: 1},
+		StreamFlags: StreamFlags{
+			RawMaxAge: 720 * time.Hour, EventsMaxAge: 720 * time.Hour, DLQMaxAge: 2160 * time.Hour,
+			ChangesMaxAge: 720 * time.Hour, DedupeWindow: 10 * time.Minute,
+		},
+		ReconcileFlags: ReconcileFlags{
+			ReconcileInterval: 15 * time.Second, ReconcileQPS: 10, SFNReconcile: "auto",
+			SFNHistoryInterval: 15 * time.Second, SFNAPIBudget: 4, RestatePollEvery: 15 * time.Second,
+		},
+	}
+}
+
 // LogFlags choose how logs look.
 type LogFlags struct {
 	LogFormat string     `enum:"text,json" default:"text" help:"Log format: text for humans (colored on a terminal, key=value elsewhere), json for machines."`

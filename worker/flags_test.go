@@ -2,10 +2,15 @@ package worker
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
 )
 
 // Logs written to a file are slog's key=value text, or JSON lines with
@@ -31,5 +36,74 @@ func TestLoggerToFile(t *testing.T) {
 				t.Fatalf("not JSON: %s", got)
 			}
 		})
+	}
+}
+
+// parseFlags parses args as "substate run" does (without its environment
+// variables) into Flags.
+func parseFlags(t *testing.T, args ...string) Flags {
+	t.Helper()
+	var cli struct {
+		Flags `embed:""`
+	}
+	parser, err := kong.New(&cli, kong.Exit(func(int) { t.Fatal("exit during a parse") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parser.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return cli.Flags
+}
+
+// DefaultFlags is what an empty command line gives: a default added to,
+// or changed in, a flag's tag and not in DefaultFlags (or the other way
+// round) fails here.
+func TestDefaultFlags(t *testing.T) {
+	got, want := DefaultFlags(), parseFlags(t)
+	for _, d := range fieldDiffs(reflect.ValueOf(got), reflect.ValueOf(want)) {
+		t.Errorf("DefaultFlags().%s, the flag's default is %s", d[0], d[1])
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DefaultFlags() = %+v\nwant %+v", got, want)
+	}
+	if reflect.DeepEqual(got, Flags{}) {
+		t.Fatal("the flags declare no default")
+	}
+}
+
+// fieldDiffs lists the fields of two structs of one type that differ, as
+// pairs of "Name = got" and the wanted value, embedded structs by their
+// own fields.
+func fieldDiffs(got, want reflect.Value) [][2]string {
+	var out [][2]string
+	for i := range got.NumField() {
+		f := got.Type().Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, fieldDiffs(got.Field(i), want.Field(i))...)
+			continue
+		}
+		if g, w := got.Field(i).Interface(), want.Field(i).Interface(); !reflect.DeepEqual(g, w) {
+			out = append(out, [2]string{fmt.Sprintf("%s = %#v", f.Name, g), fmt.Sprintf("%#v", w)})
+		}
+	}
+	return out
+}
+
+// A worker started with StreamFlags.Args gets every stream setting, so a
+// child worker never updates the streams to its own defaults (the bench's
+// once put the 10m duplicate window back over --dedupe-window). A stream
+// setting added without its flag in Args fails here.
+func TestStreamFlagsArgs(t *testing.T) {
+	want := StreamFlags{RawMaxAge: time.Hour, RawMaxBytes: 1 << 20, EventsMaxAge: 2 * time.Hour, EventsMaxBytes: 2 << 20,
+		DLQMaxAge: 3 * time.Hour, ChangesMaxAge: 4 * time.Hour, ChangesMaxBytes: 4 << 20, DedupeWindow: 90 * time.Second}
+	v := reflect.ValueOf(want)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("give %s a value that is not a default in this test", v.Type().Field(i).Name)
+		}
+	}
+	if got := parseFlags(t, want.Args()...).StreamFlags; got != want {
+		t.Errorf("parsed %+v\nwant   %+v", got, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/state"
 	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // TestCrashChangeFeed kills the worker process with SIGKILL at random
@@ -49,8 +50,8 @@ func TestCrashChangeFeed(t *testing.T) {
 // against the view; it returns the number of kills.
 func crashFeed(tb testing.TB, dir string, rounds, tenants int, rng *rand.Rand) int {
 	tb.Helper()
-	httpAddr, natsAddr := freePort(tb), freePort(tb)
-	steps := len(crashStatuses)
+	httpAddr, natsAddr := workertest.FreeAddr(tb), workertest.FreeAddr(tb)
+	steps := len(workertest.RestateStatuses)
 	next := make([]int, tenants)
 	kills := 0
 	for round := range rounds {
@@ -59,7 +60,7 @@ func crashFeed(tb testing.TB, dir string, rounds, tenants int, rng *rand.Rand) i
 		posted := postRound(p.httpURL, next, upTo, 4)
 		if round == rounds-1 {
 			<-posted
-			waitSettled(tb, p.nats, p.nkey)
+			workertest.WaitSettled(tb, p.nats, p.nkey)
 			p.terminate(tb)
 			break
 		}

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/worker"
 )
@@ -83,7 +82,7 @@ func startCluster(tb testing.TB) ([]*natsNode, string) {
 	nodes := make([]*natsNode, 3)
 	var routes, urls []string
 	for i := range nodes {
-		nodes[i] = &natsNode{name: fmt.Sprintf("n%d", i+1), client: freePort(tb), route: freePort(tb), store: tb.TempDir()}
+		nodes[i] = &natsNode{name: fmt.Sprintf("n%d", i+1), client: workertest.FreeAddr(tb), route: workertest.FreeAddr(tb), store: tb.TempDir()}
 		routes = append(routes, "nats://"+nodes[i].route)
 		urls = append(urls, "nats://"+nodes[i].client)
 	}
@@ -93,7 +92,7 @@ func startCluster(tb testing.TB) ([]*natsNode, string) {
 		tb.Cleanup(n.kill)
 	}
 	url := strings.Join(urls, ",")
-	eventually(tb, func() string {
+	workertest.Eventually(tb, func() string {
 		b, err := bus.Open(bus.Config{URL: url})
 		if err != nil {
 			return err.Error()
@@ -130,8 +129,8 @@ func TestCluster(t *testing.T) {
 	}
 	nodes, url := startCluster(t)
 	workers := []*clusterWorker{
-		{dir: t.TempDir(), http: freePort(t), instance: "w1"},
-		{dir: t.TempDir(), http: freePort(t), instance: "w2"},
+		{dir: t.TempDir(), http: workertest.FreeAddr(t), instance: "w1"},
+		{dir: t.TempDir(), http: workertest.FreeAddr(t), instance: "w2"},
 	}
 	for _, w := range workers {
 		w.start(t, url)
@@ -194,7 +193,7 @@ func steadyStream(ctx context.Context, workers []*clusterWorker, acked *sync.Map
 		id, body := clusterRow(i)
 		for try := 0; ctx.Err() == nil; try++ {
 			w := workers[(i+try)%len(workers)]
-			if deliverRow("http://"+w.http, id, body) == nil {
+			if workertest.DeliverRow("http://"+w.http, id, body) == nil {
 				acked.Store(id, true)
 				break
 			}
@@ -221,21 +220,6 @@ func clusterRow(i int) (id string, body []byte) {
 	}
 	body, _ = json.Marshal(row)
 	return fmt.Sprintf("%s-%d", tenant, i), body
-}
-
-// deliverRow posts a Restate row under a webhook id; nil means 202.
-func deliverRow(url, id string, body []byte) error {
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/ingest/restate", bytes.NewReader(body))
-	req.Header.Set("webhook-id", id)
-	resp, err := ingestClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return nil
 }
 
 // rawLeader returns the node that leads SUBSTATE_RAW.

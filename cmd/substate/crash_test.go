@@ -1,122 +1,22 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
-	"github.com/substatehq/substate/tools/bench"
-	"github.com/substatehq/substate/worker"
+	"github.com/substatehq/substate/testkit/workertest"
 )
-
-// process is "substate run" in a child process (this test binary
-// re-executed, see TestMain), so it can be killed with a real signal.
-type process struct {
-	cmd           *exec.Cmd
-	httpURL, nats string
-	nkey          string // the worker's seed on its embedded server
-}
-
-func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...string) *process {
-	tb.Helper()
-	args := []string{"-test.run=^$", "--", "run", "--data-dir", dataDir, "--http-addr", httpAddr, "--batch-size", "64", "--ack-wait", "2s"}
-	if natsAddr != "" {
-		args = append(args, "--nats-listen", natsAddr)
-	}
-	cmd := exec.Command(os.Args[0], append(args, extra...)...)
-	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
-	bench.DieWithParent(cmd)
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("worker log:\n%s", logs.String())
-		}
-	})
-	p := &process{cmd: cmd, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr,
-		nkey: (bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).SeedFile(bus.Worker)}
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	// A worker on a cluster that is still electing leaders retries its
-	// start-up for up to 30 s.
-	eventuallyWithin(tb, 45*time.Second, func() string {
-		resp, err := http.Get(p.httpURL + "/readyz")
-		if err != nil {
-			return "worker not ready: " + err.Error()
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Sprintf("worker not ready: %d", resp.StatusCode)
-		}
-		return ""
-	})
-	return p
-}
-
-func (p *process) kill(tb testing.TB) {
-	tb.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
-}
-
-func (p *process) terminate(tb testing.TB) {
-	tb.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			tb.Fatalf("worker did not exit cleanly on SIGTERM: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to the log
-		<-exited
-		tb.Fatal("worker did not exit within 30 s of SIGTERM")
-	}
-}
-
-// crashStatuses is each tenant's history in the crash tests: two retries,
-// and two rows that change nothing (active after running, the same
-// failure seen again), which the view holds in memory until its next
-// commit, so a crash must not lose them.
-var crashStatuses = []string{"running", "active", "backing-off", "running", "backing-off", "running", "completed", "completed"}
-
-// restateRow is one webhook delivery of a Restate invocation status. The
-// rows carry no retry_count, so the view infers retries from backing-off →
-// running transitions: a redelivery applied twice would count one twice.
-func restateRow(tenant string, step int) []byte {
-	statuses := crashStatuses
-	row := map[string]any{"id": "inv_" + tenant, "target_service_key": tenant, "status": statuses[step],
-		"created_at":  "2026-11-01T10:00:00Z",
-		"modified_at": time.Date(2026, 11, 1, 10, 0, step, 0, time.UTC).Format(time.RFC3339Nano)}
-	if statuses[step] == "backing-off" {
-		row["last_failure"] = fmt.Sprintf("[503] attempt %d failed", step)
-	}
-	if statuses[step] == "completed" {
-		row["completion_result"], row["completion_failure"] = "failure", "[500] gave up"
-	}
-	b, _ := json.Marshal(row)
-	return b
-}
-
-var ingestClient = &http.Client{Timeout: 10 * time.Second}
 
 // deliver posts a tenant's step-th row, as Restate would.
 func deliver(url string, tenant string, step int) error {
-	return deliverRow(url, fmt.Sprintf("%s-%d", tenant, step), restateRow(tenant, step))
+	return workertest.DeliverRow(url, fmt.Sprintf("%s-%d", tenant, step), workertest.RestateRow(tenant, step))
 }
 
 // TestCrashRecovery kills the worker with SIGKILL while it works, again
@@ -131,9 +31,9 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("starts and kills worker processes")
 	}
 	dir := t.TempDir()
-	httpAddr, natsAddr := freePort(t), freePort(t)
+	httpAddr, natsAddr := workertest.FreeAddr(t), workertest.FreeAddr(t)
 	const tenants, rounds, clients = 120, 5, 8
-	steps := len(crashStatuses)
+	steps := len(workertest.RestateStatuses)
 	next := make([]int, tenants) // the next step to deliver per tenant
 	midBatch := 0
 	for round := range rounds {
@@ -142,7 +42,7 @@ func TestCrashRecovery(t *testing.T) {
 		posted := postRound(p.httpURL, next, upTo, clients)
 		if round == rounds-1 {
 			<-posted
-			waitSettled(t, p.nats, p.nkey)
+			workertest.WaitSettled(t, p.nats, p.nkey)
 			p.terminate(t)
 			break
 		}
@@ -234,7 +134,7 @@ func waitBatchInHand(tb testing.TB, p *process, posted <-chan struct{}) bool {
 func (p *process) checkpoint(tb testing.TB) uint64 {
 	tb.Helper()
 	var pos httpapi.ViewPosition
-	if code := getPage(tb, p.httpURL+"/v1/view/checkpoint", &pos); code != http.StatusOK {
+	if code := workertest.GetJSON(tb, p.httpURL+"/v1/view/checkpoint", &pos); code != http.StatusOK {
 		tb.Fatalf("view checkpoint: status %d", code)
 	}
 	return pos.Checkpoint
@@ -247,10 +147,10 @@ func TestSIGTERMDrains(t *testing.T) {
 		t.Skip("starts a worker process")
 	}
 	dir := t.TempDir()
-	httpAddr, natsAddr := freePort(t), freePort(t)
+	httpAddr, natsAddr := workertest.FreeAddr(t), workertest.FreeAddr(t)
 	p := startProcess(t, dir, httpAddr, natsAddr)
 	for i := range 200 {
-		if err := deliver(p.httpURL, fmt.Sprintf("t%03d", i), i%len(crashStatuses)); err != nil {
+		if err := deliver(p.httpURL, fmt.Sprintf("t%03d", i), i%len(workertest.RestateStatuses)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/worker"
 )
 
@@ -60,7 +61,7 @@ func TestDemoStayRetry(t *testing.T) {
 	if code, res, stderr := runCLI(t, "executions", "retry", "cyberdyne", "--reason", "the courier is back", "--server", server); code != 0 {
 		t.Fatalf("executions retry: %d\n%s%s", code, res, stderr)
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		_, got, _ := runCLI(t, "tenants", "get", "cyberdyne", "--server", server, "--json")
 		if !strings.Contains(got, `"workflowSubState": "succeeded"`) {
 			return "cyberdyne did not succeed after the retry:\n" + got
@@ -76,7 +77,7 @@ func TestDemoStayRetry(t *testing.T) {
 	if code, got, stderr := runCLI(t, "workflow", "start", file, "--tenant", "initech", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker)); code != 0 {
 		t.Fatalf("workflow start: %d\n%s%s", code, got, stderr)
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		if _, got, _ := runCLI(t, "tenants", "get", "initech", "--server", server, "--json"); !strings.Contains(got, `"workflowSubState": "waiting"`) {
 			return "initech is not waiting:\n" + got
 		}
@@ -85,7 +86,7 @@ func TestDemoStayRetry(t *testing.T) {
 	if code, got, stderr := runCLI(t, "executions", "stop", "initech", "--reason", "the customer left", "--server", server); code != 0 {
 		t.Fatalf("executions stop: %d\n%s%s", code, got, stderr)
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		_, got, _ := runCLI(t, "tenants", "get", "initech", "--server", server, "--json")
 		for _, want := range []string{`"workflowSubState": "failed"`, `"workflowVerb": "cancelled"`, `"workflowErrorMessage": "the customer left"`} {
 			if !strings.Contains(got, want) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // TestDemo runs the demo twice on the same data: the second run must show
@@ -79,7 +81,7 @@ func TestDemoInterrupted(t *testing.T) {
 		code <- m.Run(ctx, []string{"demo", "--tenants", "4", "--data-dir", t.TempDir(),
 			"--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"})
 	}()
-	eventuallyWithin(t, time.Minute, func() string {
+	workertest.EventuallyWithin(t, time.Minute, func() string {
 		if !strings.Contains(out.String(), "→ succeeded") {
 			return "no tenant succeeded yet:\n" + out.String()
 		}

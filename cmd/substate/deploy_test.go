@@ -30,7 +30,7 @@ func deployArgs(extra ...string) []string {
 
 func TestDeployEventBridgeTwice(t *testing.T) {
 	srv := awstest.New(t)
-	awsEnv(t, srv.URL, awstest.Region)
+	awstest.Env(t, srv.URL, awstest.Region)
 	t.Setenv("SUBSTATE_INGEST_API_KEY", "k-0123456789abcdef")
 
 	code, out, errOut := runCLI(t, deployArgs()...)
@@ -68,7 +68,7 @@ func TestDeployEventBridgeTwice(t *testing.T) {
 
 func TestDeployEventBridgeKeyFromFile(t *testing.T) {
 	srv := awstest.New(t)
-	awsEnv(t, srv.URL, awstest.Region)
+	awstest.Env(t, srv.URL, awstest.Region)
 	file := filepath.Join(t.TempDir(), "ingest-api-key")
 	if err := os.WriteFile(file, []byte("k-first\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestDeployEventBridgeKeyFromFile(t *testing.T) {
 
 func TestDeployEventBridgeRefusesBareKey(t *testing.T) {
 	srv := awstest.New(t)
-	awsEnv(t, srv.URL, awstest.Region)
+	awstest.Env(t, srv.URL, awstest.Region)
 	for _, ref := range []string{"k-0123456789abcdef", "env:SUBSTATE_TEST_UNSET_KEY", "file:" + filepath.Join(t.TempDir(), "missing")} {
 		code, out, errOut := runCLI(t, deployArgs("--api-key-secret", ref)...)
 		if code != 1 || strings.Contains(errOut, "0123456789abcdef") || srv.TotalCalls() != 0 {

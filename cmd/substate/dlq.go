@@ -102,7 +102,7 @@ func (c *EventsDLQCmd) print(w io.Writer, msg jetstream.Msg, meta *jetstream.Msg
 	d := deadLetterJSON{
 		Seq: meta.Sequence.Stream, Time: meta.Timestamp.UTC(), Stage: h.Get(substate.HeaderDLQStage),
 		Reason: h.Get(substate.HeaderDLQReason), Subject: h.Get(substate.HeaderDLQSubject),
-		SubjectSeq: h.Get(substate.HeaderDLQSeq), OriginalID: h.Get("Substate-Original-Msg-Id"),
+		SubjectSeq: h.Get(substate.HeaderDLQSeq), OriginalID: h.Get(substate.HeaderOriginalMsgID),
 		Headers: h, Body: string(msg.Data()),
 	}
 	if !c.JSON {

@@ -4,25 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/substatehq/substate/testkit/bustest"
-
-	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // TestEventsDLQ is the README's bad input, as a newcomer sees it: each gets
 // its answer and "substate events dlq" shows where it went and why.
 func TestEventsDLQ(t *testing.T) {
-	w := startWorker(t, t.TempDir())
-	nats, nkey := w.Bus.ClientURL(), bustest.Seed(t, w.Bus, bus.Worker)
-	ingest := w.HTTP.URL() + "/v1/ingest/eventbridge"
-	example, err := os.ReadFile(examplePath("stepfunctions-failed.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startWorkerProcess(t, t.TempDir())
+	nats, nkey := w.nats, w.nkey
+	ingest := w.httpURL + "/v1/ingest/eventbridge"
+	example := workertest.Example(t, "stepfunctions-failed.json")
 	withID := func(id, from, to string) []byte {
 		s := strings.Replace(string(example), "3f1c1a52-5a8e-4f0e-9b7a-0c1d2e3f4a51", id, 1)
 		return []byte(strings.Replace(s, from, to, 1))
@@ -35,12 +29,12 @@ func TestEventsDLQ(t *testing.T) {
 		{withID("dt-1", "Step Functions Execution Status Change", "EC2 Instance State-change Notification"), http.StatusAccepted},
 		{withID("nt-1", "tenantId", "owner"), http.StatusAccepted},
 	} {
-		if got := postBytes(t, ingest, tc.body, nil); got != tc.want {
+		if got := workertest.Post(t, ingest, tc.body, nil); got != tc.want {
 			t.Fatalf("post %.30q: %d, want %d", tc.body, got, tc.want)
 		}
 	}
 	var out string
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		code, o, errOut := runCLI(t, "events", "dlq", "--nats-url", nats, "--nats-nkey", nkey)
 		if out = o; code != 0 || strings.Count(out, "\n") != 3 {
 			return fmt.Sprintf("events dlq: %d\n%s%s", code, out, errOut)
@@ -83,25 +77,22 @@ func TestEventsDLQ(t *testing.T) {
 // TestOddTenantID: a tenant id that is no subject token goes through the
 // pipeline and the commands that name it.
 func TestOddTenantID(t *testing.T) {
-	w := startWorker(t, t.TempDir())
-	example, err := os.ReadFile(examplePath("stepfunctions-failed.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startWorkerProcess(t, t.TempDir())
+	example := workertest.Example(t, "stepfunctions-failed.json")
 	const tenant = "acme.eu *>"
 	body := strings.Replace(string(example), `\"tenantId\": \"acme\"`, `\"tenantId\": \"`+tenant+`\"`, 1)
 	if !strings.Contains(body, tenant) {
 		t.Fatal("example input changed: cannot set the tenant")
 	}
-	if code := postBytes(t, w.HTTP.URL()+"/v1/ingest/eventbridge", []byte(body), nil); code != http.StatusAccepted {
+	if code := workertest.Post(t, w.httpURL+"/v1/ingest/eventbridge", []byte(body), nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
-	code, out, errOut := runCLI(t, "events", "tail", "--from-start", "--count", "1", "--tenant", tenant, "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	code, out, errOut := runCLI(t, "events", "tail", "--from-start", "--count", "1", "--tenant", tenant, "--nats-url", w.nats, "--nats-nkey", w.nkey)
 	if code != 0 || !strings.Contains(out, tenant) {
 		t.Fatalf("events tail --tenant %q: %d\n%s%s", tenant, code, out, errOut)
 	}
-	eventually(t, func() string {
-		code, out, errOut := runCLI(t, "tenants", "get", tenant, "--server", w.HTTP.URL(), "--json")
+	workertest.Eventually(t, func() string {
+		code, out, errOut := runCLI(t, "tenants", "get", tenant, "--server", w.httpURL, "--json")
 		if code != 0 || !strings.Contains(out, `"workflowSubState": "failed"`) {
 			return fmt.Sprintf("tenants get %q: %d %s%s", tenant, code, out, errOut)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // executionsWorkflow calls a task (no retries) that fails while the test
@@ -36,7 +38,7 @@ states:
 func tenantIs(t *testing.T, url, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
 	t.Helper()
 	var v substate.TenantView
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		code, out, _ := runCLI(t, "tenants", "get", tenant, "--server", url, "--json")
 		if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !ok(v) {
 			return fmt.Sprintf("tenant %s: %s", tenant, out)
@@ -51,11 +53,10 @@ func tenantIs(t *testing.T, url, tenant string, ok func(substate.TenantView) boo
 // one is stopped with a cause and shows failed/cancelled with it; each
 // action is on SUBSTATE_AUDIT, recorded as taken by "loopback".
 func TestExecutionsCLI(t *testing.T) {
-	ctx := context.Background()
-	w := startWorker(t, t.TempDir())
-	url := w.HTTP.URL()
+	w := startWorkerProcess(t, t.TempDir())
+	url := w.httpURL
 	var open atomic.Bool
-	svc, err := micro.AddService(w.Bus.Conn, micro.Config{Name: "gate", Version: "1.0.0"})
+	svc, err := micro.AddService(w.bus(t).Conn, micro.Config{Name: "gate", Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +71,14 @@ func TestExecutionsCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := w.Engine.EnsureWorkflow(ctx, engine.Workflow{Definition: []byte(executionsWorkflow)})
-	if err != nil {
+	file := filepath.Join(t.TempDir(), "gated.yaml")
+	if err := os.WriteFile(file, []byte(executionsWorkflow), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range []struct{ name, tenant, input string }{{"fast-1", "t-fast", `{"slow":false}`}, {"slow-1", "t-slow", `{"slow":true}`}} {
-		if _, err := w.Engine.Start(ctx, engine.StartRequest{Workflow: ref, Name: x.name, TenantID: x.tenant, Input: json.RawMessage(x.input)}); err != nil {
-			t.Fatal(err)
+		args := append([]string{"workflow", "start", file, "--name", x.name, "--tenant", x.tenant, "--input", x.input}, w.natsArgs()...)
+		if code, out, errOut := runCLI(t, args...); code != 0 {
+			t.Fatalf("workflow start %s: exit %d\n%s%s", x.name, code, out, errOut)
 		}
 	}
 
@@ -141,10 +143,10 @@ func TestExecutionsCLI(t *testing.T) {
 }
 
 // auditOf returns the newest audit event of an action on a tenant.
-func auditOf(t *testing.T, w *testWorker, action substate.ExecutionAction, tenant string) substate.AuditEvent {
+func auditOf(t *testing.T, w *process, action substate.ExecutionAction, tenant string) substate.AuditEvent {
 	t.Helper()
 	ctx := context.Background()
-	s, err := w.Bus.JetStream.Stream(ctx, substate.StreamAudit)
+	s, err := w.bus(t).JetStream.Stream(ctx, substate.StreamAudit)
 	if err != nil {
 		t.Fatal(err)
 	}

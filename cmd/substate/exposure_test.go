@@ -18,19 +18,21 @@ import (
 
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/tools/bench"
 	"github.com/substatehq/substate/worker"
 )
 
 // TestRunRefusesExposedHTTP: on a non-loopback --http-addr, "substate run"
 // refuses to start until it has both ingest credentials and read-API
-// keys, and says which are missing.
+// keys, and says which are missing on one line. A worker given them:
+// TestExposedHTTPWithCredentials in worker/e2e.
 func TestRunRefusesExposedHTTP(t *testing.T) {
 	comments := filepath.Join(t.TempDir(), "keys")
 	if err := os.WriteFile(comments, []byte("# no keys yet\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	readKey := "reader read * sha256:" + hashHex("k")
+	readKey := "reader read * sha256:" + workertest.KeyHash("k")
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -46,7 +48,7 @@ func TestRunRefusesExposedHTTP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"run", "--data-dir", t.TempDir(), "--http-addr", "0.0.0.0:0", "--nats-listen", "127.0.0.1:0"}, tc.args...)
-			code, _, errOut := runCLI(t, args...)
+			code, _, errOut := runBinary(t, args...)
 			if code != 1 || strings.Count(errOut, "\n") != 1 {
 				t.Fatalf("exit %d, want 1 with one line: %s", code, errOut)
 			}
@@ -60,22 +62,12 @@ func TestRunRefusesExposedHTTP(t *testing.T) {
 			}
 		})
 	}
-	t.Run("OK", func(t *testing.T) {
-		w := startWorker(t, t.TempDir(), "--http-addr", "0.0.0.0:0", "--ingest-api-key", "i", "--api-keys", readKey)
-		if w.Auth.AllowAnonymous {
-			t.Fatal("an exposed worker lets anonymous readers in")
-		}
-	})
-	t.Run("IngestRoleWithMetricsElsewhere", func(t *testing.T) {
-		// Nothing to read on --http-addr: ingest credentials are enough.
-		startWorker(t, t.TempDir(), "--http-addr", "0.0.0.0:0", "--role", "ingest", "--ingest-api-key", "i", "--metrics-addr", "127.0.0.1:0")
-	})
 }
 
 // TestRunRefusesExposedNATSWithoutTLS: the embedded server does not listen
 // beyond loopback in plain text.
 func TestRunRefusesExposedNATSWithoutTLS(t *testing.T) {
-	code, _, errOut := runCLI(t, "run", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--nats-listen", "0.0.0.0:0")
+	code, _, errOut := runBinary(t, "run", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--nats-listen", "0.0.0.0:0")
 	if code != 1 || !strings.Contains(errOut, "without TLS") || !strings.Contains(errOut, "--nats-server-tls-cert") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -86,9 +78,9 @@ func TestRunRefusesExposedNATSWithoutTLS(t *testing.T) {
 func TestRunEmbeddedNATSWithTLS(t *testing.T) {
 	p := bustest.NewPKI(t)
 	dataDir := t.TempDir()
-	w := startWorker(t, dataDir, "--nats-listen", "0.0.0.0:0",
+	_, port, _ := strings.Cut(workertest.FreeAddr(t), ":")
+	spawn(t, dataDir, workertest.FreeAddr(t), "0.0.0.0:"+port, "--log-level", "warn",
 		"--nats-server-tls-cert", p.Cert, "--nats-server-tls-key", p.Key)
-	port := w.Bus.ClientURL()[strings.LastIndex(w.Bus.ClientURL(), ":")+1:]
 	seed := (bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).SeedFile(bus.Worker)
 	key, err := nats.NkeyOptionFromSeed(seed)
 	if err != nil {
@@ -121,7 +113,7 @@ func TestRunEmbeddedNATSWithTLS(t *testing.T) {
 // the dead letter is listed redacted.
 func TestRunSaysHowOthersConnect(t *testing.T) {
 	dataDir := t.TempDir()
-	natsAddr := freePort(t)
+	natsAddr := workertest.FreeAddr(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0",
 		"--nats-listen", natsAddr, "--log-format", "json")
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
@@ -193,7 +185,7 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 	}
 
 	httpURL := ""
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		for _, l := range strings.Split(logs.String(), "\n") {
 			var line map[string]any
 			if json.Unmarshal([]byte(l), &line) == nil && line["msg"] == "http listening" {
@@ -205,16 +197,16 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 		}
 		return ""
 	})
-	secret := strings.Replace(fmt.Sprintf(secretInput, "acme"), `"tenantId"`, `"owner"`, 1) // no tenant: dead-lettered
-	body := strings.Replace(string(mustRead(t, examplePath("stepfunctions-failed.json"))),
+	secret := strings.Replace(fmt.Sprintf(workertest.SecretInput, "acme"), `"tenantId"`, `"owner"`, 1) // no tenant: dead-lettered
+	body := strings.Replace(string(workertest.Example(t, "stepfunctions-failed.json")),
 		`"{\"tenantId\": \"acme\", \"orderId\": \"ord-1\"}"`, strconv.Quote(secret), 1)
 	if !strings.Contains(body, "hunter2") {
 		t.Fatal("example input changed")
 	}
-	if code := postBytes(t, httpURL+"/v1/ingest/eventbridge", []byte(body), nil); code != http.StatusAccepted {
+	if code := workertest.Post(t, httpURL+"/v1/ingest/eventbridge", []byte(body), nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		if !strings.Contains(logs.String(), "dead-lettered") {
 			return "no dead letter logged"
 		}
@@ -231,13 +223,4 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "hunter2") {
 		t.Errorf("events dlq --json --unredacted: %d\n%s", code, out)
 	}
-}
-
-func mustRead(tb testing.TB, path string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
 }

@@ -15,82 +15,9 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/tools/bench"
-	"github.com/substatehq/substate/worker"
 )
-
-// startWorkerMain runs "substate run" in process like startWorker, but
-// hands back its exit code and output instead of expecting a clean stop.
-func startWorkerMain(tb testing.TB, dataDir string, extra ...string) (*worker.Worker, <-chan int, *syncBuffer) {
-	tb.Helper()
-	ready := make(chan *worker.Worker, 1)
-	var out syncBuffer
-	m := &Main{Stdout: &out, Stderr: &out, Ready: func(w *worker.Worker) { ready <- w }}
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.Cleanup(cancel)
-	args := append([]string{"run", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0", "--log-level", "warn"}, extra...)
-	done := make(chan int, 1)
-	go func() { done <- m.Run(ctx, args) }()
-	select {
-	case w := <-ready:
-		return w, done, &out
-	case code := <-done:
-		tb.Fatalf("substate run exited with %d: %s", code, out.String())
-	case <-time.After(30 * time.Second):
-		tb.Fatal("substate run did not start")
-	}
-	return nil, nil, nil
-}
-
-// waitExit waits for the command's exit code.
-func waitExit(tb testing.TB, done <-chan int, out *syncBuffer) int {
-	tb.Helper()
-	select {
-	case code := <-done:
-		return code
-	case <-time.After(30 * time.Second):
-		tb.Fatalf("substate run did not exit: %s", out.String())
-	}
-	return 0
-}
-
-// The fault of the first reproduction: a protocol line over the
-// server's 4 KB limit makes nats-server refuse it and close the client's
-// connection, for good. The worker exits non-zero with one line saying so
-// instead of idling (or exiting 0) without a connection.
-func TestRunExitsNonZeroWhenNATSConnectionCloses(t *testing.T) {
-	w, done, out := startWorkerMain(t, t.TempDir())
-	_ = w.Bus.Conn.Publish("substate."+strings.Repeat("a", 5000), nil)
-	code := waitExit(t, done, out)
-	if code == 0 {
-		t.Fatalf("exit status 0 after the nats connection closed; output:\n%s", out)
-	}
-	var last string
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		if strings.HasPrefix(l, "substate: ") {
-			last = l
-		}
-	}
-	if !strings.Contains(last, "nats connection closed") || !strings.Contains(strings.ToLower(last), "maximum control line exceeded") {
-		t.Fatalf("exit %d, last line %q; want the closed connection and why; output:\n%s", code, last, out)
-	}
-}
-
-// A part of the worker a flag turns off is left out of the run group, not
-// run and returned at once: that would read as a part stopping on its own
-// and end the worker (--evidence-check-interval 0, "never", did).
-func TestRunWithPartsOff(t *testing.T) {
-	w, done, out := startWorkerMain(t, t.TempDir(), "--evidence-check-interval", "0",
-		"--ingest-max-backlog", "0", "--ingest-max-in-flight", "0", "--sfn-reconcile", "off")
-	select {
-	case code := <-done:
-		t.Fatalf("substate run exited %d with its optional parts off:\n%s", code, out)
-	case <-time.After(2 * time.Second):
-	}
-	if err := w.Ready(); err != nil {
-		t.Errorf("not ready: %v", err)
-	}
-}
 
 func TestFailExitStatus(t *testing.T) {
 	var out syncBuffer
@@ -152,7 +79,7 @@ func TestRunBinaryExitsNonZeroWhenNATSClosesIt(t *testing.T) {
 		t.Fatal("nats server did not start")
 	}
 	url := fmt.Sprintf("nats://worker:pw@127.0.0.1:%d", srv.Addr().(*net.TCPAddr).Port)
-	httpAddr := freePort(t)
+	httpAddr := workertest.FreeAddr(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-url", url)
 	cmd.Env = append(os.Environ(), "SUBSTATE_TEST_MAIN=1")
 	bench.DieWithParent(cmd)
@@ -164,7 +91,7 @@ func TestRunBinaryExitsNonZeroWhenNATSClosesIt(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	eventuallyWithin(t, 45*time.Second, func() string {
+	workertest.EventuallyWithin(t, 45*time.Second, func() string {
 		resp, err := http.Get("http://" + httpAddr + "/readyz")
 		if err != nil {
 			return "worker not ready: " + err.Error()

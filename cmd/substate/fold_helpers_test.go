@@ -13,39 +13,16 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/state"
+	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/tools/bench"
-	"github.com/substatehq/substate/tools/soak"
 )
 
 // Helpers that read what a worker left behind: its consumers' state, its
 // view file, and the reference fold of its event stream.
 
-// waitSettled waits until the normalizer and the projector have nothing
-// pending and nothing unacknowledged.
-func waitSettled(tb testing.TB, url, nkey string) {
-	tb.Helper()
-	b, err := bus.Open(bus.Config{URL: url, NkeyFile: nkey})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer b.Close()
-	eventually(tb, func() string { return busy(tb, b.JetStream) })
-}
-
 // idle reports whether the normalizer and the projector have nothing
 // pending and nothing unacknowledged.
-func idle(tb testing.TB, js jetstream.JetStream) bool { return busy(tb, js) == "" }
-
-// busy says what the normalizer or the projector still has to do; "" when
-// nothing.
-func busy(tb testing.TB, js jetstream.JetStream) string {
-	tb.Helper()
-	s, err := soak.PipelineBusy(context.Background(), js)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
-}
+func idle(tb testing.TB, js jetstream.JetStream) bool { return workertest.Busy(tb, js) == "" }
 
 func consumerState(tb testing.TB, js jetstream.JetStream, stream, name string) *jetstream.ConsumerInfo {
 	tb.Helper()

@@ -15,6 +15,7 @@ import (
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/state"
 	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // ttyBuffer is an output that says it is a terminal.
@@ -29,7 +30,7 @@ func publishMany(tb testing.TB, b *bus.Bus, n int) {
 	for i := range events {
 		d := substate.EventData{TenantID: fmt.Sprintf("tenant-%03d", i%500), Provider: substate.ProviderEngine,
 			ExecutionID: "run", SubState: substate.SubStates[i/500%4], Revision: substate.Revision(i + 1),
-			OccurredAt: t0.Add(time.Duration(i) * time.Millisecond), ExecutionStartedAt: t0}
+			OccurredAt: workertest.T0.Add(time.Duration(i) * time.Millisecond), ExecutionStartedAt: workertest.T0}
 		d.Normalize()
 		events[i] = substate.NewEvent(fmt.Sprintf("ev-%d", i), d)
 	}

@@ -8,35 +8,35 @@ import (
 	"testing"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/mapping"
-	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // TestRenormalizeBesideWorker renormalizes what a running worker already
 // normalized: nothing new, twice; the events stream keeps its size.
 func TestRenormalizeBesideWorker(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := startWorkerProcess(t, t.TempDir())
 	for _, f := range []string{"stepfunctions-running.json", "stepfunctions-failed.json"} {
-		if code := postFile(t, w.HTTP.URL()+"/v1/ingest/eventbridge", examplePath(f), nil); code != http.StatusAccepted {
+		if code := workertest.PostFile(t, w.httpURL+"/v1/ingest/eventbridge", workertest.ExamplePath(t, f), nil); code != http.StatusAccepted {
 			t.Fatalf("ingest %s: %d", f, code)
 		}
 	}
+	b := w.bus(t)
 	count := func() uint64 {
-		_, _, n, err := newTestReader(w.Bus).Bounds(context.Background(), substate.StreamEvents)
+		_, _, n, err := newTestReader(b).Bounds(context.Background(), substate.StreamEvents)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	eventually(t, func() string {
+	workertest.Eventually(t, func() string {
 		if count() != 2 {
 			return "the worker has not normalized both events"
 		}
 		return ""
 	})
 	for range 2 {
-		code, out, errOut := runCLI(t, "renormalize", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+		code, out, errOut := runCLI(t, "renormalize", "--nats-url", w.nats, "--nats-nkey", w.nkey)
 		if code != 0 || !strings.Contains(out, fmt.Sprintf("renormalized 2 raw messages (sequences 1 to 2) with mapping version %d: 2 events, 2 already in the events stream, published 0", mapping.Version)) {
 			t.Fatalf("renormalize: exit %d\n%s\n%s", code, out, errOut)
 		}
@@ -44,11 +44,11 @@ func TestRenormalizeBesideWorker(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Fatalf("events stream holds %d, want 2", n)
 	}
-	code, out, _ := runCLI(t, "renormalize", "--since", "1m", "--dry-run", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	code, out, _ := runCLI(t, "renormalize", "--since", "1m", "--dry-run", "--nats-url", w.nats, "--nats-nkey", w.nkey)
 	if code != 0 || !strings.Contains(out, "would publish 0") {
 		t.Fatalf("renormalize --dry-run: exit %d\n%s", code, out)
 	}
-	code, out, _ = runCLI(t, "renormalize", "--until", "2001-01-01", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	code, out, _ = runCLI(t, "renormalize", "--until", "2001-01-01", "--nats-url", w.nats, "--nats-nkey", w.nkey)
 	if code != 0 || !strings.Contains(out, "no raw messages") {
 		t.Fatalf("renormalize of an empty range: exit %d\n%s", code, out)
 	}
@@ -64,7 +64,7 @@ func TestReplayCommandsHelp(t *testing.T) {
 }
 
 func TestReplayCommandsWithoutNATS(t *testing.T) {
-	code, _, errOut := runCLI(t, "audit", "--tenant", "a", "--nats-url", "nats://"+freePort(t))
+	code, _, errOut := runCLI(t, "audit", "--tenant", "a", "--nats-url", "nats://"+workertest.FreeAddr(t))
 	if code != 1 || !strings.Contains(errOut, "is \"substate run\" running?") {
 		t.Fatalf("audit without nats: exit %d %s", code, errOut)
 	}

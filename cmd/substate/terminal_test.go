@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,9 +13,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/publishers"
-	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 // hostile is a tenant id and an error message that try to take over the
@@ -37,7 +35,7 @@ var controls = regexp.MustCompile("[\x00-\x09\x0b-\x1f\x7f\u0080-\u009f\u061c\u2
 // on a tenant and an error built to take over a terminal: what they print
 // holds no control character and says what was there, escaped.
 func TestTerminalOutputEscaped(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := startWorkerProcess(t, t.TempDir())
 	// Mapping refuses a tenant id with control characters, so one reaches
 	// the events stream only published there directly, by whoever holds
 	// publish rights: the projector dead-letters it, the commands that
@@ -46,10 +44,10 @@ func TestTerminalOutputEscaped(t *testing.T) {
 		SubState: substate.StateError, ErrorMessage: hostileError, Revision: 1,
 		OccurredAt: time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC), ExecutionStartedAt: time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC)}
 	forged.Normalize()
-	if err := publishers.NewJetStream(w.Bus.JetStream).PublishEvents(context.Background(), []substate.Event{substate.NewEvent("forged-1", forged)}); err != nil {
+	if err := publishers.NewJetStream(w.bus(t).JetStream).PublishEvents(context.Background(), []substate.Event{substate.NewEvent("forged-1", forged)}); err != nil {
 		t.Fatal(err)
 	}
-	natsArgs := []string{"--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker)}
+	natsArgs := []string{"--nats-url", w.nats, "--nats-nkey", w.nkey}
 	dlqHolds := func(n int) func() string {
 		return func() string {
 			if code, out, errOut := runCLI(t, append([]string{"events", "dlq"}, natsArgs...)...); code != 0 || strings.Count(out, "\n") != n {
@@ -58,11 +56,8 @@ func TestTerminalOutputEscaped(t *testing.T) {
 			return ""
 		}
 	}
-	eventually(t, dlqHolds(1)) // the stream's order is the golden file's
-	example, err := os.ReadFile(examplePath("stepfunctions-failed.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	workertest.Eventually(t, dlqHolds(1)) // the stream's order is the golden file's
+	example := workertest.Example(t, "stepfunctions-failed.json")
 	var ev map[string]any
 	if err := json.Unmarshal(example, &ev); err != nil {
 		t.Fatal(err)
@@ -73,28 +68,28 @@ func TestTerminalOutputEscaped(t *testing.T) {
 	cause, _ := json.Marshal(map[string]string{"errorMessage": hostileError, "errorType": "Evil\x1b[5m"})
 	d["cause"] = string(cause)
 	body, _ := json.Marshal(ev)
-	if code := postBytes(t, w.HTTP.URL()+"/v1/ingest/eventbridge", body, nil); code != http.StatusAccepted {
+	if code := workertest.Post(t, w.httpURL+"/v1/ingest/eventbridge", body, nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
 	// A dead letter whose reason names an execution with controls in it.
 	ev["id"], d["input"] = "no-tenant", `{}`
 	d["executionArn"] = "arn:aws:states:us-east-1:123456789012:execution:orders:\x1b]0;dlq\x07\r"
 	body, _ = json.Marshal(ev)
-	if code := postBytes(t, w.HTTP.URL()+"/v1/ingest/eventbridge", body, nil); code != http.StatusAccepted {
+	if code := workertest.Post(t, w.httpURL+"/v1/ingest/eventbridge", body, nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
-	eventually(t, dlqHolds(2))
-	eventually(t, func() string {
-		if code, out, errOut := runCLI(t, "tenants", "get", "acme", "--server", w.HTTP.URL()); code != 0 {
+	workertest.Eventually(t, dlqHolds(2))
+	workertest.Eventually(t, func() string {
+		if code, out, errOut := runCLI(t, "tenants", "get", "acme", "--server", w.httpURL); code != 0 {
 			return fmt.Sprintf("tenants get: %d %s %s", code, out, errOut)
 		}
 		return ""
 	})
 
 	commands := [][]string{
-		{"tenants", "list", "--server", w.HTTP.URL()},
-		{"tenants", "get", "acme", "--server", w.HTTP.URL()},
-		{"tenants", "get", "acme", "--server", w.HTTP.URL(), "--json"},
+		{"tenants", "list", "--server", w.httpURL},
+		{"tenants", "get", "acme", "--server", w.httpURL},
+		{"tenants", "get", "acme", "--server", w.httpURL, "--json"},
 		append([]string{"events", "tail", "--from-start", "--count", "2"}, natsArgs...),
 		append([]string{"events", "tail", "--from-start", "--count", "2", "--json"}, natsArgs...),
 		append([]string{"audit", "--tenant", hostileTenant, "--raw"}, natsArgs...),

@@ -3,57 +3,84 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/testkit/bustest"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
-// workerStory runs a worker and normalizes the story of a few tenants
-// through it, then waits until its view reflects every event.
-func workerStory(tb testing.TB) *testWorker {
+// storyOf puts the story of a few tenants on b.
+func storyOf(tb testing.TB, b *bus.Bus) {
 	tb.Helper()
-	w := startWorker(tb, tb.TempDir())
 	for i := range 3 {
-		publishStory(tb, w.Bus, fmt.Sprintf("tenant-%d", i), story[:3+2*i])
+		workertest.PublishStory(tb, b, fmt.Sprintf("tenant-%d", i), workertest.Story[:3+2*i])
 	}
-	eventually(tb, func() string {
-		_, last, _, err := newTestReader(w.Bus).Bounds(context.Background(), substate.StreamEvents)
+}
+
+// workerStory runs a worker and normalizes the story of a few tenants
+// through it, then waits until its view reflects every event; it returns
+// the worker and a connection to its NATS.
+func workerStory(tb testing.TB) (*process, *bus.Bus) {
+	tb.Helper()
+	p := startWorkerProcess(tb, tb.TempDir())
+	b := p.bus(tb)
+	storyOf(tb, b)
+	waitCaughtUp(tb, p, b)
+	return p, b
+}
+
+// waitCaughtUp waits until the worker's view has applied every event of
+// SUBSTATE_EVENTS.
+func waitCaughtUp(tb testing.TB, p *process, b *bus.Bus) {
+	tb.Helper()
+	workertest.Eventually(tb, func() string {
+		_, last, _, err := newTestReader(b).Bounds(context.Background(), substate.StreamEvents)
 		if err != nil {
 			return err.Error()
 		}
-		if got := w.View.Applied(); got != last || last == 0 {
-			return fmt.Sprintf("view applied %d of %d", got, last)
+		var pos httpapi.ViewPosition
+		if code := workertest.GetJSON(tb, p.httpURL+"/v1/view/checkpoint", &pos); code != http.StatusOK || pos.Applied != last || last == 0 {
+			return fmt.Sprintf("view applied %d of %d (HTTP %d)", pos.Applied, last, code)
 		}
 		return ""
 	})
-	return w
 }
 
 func TestVerifyEqual(t *testing.T) {
-	w := workerStory(t)
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	p, _ := workerStory(t)
+	code, out, errOut := runCLI(t, append([]string{"verify", "--server", p.httpURL}, p.natsArgs()...)...)
 	if code != 0 || !strings.Contains(out, "the live view equals the replay") || !strings.Contains(out, "3 tenants") {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
 
+// A live view that differs from the stream: verify names the tenant and
+// the fields that differ, and only them, and exits 1. A running worker's
+// view cannot be written from outside it (TestVerifyTamperedView in
+// worker/e2e edits one in process), so here the view is the worker's,
+// which applied one event more, an edit of tenant-1 published on its
+// stream; and the stream verify replays is another server's, holding the
+// same story without the edit.
 func TestVerifyTamperedView(t *testing.T) {
-	w := workerStory(t)
-	// Write the view directly, as a bug or a hand edit would: an event no
-	// stream holds, at a sequence the projector has not reached.
+	p, b := workerStory(t)
+	other := newTestBus(t)
+	storyOf(t, other)
 	d := substate.EventData{TenantID: "tenant-1", Provider: substate.ProviderEngine, ExecutionID: "run-1",
 		SubState: substate.StateError, ErrorMessage: "edited by hand", Revision: 99, RetryCount: 7, RetryCountKnown: true,
-		OccurredAt: t0, ExecutionStartedAt: t0}
+		OccurredAt: workertest.T0, ExecutionStartedAt: workertest.T0}
 	d.Normalize()
-	if _, err := w.View.Apply(context.Background(), []substate.Sequenced{{Seq: w.View.Applied() + 1000, Event: d}}); err != nil {
+	if err := publishers.NewJetStream(b.JetStream).PublishEvents(context.Background(), []substate.Event{substate.NewEvent("edit-1", d)}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	waitCaughtUp(t, p, b)
+	code, out, errOut := runCLI(t, "verify", "--server", p.httpURL, "--nats-url", other.ClientURL(), "--nats-nkey", bustest.Seed(t, other, bus.Worker))
 	if code != 1 {
 		t.Fatalf("verify: exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -73,8 +100,8 @@ func TestVerifyTamperedView(t *testing.T) {
 }
 
 func TestVerifyEmptyView(t *testing.T) {
-	w := startWorker(t, t.TempDir())
-	code, out, errOut := runCLI(t, "verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	p := startWorkerProcess(t, t.TempDir())
+	code, out, errOut := runCLI(t, append([]string{"verify", "--server", p.httpURL}, p.natsArgs()...)...)
 	if code != 0 || !strings.Contains(out, "0 tenants") {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -84,20 +111,21 @@ func TestVerifyEmptyView(t *testing.T) {
 // publish rights changes the view and its replay alike, but has no raw
 // evidence: verify fails and names it.
 func TestVerifyCatchesForgedEvent(t *testing.T) {
-	w := workerStory(t)
+	p, b := workerStory(t)
 	d := substate.EventData{TenantID: "tenant-2", Provider: substate.ProviderEngine, ExecutionID: "run-1",
-		SubState: substate.StateSucceeded, Revision: 99, OccurredAt: t0.Add(time.Hour), ExecutionStartedAt: t0}
+		SubState: substate.StateSucceeded, Revision: 99, OccurredAt: workertest.T0.Add(time.Hour), ExecutionStartedAt: workertest.T0}
 	d.Normalize()
-	if err := publishers.NewJetStream(w.Bus.JetStream).PublishEvents(context.Background(), []substate.Event{substate.NewEvent("forged-1", d)}); err != nil {
+	if err := publishers.NewJetStream(b.JetStream).PublishEvents(context.Background(), []substate.Event{substate.NewEvent("forged-1", d)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() string {
-		if v, err := w.View.Tenant(context.Background(), "tenant-2"); err != nil || v.WorkflowSubState != substate.StateSucceeded {
-			return fmt.Sprintf("view %+v, %v", v, err)
+	workertest.Eventually(t, func() string {
+		var v substate.TenantView
+		if code := workertest.GetJSON(t, p.httpURL+"/v1/tenants/tenant-2", &v); code != http.StatusOK || v.WorkflowSubState != substate.StateSucceeded {
+			return fmt.Sprintf("view %d %+v", code, v)
 		}
 		return ""
 	})
-	args := []string{"verify", "--server", w.HTTP.URL(), "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker)}
+	args := append([]string{"verify", "--server", p.httpURL}, p.natsArgs()...)
 	code, out, errOut := runCLI(t, args...)
 	if code != 1 || !strings.Contains(out, "the live view equals the replay") || !strings.Contains(out, `tenant "tenant-2": missing`) ||
 		!strings.Contains(out, "1 missing") {

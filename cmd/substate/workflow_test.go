@@ -12,13 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/engine/demo"
 	"github.com/substatehq/substate/testkit/awstest"
-
-	"github.com/substatehq/substate/testkit/bustest"
-
-	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/testkit/workertest"
 )
 
 func TestWorkflowValidate(t *testing.T) {
@@ -72,10 +70,10 @@ func orderWorkflow(tb testing.TB, nc *nats.Conn) string {
 }
 
 func TestWorkflowStartOnEngine(t *testing.T) {
-	w := startWorker(t, t.TempDir())
-	file := orderWorkflow(t, w.Bus.Conn)
+	w := startWorkerProcess(t, t.TempDir())
+	file := orderWorkflow(t, w.bus(t).Conn)
 	s := demo.Scenarios[1] // backorder: fails without retries
-	args := []string{"workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker)}
+	args := []string{"workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input), "--name", s.Name, "--nats-url", w.nats, "--nats-nkey", w.nkey}
 	code, out, errOut := runCLI(t, args...)
 	if code != 0 || !strings.Contains(out, "started "+s.Name) || strings.Contains(errOut, "warning") {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
@@ -84,15 +82,15 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "already started "+s.Name) {
 		t.Fatalf("second start: exit %d\n%s", code, out)
 	}
-	eventually(t, func() string {
-		code, out, _ := runCLI(t, "tenants", "get", s.TenantID, "--server", w.HTTP.URL(), "--json")
+	workertest.Eventually(t, func() string {
+		code, out, _ := runCLI(t, "tenants", "get", s.TenantID, "--server", w.httpURL, "--json")
 		if code != 0 || !strings.Contains(out, `"workflowSubState": "failed"`) || !strings.Contains(out, `"provider": "engine"`) ||
 			!strings.Contains(out, `"workflowStep": "order_failed"`) {
 			return fmt.Sprintf("tenant %s: %s", s.TenantID, out)
 		}
 		return ""
 	})
-	code, _, errOut = runCLI(t, "workflow", "start", file, "--tenant", "x", "--input", "[1]", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	code, _, errOut = runCLI(t, "workflow", "start", file, "--tenant", "x", "--input", "[1]", "--nats-url", w.nats, "--nats-nkey", w.nkey)
 	if code != 1 || !strings.Contains(errOut, "JSON object") {
 		t.Fatalf("bad input: exit %d %s", code, errOut)
 	}
@@ -103,20 +101,20 @@ func TestWorkflowStartOnEngine(t *testing.T) {
 // serve them; serving them with "workflow demo-services" lets the execution
 // succeed, and its output shows in the audit's raw evidence.
 func TestWorkflowStartWithoutServices(t *testing.T) {
-	w := startWorker(t, t.TempDir())
+	w := startWorkerProcess(t, t.TempDir())
 	file := filepath.Join(t.TempDir(), "order_processing.yaml")
 	if err := os.WriteFile(file, demo.Workflow, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := demo.Scenarios[0] // happy: succeeds
 	code, out, errOut := runCLI(t, "workflow", "start", file, "--tenant", s.TenantID, "--input", string(s.Input),
-		"--name", s.Name, "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+		"--name", s.Name, "--nats-url", w.nats, "--nats-nkey", w.nkey)
 	if code != 0 || !strings.Contains(out, "started "+s.Name) {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{
 		"warning: no task service answers for fulfillmentService.ship, inventoryService.check, inventoryService.reserve, notificationService.backorder, orderService.validate, paymentService.charge, paymentService.reverse\n",
-		"substate workflow demo-services --nats-url " + w.Bus.ClientURL() + " serves them all",
+		"substate workflow demo-services --nats-url " + w.nats + " serves them all",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("start said\n%s\nwant %q", errOut, want)
@@ -127,17 +125,17 @@ func TestWorkflowStartWithoutServices(t *testing.T) {
 	var served syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- (&Main{Stdout: &served, Stderr: &served}).Run(ctx, []string{"workflow", "demo-services", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Tasks)})
+		done <- (&Main{Stdout: &served, Stderr: &served}).Run(ctx, []string{"workflow", "demo-services", "--nats-url", w.nats, "--nats-nkey", w.seed(bus.Tasks)})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	eventuallyWithin(t, 30*time.Second, func() string {
-		code, out, _ := runCLI(t, "tenants", "get", s.TenantID, "--server", w.HTTP.URL(), "--json")
+	workertest.EventuallyWithin(t, 30*time.Second, func() string {
+		code, out, _ := runCLI(t, "tenants", "get", s.TenantID, "--server", w.httpURL, "--json")
 		if code != 0 || !strings.Contains(out, `"workflowSubState": "succeeded"`) {
 			return fmt.Sprintf("tenant %s: %s\ndemo-services: %s", s.TenantID, out, served.String())
 		}
 		return ""
 	})
-	code, out, _ = runCLI(t, "audit", "--tenant", s.TenantID, "--raw", "--unredacted", "--nats-url", w.Bus.ClientURL(), "--nats-nkey", bustest.Seed(t, w.Bus, bus.Worker))
+	code, out, _ = runCLI(t, "audit", "--tenant", s.TenantID, "--raw", "--unredacted", "--nats-url", w.nats, "--nats-nkey", w.nkey)
 	if want := `"output":{"amount":250,`; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, `"trackingNumber":"trk-o-100"`) {
 		t.Errorf("audit --raw: exit %d, want the output (%s…) in\n%s", code, want, out)
 	}
@@ -149,7 +147,7 @@ func TestWorkflowStartWithoutServices(t *testing.T) {
 // new, another input is refused.
 func TestWorkflowStartOnStepFunctions(t *testing.T) {
 	srv := awstest.New(t)
-	awsEnv(t, srv.URL, awstest.Region)
+	awstest.Env(t, srv.URL, awstest.Region)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "order-fulfillment.asl.json")
 	asl := `{"StartAt":"Charge","States":{"Charge":{"Type":"Wait","Seconds":60,"End":true}}}`

@@ -226,8 +226,11 @@ func restateError(status int, body []byte) error {
 			code = substate.EUNAVAILABLE
 		}
 	}
-	if status/100 == 2 {
-		msg = "an answer this client does not know: " + msg
+	switch {
+	case status/100 == 2:
+		msg = fmt.Sprintf("HTTP %d, which this call does not expect: whether it took effect is not known", status)
+	case msg == "":
+		msg = fmt.Sprintf("HTTP %d", status)
 	}
 	return substate.WrapError(code, restateAnswerError{status, msg}, "restate admin api: %s", msg)
 }

@@ -151,7 +151,7 @@ func TestClientLimits(t *testing.T) {
 			answer.Store(tc.answer)
 			for name, call := range calls {
 				err := call()
-				if substate.ErrorCode(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+				if substate.ErrorCode(err) != tc.code || !strings.Contains(substate.ErrorMessage(err), tc.says) {
 					t.Errorf("%s: %v (%s); want %s saying %q", name, err, substate.ErrorCode(err), tc.code, tc.says)
 				}
 				if got := auth.Load(); got != "Bearer s3cret application/json" {

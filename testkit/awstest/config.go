@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,4 +63,27 @@ func (bufferedClient) Do(r *http.Request) (*http.Response, error) {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp, nil
+}
+
+// Env points the standard AWS configuration of the process (what
+// config.LoadDefaultConfig and the SDK's default chain read) at the server
+// at endpoint, for the rest of the test: region, test credentials,
+// AWS_ENDPOINT_URL, and no shared files, profile or instance metadata.
+func Env(t testing.TB, endpoint, region string) {
+	t.Helper()
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_REGION":                  region,
+		"AWS_DEFAULT_REGION":          "",
+		"AWS_PROFILE":                 "",
+		"AWS_ACCESS_KEY_ID":           "AKIDTEST",
+		"AWS_SECRET_ACCESS_KEY":       "secret",
+		"AWS_SESSION_TOKEN":           "",
+		"AWS_ENDPOINT_URL":            endpoint,
+		"AWS_CONFIG_FILE":             dir + "/config",
+		"AWS_SHARED_CREDENTIALS_FILE": dir + "/credentials",
+		"AWS_EC2_METADATA_DISABLED":   "true",
+	} {
+		t.Setenv(k, v)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/substatehq/substate"
 )
 
 // httpClients is how many concurrent deliveries the HTTP ingest stage
@@ -56,7 +58,7 @@ func (p *benchPipeline) post(ctx context.Context, client *http.Client, url strin
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key := p.w.Flags.IngestAPIKey; key != "" {
-		req.Header.Set("X-Api-Key", key)
+		req.Header.Set(substate.HeaderAPIKey, key)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -120,10 +120,10 @@ func (d *demoRun) post(ctx context.Context, s providerStep) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if k := d.w.Flags.IngestAPIKey; k != "" {
-		req.Header.Set("X-Api-Key", k)
+		req.Header.Set(substate.HeaderAPIKey, k)
 	}
 	if s.id != "" {
-		req.Header.Set("webhook-id", s.id)
+		req.Header.Set(substate.HeaderWebhookID, s.id)
 		if err := d.sign(req, s); err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func (d *demoRun) sign(req *http.Request, s providerStep) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("webhook-signature", sig)
+	req.Header.Set(substate.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(substate.HeaderWebhookSignature, sig)
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/substatehq/substate"
 )
 
 // client posts the next step of its tenants (every Clients-th tenant from
@@ -44,7 +46,7 @@ func (s *soak) post(ctx context.Context, t int, step int64) bool {
 		"created_at": soakBase.Format(time.RFC3339Nano), "modified_at": soakBase.Add(time.Duration(step) * time.Millisecond).Format(time.RFC3339Nano)})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.http+"/v1/ingest/restate", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("webhook-id", fmt.Sprintf("%s-%d", tenant, step))
+	req.Header.Set(substate.HeaderWebhookID, fmt.Sprintf("%s-%d", tenant, step))
 	resp, err := soakClient.Do(req)
 	if err != nil {
 		return false

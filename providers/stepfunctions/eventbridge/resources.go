@@ -9,6 +9,7 @@ import (
 	ebapi "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
+	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/jsonx"
 )
 
@@ -36,7 +37,7 @@ func (s *Setup) ensureConnection(ctx context.Context, res *Result) (string, erro
 		out, err := s.Client.CreateConnection(ctx, &ebapi.CreateConnectionInput{
 			Name: aws.String(name), Description: aws.String(desc), AuthorizationType: types.ConnectionAuthorizationTypeApiKey,
 			AuthParameters: &types.CreateConnectionAuthRequestParameters{ApiKeyAuthParameters: &types.CreateConnectionApiKeyAuthRequestParameters{
-				ApiKeyName: aws.String(APIKeyHeader), ApiKeyValue: aws.String(s.APIKey)}},
+				ApiKeyName: aws.String(substate.HeaderAPIKey), ApiKeyValue: aws.String(s.APIKey)}},
 		})
 		if err != nil {
 			return "", fmt.Errorf("eventbridge setup: create connection %q: %w", name, err)
@@ -50,14 +51,14 @@ func (s *Setup) ensureConnection(ctx context.Context, res *Result) (string, erro
 	if p := got.AuthParameters; p != nil && p.ApiKeyAuthParameters != nil {
 		header = aws.ToString(p.ApiKeyAuthParameters.ApiKeyName)
 	}
-	if got.AuthorizationType == types.ConnectionAuthorizationTypeApiKey && header == APIKeyHeader && aws.ToString(got.Description) == desc {
+	if got.AuthorizationType == types.ConnectionAuthorizationTypeApiKey && header == substate.HeaderAPIKey && aws.ToString(got.Description) == desc {
 		res.record("connection", name, "unchanged")
 		return aws.ToString(got.ConnectionArn), nil
 	}
 	out, err := s.Client.UpdateConnection(ctx, &ebapi.UpdateConnectionInput{
 		Name: aws.String(name), Description: aws.String(desc), AuthorizationType: types.ConnectionAuthorizationTypeApiKey,
 		AuthParameters: &types.UpdateConnectionAuthRequestParameters{ApiKeyAuthParameters: &types.UpdateConnectionApiKeyAuthRequestParameters{
-			ApiKeyName: aws.String(APIKeyHeader), ApiKeyValue: aws.String(s.APIKey)}},
+			ApiKeyName: aws.String(substate.HeaderAPIKey), ApiKeyValue: aws.String(s.APIKey)}},
 	})
 	if err != nil {
 		return "", fmt.Errorf("eventbridge setup: update connection %q: %w", name, err)

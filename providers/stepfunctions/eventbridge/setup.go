@@ -27,9 +27,6 @@ import (
 
 // What the ingress expects and what the rule matches.
 const (
-	// APIKeyHeader is the header the Connection sends the API key in; the
-	// ingress compares it with --ingest-api-key.
-	APIKeyHeader = "X-Api-Key"
 	// IngestPath is the ingress path of EventBridge events.
 	IngestPath = "/v1/ingest/eventbridge"
 	// EventPattern matches every Step Functions execution status change

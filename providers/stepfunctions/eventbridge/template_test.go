@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/providers/stepfunctions/eventbridge"
 )
 
@@ -58,7 +59,7 @@ func TestTemplate(t *testing.T) {
 		want string
 	}{
 		{[]string{"Connection", "Properties", "AuthorizationType"}, "API_KEY"},
-		{[]string{"Connection", "Properties", "AuthParameters", "ApiKeyAuthParameters", "ApiKeyName"}, eventbridge.APIKeyHeader},
+		{[]string{"Connection", "Properties", "AuthParameters", "ApiKeyAuthParameters", "ApiKeyName"}, substate.HeaderAPIKey},
 		{[]string{"Connection", "Properties", "Name"}, "${NamePrefix}-ingest"},
 		{[]string{"ApiDestination", "Properties", "Name"}, "${NamePrefix}-ingest"},
 		{[]string{"ApiDestination", "Properties", "HttpMethod"}, "POST"},

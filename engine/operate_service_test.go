@@ -1,0 +1,74 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/testkit/operatortest"
+	"github.com/substatehq/substate/testkit/pipelinetest"
+)
+
+// TestOperateEngine: stop, retry and restart an engine execution through
+// the service; the view after each and the audit events.
+func TestOperateEngine(t *testing.T) {
+	ctx := context.Background()
+	p := pipelinetest.New(t)
+	e := engine.NewEngine(filepath.Join(t.TempDir(), "engine.db"))
+	e.Conn, e.Publisher, e.ServeControl, e.Logger = p.Bus.Conn, p.Pub, false, slog.New(slog.DiscardHandler)
+	if err := e.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ref, err := e.EnsureWorkflow(ctx, engine.Workflow{Definition: []byte(`
+name: nap
+version: "1"
+startAt: sleep
+states:
+  sleep: {type: Wait, seconds: 3600, next: done}
+  done: {type: Success}
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(ctx, engine.StartRequest{Workflow: ref, Name: "nap-1", TenantID: "t-eng", Input: json.RawMessage(`{"n":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitTenant(t, "t-eng", "waiting", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })
+	s := operatortest.Service(t, p, substate.ProviderEngine, e, nil)
+
+	info, err := s.Describe(ctx, "t-eng")
+	if err != nil || info.Step != "sleep" || info.ExecutionID != "nap-1" || string(info.Input) != `{"n":1}` {
+		t.Fatalf("describe %+v %v", info, err)
+	}
+	if _, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionRetry, Who: "ops"}); substate.ErrorCode(err) != substate.ECONFLICT {
+		t.Errorf("retry of a running execution: %v", err)
+	}
+	dry := operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionStop, DryRun: true, Reason: "check"})
+	if dry.AuditID != "" || !dry.DryRun {
+		t.Errorf("dry run %+v", dry)
+	}
+	res := operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionStop, Reason: "wrong plan"})
+	operatortest.WantStopped(t, p, "t-eng", "nap-1", "wrong plan")
+	operatortest.WantAudit(t, p, res, substate.AuditDone)
+
+	res = operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionRetry, Reason: "plan fixed"})
+	p.WaitTenant(t, "t-eng", "waiting again", func(v substate.TenantView) bool {
+		return v.WorkflowSubState == substate.StateWaiting && v.WorkflowExecutionID == "nap-1" && v.WorkflowErrorMessage == ""
+	})
+	operatortest.WantAudit(t, p, res, substate.AuditDone)
+
+	operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionStop})
+	operatortest.WantStopped(t, p, "t-eng", "nap-1", "stopped by ops")
+	res = operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionRestart, Who: "loopback"})
+	p.WaitTenant(t, "t-eng", "restarted", func(v substate.TenantView) bool {
+		return v.WorkflowSubState == substate.StateWaiting && v.WorkflowExecutionID == res.NewExecutionID
+	})
+	if ev := operatortest.WantAudit(t, p, res, substate.AuditDone); ev.Who != "loopback" || ev.NewExecutionID == "" {
+		t.Errorf("restart audit %+v", ev)
+	}
+}

@@ -1,0 +1,87 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
+)
+
+// TestConsoleWithKeys is the console of a worker that has read-API keys,
+// as every worker off loopback must: the page opens without a key (a
+// browser cannot send one with a navigation), its data is refused until
+// the operator enters a key with the Key button, and then the table, the
+// live stream (whose key travels in a cookie), a transition's raw
+// evidence (redacted for a read:raw key) and a long history's next page
+// all work.
+func TestConsoleWithKeys(t *testing.T) {
+	const key = "viewer-key-0123456789abcdef0123456789"
+	w := workertest.Start(t, func(f *worker.Flags) { f.APIKeys = "viewer read,read:raw * sha256:" + workertest.KeyHash(key) })
+	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour).Truncate(time.Second)}
+	post := func(status, message string) {
+		t.Helper()
+		cw.n++
+		body := string(sfnEvent(fmt.Sprintf("evt-%d", cw.n), "acme-1", "run-acme-1", status, cw.t0, time.Now(), message))
+		body = strings.Replace(body, `{\"tenantId\":\"acme-1\"}`, `{\"tenantId\":\"acme-1\",\"password\":\"hunter2\"}`, 1)
+		if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", []byte(body), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+			t.Fatalf("ingest %s: %d", status, code)
+		}
+	}
+	post("RUNNING", "")
+	workertest.Eventually(t, func() string {
+		if code, _, body := workertest.APIGet(t, cw.url+"/v1/tenants/acme-1", key); code != 200 || !strings.Contains(body, `"running"`) {
+			return fmt.Sprintf("acme-1: %d %s", code, body)
+		}
+		return ""
+	})
+
+	ctx := newBrowser(t)
+	run(t, ctx, "open the console without a key", chromedp.Navigate(cw.url+"/"))
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('table-note') && document.getElementById('table-note').textContent.includes('unauthorized')`)
+
+	eval(t, ctx, `window.prompt = () => `+strconv.Quote(key)+`; document.getElementById('key-button').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, rowSel("acme-1")+` && `+rowSel("acme-1")+`.querySelector('.sub').textContent === 'running'`)
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('live').classList.contains('on')`)
+
+	post("FAILED", "card declined")
+	waitJS(t, ctx, 10*time.Second, rowSel("acme-1")+`.querySelector('.sub').textContent === 'failed' && `+rowSel("acme-1")+`.querySelector('.err').textContent === 'card declined'`)
+
+	run(t, ctx, "open the tenant", chromedp.Navigate(cw.url+"/#/tenant/acme-1"))
+	waitJS(t, ctx, 10*time.Second, `document.querySelector('#timeline tbody') && document.querySelector('#timeline tbody').dataset.loaded && document.querySelectorAll('#timeline tbody tr').length === 2`)
+	eval(t, ctx, `document.querySelector('#timeline tbody tr .evidence summary').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `document.querySelector('#timeline tbody tr .evidence details').dataset.loaded === 'ok'`)
+	var raw string
+	eval(t, ctx, `document.querySelector('#timeline tbody tr .evidence pre').textContent`, &raw)
+	if !strings.Contains(raw, "[redacted]") || strings.Contains(raw, "hunter2") || !strings.Contains(raw, "run-acme-1") {
+		t.Fatalf("the raw evidence a read:raw key sees:\n%s", raw)
+	}
+
+	// A history longer than the page's first 1,000: the rest is fetched
+	// with the key too.
+	for batch := range 2 {
+		var events []string
+		for i := range 500 {
+			events = append(events, string(sfnEvent(fmt.Sprintf("late-%d-%d", batch, i), "acme-1", "run-acme-1", "RUNNING", cw.t0, cw.t0, "")))
+		}
+		if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", []byte("["+strings.Join(events, ",")+"]"), map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+			t.Fatalf("ingest a batch: %d", code)
+		}
+	}
+	workertest.Eventually(t, func() string {
+		if code, _, body := workertest.APIGet(t, cw.url+"/v1/tenants/acme-1/history?limit=2000", key); code != 200 || strings.Count(body, `"outcome"`) != 1002 {
+			return fmt.Sprintf("history: %d, %d transitions", code, strings.Count(body, `"outcome"`))
+		}
+		return ""
+	})
+	run(t, ctx, "open the long history", chromedp.Navigate(cw.url+"/?again#/tenant/acme-1"))
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#timeline tbody tr').length === 1000 && document.getElementById('more-transitions')`)
+	eval(t, ctx, `document.getElementById('more-transitions').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#timeline tbody tr').length === 1002 && !document.getElementById('more-transitions')`)
+}
