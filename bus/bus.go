@@ -98,8 +98,7 @@ func Open(c Config) (*Bus, error) {
 		return nil, err
 	}
 	if err := b.connect(addr, c); err != nil {
-		b.Close()
-		return nil, err
+		return nil, errors.Join(err, b.Close())
 	}
 	return b, nil
 }

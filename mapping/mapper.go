@@ -21,7 +21,14 @@ const Version = 3
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
-func EventID(raw substate.RawEvent, index int) string {
+func EventID(raw substate.RawEvent, index int) string { return EventIDOf(raw, index, Version) }
+
+// EventIDOf returns the id the index-th canonical event mapped from raw
+// had, or would have had, under mapping version version: the evidence
+// check asks it of an event an earlier (or later) version mapped. Events
+// from before they carried their version (0) are of version 1.
+func EventIDOf(raw substate.RawEvent, index, version int) string {
+	version = max(version, 1)
 	h := sha256.New()
 	h.Write([]byte(raw.Kind))
 	h.Write([]byte{0})
@@ -29,7 +36,7 @@ func EventID(raw substate.RawEvent, index int) string {
 	h.Write([]byte{0})
 	h.Write(strconv.AppendInt(nil, int64(index), 10))
 	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, Version, 10))
+	h.Write(strconv.AppendInt(nil, int64(version), 10))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }

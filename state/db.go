@@ -171,7 +171,7 @@ func (d *DB) openFile() (*bolt.DB, uint64, error) {
 		err = d.guard(OpOpen, func() error { return d.migrateGroups(db) })
 	}
 	if err != nil {
-		closeBolt(db, err)
+		err = errors.Join(err, closeBolt(db, err))
 		var ce *CorruptError
 		if errors.As(err, &ce) {
 			return nil, 0, ce

@@ -58,7 +58,7 @@ func (f LogFlags) LoggerTo(w *os.File) *slog.Logger {
 	case f.LogFormat == "json":
 		return slog.New(slog.NewJSONHandler(w, opts))
 	case termtext.Terminal(w):
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -33,7 +33,11 @@ func (p *Provider) keep(arn string, c *cursor, payload *PollPayload) {
 	var x struct {
 		Status string `json:"status"`
 	}
-	json.Unmarshal(payload.Execution, &x)
+	// An execution the poll could not describe keeps no cursor: the next
+	// poll reads its history from the start.
+	if err := json.Unmarshal(payload.Execution, &x); err != nil {
+		x.Status = ""
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if x.Status != "RUNNING" && x.Status != "PENDING_REDRIVE" {
