@@ -73,17 +73,17 @@ func TestSlowClientsAreClosed(t *testing.T) {
 	s := openLimited(t, lim)
 	t.Run("SlowHeaders", func(t *testing.T) {
 		c := dialServer(t, s)
-		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 		closedByServer(t, c)
 	})
 	t.Run("SlowBody", func(t *testing.T) {
 		c := dialServer(t, s)
-		_, _ = io.WriteString(c, "POST /v1/ingest/eventbridge HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":")
+		_, _ = io.WriteString(c, "POST /v1/ingest/eventbridge HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{\"a\":")
 		closedByServer(t, c)
 	})
 	t.Run("Idle", func(t *testing.T) {
 		c := dialServer(t, s)
-		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("first request: %v", err)
@@ -124,7 +124,7 @@ func TestConnectionCap(t *testing.T) {
 		held = append(held, c)
 	}
 	c := dialServer(t, s)
-	_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
@@ -157,7 +157,7 @@ func TestSlowClientFlood(t *testing.T) {
 			t.Fatalf("slow client %d: %v", i, err)
 		}
 		defer c.Close()
-		_, _ = io.WriteString(c, "POST /v1/ingest/eventbridge HTTP/1.1\r\nHost: x\r\n")
+		_, _ = io.WriteString(c, "POST /v1/ingest/eventbridge HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get(s.URL() + "/healthz")

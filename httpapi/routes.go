@@ -48,6 +48,7 @@ func (s *Server) Routes() []Route {
 		// The tenant view; a key's tenant prefix narrows every answer.
 		{Method: "GET", Path: "/v1/tenants", Guard: GuardRead, Handler: when(views, s.listTenants)},
 		{Method: "GET", Path: "/v1/tenants/{id}", Guard: GuardRead, Handler: when(views, s.getTenant)},
+		{Method: "GET", Path: "/v1/groups", Guard: GuardRead, Handler: when(views, s.listGroups)},
 		{Method: "GET", Path: "/v1/view/checkpoint", Guard: GuardRead, Handler: when(s.Checkpoint != nil, s.checkpoint)},
 		// raw=true needs read:raw, which the handler checks.
 		{Method: "GET", Path: "/v1/tenants/{id}/history", Guard: GuardRead, Handler: when(s.History != nil, s.history)},
@@ -71,12 +72,13 @@ func (s *Server) Routes() []Route {
 }
 
 // Handler returns the server's routes behind what every request passes:
-// a panic is a 500, a browser page of another origin cannot post, and
-// every error is the JSON error body. Open serves it.
+// a panic is a 500, a Host the server does not answer to is refused (DNS
+// rebinding), a browser page of another origin cannot post, and every
+// error is the JSON error body. Open serves it.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.register(mux)
-	return jsonErrors(s.recoverer(sameOrigin(mux)))
+	return jsonErrors(s.recoverer(s.checkHost(sameOrigin(mux))))
 }
 
 // register puts every route with a handler on mux, behind its guard, and

@@ -65,6 +65,11 @@ type Server struct {
 	Addr   string // listen address, host:port
 	Limits Limits
 	Logger *slog.Logger
+	// AllowedHosts are names a request's Host may carry besides localhost,
+	// IP addresses and the listen host (a local proxy's public name). A
+	// server on loopback, or one given names here, refuses any other Host
+	// with 403: see hosts.go.
+	AllowedHosts []string
 	// Auth checks the key of every route that needs one (see Guard). Nil
 	// is a server without keys that checks none: every request is the
 	// Anonymous principal, as on a loopback worker without keys, except

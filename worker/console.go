@@ -47,19 +47,25 @@ func (w *Worker) consoleDurables() []console.Durable {
 }
 
 // RequeueRaw maps the raw message at seq again, as renormalize does, with
-// the worker's tenant rules.
-func (w *Worker) RequeueRaw(ctx context.Context, seq uint64) (int, error) {
+// the worker's tenant rules. When allow is set, every event mapped must
+// pass it before any is published; the first refusal is returned and
+// nothing is published.
+func (w *Worker) RequeueRaw(ctx context.Context, seq uint64, allow func(tenantID string) error) (int, error) {
 	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
 	if err != nil {
 		return 0, err
 	}
+	m := &checkedMapper{Mapper: mapping.New(mapping.Config{Tenants: rules}), allow: allow}
 	r := &replay.Renormalizer{
-		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
+		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: m,
 		EventID: mapping.EventID, Events: publishers.NewJetStream(w.Bus.JetStream),
 	}
 	res, err := r.Run(ctx, replay.Range{FromSeq: seq, ToSeq: seq})
 	if err != nil {
 		return 0, err
+	}
+	if m.refused != nil {
+		return 0, m.refused
 	}
 	if res.Raw == 0 {
 		return 0, substate.Errorf(substate.ENOTFOUND, "%s no longer holds sequence %d", substate.StreamRaw, seq)
@@ -68,4 +74,27 @@ func (w *Worker) RequeueRaw(ctx context.Context, seq uint64) (int, error) {
 		return 0, substate.Errorf(substate.EINVALID, "the mapping rejects the message again: %s", res.FirstRejection)
 	}
 	return res.Published, nil
+}
+
+// checkedMapper maps as its Mapper does and refuses a message any of whose
+// events allow refuses, remembering why. The renormalizer publishes only
+// what a message maps to, so a refused one publishes nothing.
+type checkedMapper struct {
+	substate.Mapper
+	allow   func(tenantID string) error
+	refused error
+}
+
+func (m *checkedMapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
+	data, err := m.Mapper.Map(raw)
+	if err != nil || m.allow == nil {
+		return data, err
+	}
+	for _, d := range data {
+		if err := m.allow(d.TenantID); err != nil {
+			m.refused = err
+			return nil, err
+		}
+	}
+	return data, nil
 }

@@ -13,8 +13,10 @@
 // route goes through the read API's Authorizer: they need ScopeRead, a
 // key's tenant prefix narrows what they show, dead-letter payloads need
 // read:raw and are redacted unless the caller is admin, and a requeue
-// needs admin. On a loopback address without keys everything but the
-// requeue is open, as the rest of the read API is.
+// needs admin. A key limited to a tenant prefix requeues only a dead
+// letter it lists, and only when every event it maps to is one of its
+// tenants. On a loopback address without keys everything but the requeue
+// is open, as the rest of the read API is.
 package console
 
 import (
@@ -57,8 +59,10 @@ type Console struct {
 	LastSweep func() (time.Time, bool)
 	// Requeue maps the raw message at a SUBSTATE_RAW sequence again
 	// (renormalize) and returns how many events it published; nil leaves
-	// requeue out.
-	Requeue func(ctx context.Context, rawSeq uint64) (int, error)
+	// requeue out. It maps first and publishes only when allow accepts
+	// the tenant of every event mapped: otherwise it returns allow's
+	// error and publishes nothing.
+	Requeue func(ctx context.Context, rawSeq uint64, allow func(tenantID string) error) (int, error)
 	// Redact redacts dead-letter payloads for callers that are not admin;
 	// nil hides all provider input and output.
 	Redact *redact.Policy

@@ -91,7 +91,7 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request) {
 		if before-first > uint64(limit) {
 			from = before - uint64(limit)
 		}
-		for m, err := range rd.Messages(r.Context(), substate.StreamDLQ, nil, replay.Range{FromSeq: from, ToSeq: before - 1}) {
+		for m, err := range rd.Messages(r.Context(), substate.StreamDLQ, "", replay.Range{FromSeq: from, ToSeq: before - 1}) {
 			if err != nil {
 				httpx.Error(w, r, err, c.logger())
 				return
@@ -172,7 +172,12 @@ func tenantOf(body []byte) string {
 
 // requeue serves POST /console/api/deadletters/{seq}/requeue (admin): the
 // raw message the dead letter names is mapped again, as renormalize does;
-// events already in SUBSTATE_EVENTS are not published twice.
+// events already in SUBSTATE_EVENTS are not published twice. A key with a
+// tenant prefix acts only on a dead letter it lists, and the events mapped
+// must all be of its tenants: they are checked after mapping and before
+// anything is published (403 otherwise), since a mapping may place the
+// message elsewhere than its payload suggests (a tenant rule on the
+// execution name).
 func (c *Console) requeue(w http.ResponseWriter, r *http.Request) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil {
@@ -188,18 +193,36 @@ func (c *Console) requeue(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err, c.logger())
 		return
 	}
+	p, _ := httpapi.PrincipalFrom(r.Context())
 	d := c.deadLetter(m, httpapi.Principal{Scope: httpapi.ScopeAdmin})
+	if !p.SeesTenant(d.TenantID) {
+		httpx.Error(w, r, substate.Errorf(substate.EFORBIDDEN,
+			"dead letter %d is not one of key %q's tenants (prefix %q): it does not list it", seq, p.Name, p.TenantPrefix), nil)
+		return
+	}
 	if d.RawSeq == 0 {
 		httpx.Error(w, r, substate.Errorf(substate.ECONFLICT,
 			"dead letter %d (stage %s) is not a raw message kept in %s: nothing to map again", seq, d.Stage, substate.StreamRaw), nil)
 		return
 	}
-	published, err := c.Requeue(r.Context(), d.RawSeq)
+	published, err := c.Requeue(r.Context(), d.RawSeq, requeueAllowed(p, seq))
 	if err != nil {
 		httpx.Error(w, r, err, c.logger())
 		return
 	}
-	p, _ := httpapi.PrincipalFrom(r.Context())
 	c.logger().Info("dead letter requeued", "dlq_seq", seq, "raw_seq", d.RawSeq, "published", published, "by", p.Name)
 	httpx.JSON(w, http.StatusOK, map[string]any{"seq": seq, "rawSeq": d.RawSeq, "published": published})
+}
+
+// requeueAllowed is the check of the tenants a requeue by p maps dead
+// letter seq to: each must be one of p's.
+func requeueAllowed(p httpapi.Principal, seq uint64) func(string) error {
+	return func(tenant string) error {
+		if p.SeesTenant(tenant) {
+			return nil
+		}
+		return substate.Errorf(substate.EFORBIDDEN,
+			"dead letter %d maps to tenant %s, which is not one of key %q's tenants (prefix %q): nothing was published",
+			seq, substate.QuotePrefix(tenant, substate.QuoteLimit), p.Name, p.TenantPrefix)
+	}
 }

@@ -35,7 +35,8 @@ func chromiumPath(tb testing.TB) string {
 
 // newBrowser starts a headless Chromium with a fresh profile and returns
 // a tab's context at 1280×800; the browser is closed when the test ends.
-func newBrowser(tb testing.TB) context.Context {
+// Extra options are added to the defaults (a flag of Chromium's, say).
+func newBrowser(tb testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	tb.Helper()
 	path := chromiumPath(tb)
 	// A fresh profile, removed after the browser: not t.TempDir, whose
@@ -60,6 +61,7 @@ func newBrowser(tb testing.TB) context.Context {
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 800),
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	if err := chromedp.Run(ctx); err != nil {
