@@ -3,6 +3,7 @@ package substate
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -215,4 +216,20 @@ type AuditPublisher interface {
 type ExecutionService interface {
 	Describe(ctx context.Context, tenantID string) (ExecutionInfo, error)
 	Act(ctx context.Context, req ExecutionRequest) (ExecutionResult, error)
+}
+
+// StopErrorType is the error type of an execution a stop ended: Step
+// Functions' StopExecution is given it as its error, the engine records it.
+const StopErrorType = "Stopped"
+
+// StopMessage is how a stop's cause reads as the view's error message,
+// whichever provider ran the execution: "Stopped: " and the cause's first
+// line, or "Stopped" without a cause.
+func StopMessage(cause string) string {
+	for line := range strings.Lines(cause) {
+		if line = strings.TrimSpace(line); line != "" {
+			return StopErrorType + ": " + line
+		}
+	}
+	return StopErrorType
 }

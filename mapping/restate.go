@@ -240,8 +240,9 @@ func restateState(r *restateRow, occurred time.Time) (string, Condition) {
 	return r.Status + "/" + result, CondNone
 }
 
-// withStopCause makes the cause substate stopped an invocation for the
-// error of its cancelled or killed row, at a revision above the same row
+// withStopCause makes the cause substate stopped an invocation for, as
+// every provider words it (substate.StopMessage), the error of its
+// cancelled or killed row, at a revision above the same row
 // without it (RestateStopCauseRevision). Restate's own failure
 // text stays in the raw evidence.
 func withStopCause(ev *substate.EventData, r *restateRow, cause string) {
@@ -249,7 +250,7 @@ func withStopCause(ev *substate.EventData, r *restateRow, cause string) {
 	if cause == "" || r.Status != "completed" || !killed(r.CompletionFailure) {
 		return
 	}
-	ev.ErrorMessage = firstLine(cause)
+	ev.ErrorMessage = substate.StopMessage(cause)
 	ev.Revision = RestateStopCauseRevision(ev.OccurredAt)
 }
 

@@ -91,6 +91,7 @@ func (p *Poller) publishRow(ctx context.Context, s *restateSweep, row json.RawMe
 		}
 	}
 	delete(p.missing, f.ID)
+	delete(p.refusals, f.ID)
 	s.published[f.ID] = true
 	p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomeOK, 1)
 	return f.ID, nil
@@ -119,6 +120,11 @@ func (p *Poller) settleRefused(ctx context.Context, s *restateSweep, tenants map
 			continue
 		}
 		p.Metrics.CountPolls(substate.ProviderRestate, substate.EINVALID, 1)
+		if r, ok := p.refusals[id]; ok || len(p.refusals) < maxRefusals {
+			r.count++
+			r.until = p.Now().Add(p.refusedFor(r.count))
+			p.refusals[id] = r
+		}
 		reason := fmt.Sprintf("the restate admin api refuses to query invocation %q while it answers for others: %v", id, err)
 		if err := p.giveUp(ctx, id, tenants[id], substate.EINVALID, reason); err != nil {
 			return err
@@ -170,6 +176,11 @@ func (p *Poller) forget(tracked map[string]string, published map[string]bool) {
 	for id := range p.missing {
 		if _, ok := tracked[id]; !ok {
 			delete(p.missing, id)
+		}
+	}
+	for id := range p.refusals {
+		if _, ok := tracked[id]; !ok {
+			delete(p.refusals, id)
 		}
 	}
 	for id := range p.journals {

@@ -259,6 +259,31 @@ func TestRestatePollerIsolatesARefusedID(t *testing.T) {
 	if !dlqHas(t, p, validID(3), "refuses to query invocation") || !dlqHas(t, p, "t3", "refuses") {
 		t.Fatal("no dead letter for the refused invocation's tenant")
 	}
+	// The refused id is not asked about again until its delay has passed
+	// (an interval, doubling with each refusal); the others are. Asked
+	// again, it is in the 4 queries that split the batch down to it.
+	asked := func() (refused, others int) {
+		for _, q := range admin.Queries() {
+			if strings.Contains(q, validID(3)) {
+				refused++
+			} else {
+				others++
+			}
+		}
+		return refused, others
+	}
+	for _, step := range []struct {
+		advance     time.Duration
+		wantRefused int
+	}{{time.Second, 4}, {poller.Interval, 8}, {poller.Interval, 8}, {poller.Interval, 12}} {
+		clock.Advance(step.advance)
+		if _, err := poller.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if refused, _ := asked(); refused != step.wantRefused {
+			t.Fatalf("after %s: the refused id was in %d queries, want %d", step.advance, refused, step.wantRefused)
+		}
+	}
 }
 
 func TestRestatePollerFailures(t *testing.T) {

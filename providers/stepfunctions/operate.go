@@ -103,7 +103,7 @@ func (p *Provider) StopExecution(ctx context.Context, id string, opts substate.S
 		return substate.Errorf(substate.EINVALID, "stepfunctions: an execution can be stopped but not killed (--kill is for Restate)")
 	}
 	_, err := p.client.StopExecution(ctx, &sfn.StopExecutionInput{
-		ExecutionArn: aws.String(id), Error: aws.String("Stopped"), Cause: aws.String(substate.Truncate(opts.Cause, maxStopCause)),
+		ExecutionArn: aws.String(id), Error: aws.String(substate.StopErrorType), Cause: aws.String(substate.Truncate(opts.Cause, maxStopCause)),
 	})
 	return wrapAction("stop execution", "StopExecution", err)
 }
