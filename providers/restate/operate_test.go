@@ -23,7 +23,7 @@ func wantCauseKept(t *testing.T, r *realRestate, id, tenant, cause string) {
 	if n := rawRowsOf(t, r.Pipeline, id); n.plain == 0 || n.withCause != 1 {
 		t.Fatalf("raw rows of %s: %+v, want the stop's with its cause and the poller's without", id, n)
 	}
-	if row.Status != "completed" || v.WorkflowErrorMessage != cause || v.WorkflowVerb != substate.VerbCancelled {
+	if row.Status != "completed" || v.WorkflowErrorMessage != substate.StopMessage(cause) || v.WorkflowVerb != substate.VerbCancelled {
 		t.Fatalf("after the poller's row %s: view %+v, want the cause %q kept", row, v, cause)
 	}
 }
