@@ -2,8 +2,8 @@ package state_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
