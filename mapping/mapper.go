@@ -15,8 +15,11 @@ import (
 // events instead of being deduplicated against the old ones. Bump it whenever
 // the mapping of an existing payload changes. Version 2 adds the step to
 // engine events and Step Functions polls, and maps Restate rows as a real
-// server sends them (revision, retry count, error text).
-const Version = 2
+// server sends them (revision, retry count, error text). Version 3 adds
+// the error fingerprint, counts a failed Restate invocation's retries from
+// its journal, and words a stop's cause as every provider does
+// (substate.StopMessage: "Stopped: <cause>").
+const Version = 3
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
@@ -80,12 +83,14 @@ func New(c Config) *Mapper {
 }
 
 // Map decodes raw and maps it to canonical events, dispatching on its kind,
-// each stamped with the mapping Version. Undecodable payloads are EINVALID
-// errors, unresolvable tenants ENOTENANT.
+// each stamped with the mapping Version and given its error fingerprint.
+// Undecodable payloads are EINVALID errors, unresolvable tenants ENOTENANT.
 func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
 	events, err := m.mapKind(raw)
 	for i := range events {
-		events[i].MappingVersion = Version
+		ev := &events[i]
+		ev.MappingVersion = Version
+		ev.ErrorFingerprint = Fingerprint(ev.Provider, ev.ErrorType, ev.ErrorMessage)
 	}
 	return events, err
 }

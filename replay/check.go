@@ -307,8 +307,9 @@ func firstDifference(got, want substate.EventData) string {
 // viewOf puts the fields a reader cares about into a TenantView, to reuse
 // Compare's field by field description.
 func viewOf(d substate.EventData) substate.TenantView {
-	return substate.TenantView{TenantID: d.TenantID, WorkflowSubState: d.SubState, WorkflowVerb: d.Verb, WorkflowStatus: d.Status,
-		WorkflowExecutionID: d.ExecutionID, WorkflowRetryCount: d.RetryCount, WorkflowErrorMessage: d.ErrorMessage,
+	return substate.TenantView{TenantID: d.TenantID, WorkflowType: d.Workflow, WorkflowSubState: d.SubState, WorkflowVerb: d.Verb,
+		WorkflowStatus: d.Status, WorkflowExecutionID: d.ExecutionID, WorkflowRetryCount: d.RetryCount, WorkflowErrorMessage: d.ErrorMessage,
+		WorkflowErrorType: d.ErrorType, WorkflowErrorFingerprint: d.ErrorFingerprint, WorkflowStep: d.Step,
 		Provider: d.Provider, ProviderState: d.ProviderState}
 }
 
