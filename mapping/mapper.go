@@ -16,7 +16,9 @@ import (
 // the mapping of an existing payload changes. Version 2 adds the step to
 // engine events and Step Functions polls, and maps Restate rows as a real
 // server sends them (revision, retry count, error text). Version 3 adds
-// the error fingerprint.
+// the error fingerprint, counts a failed Restate invocation's retries from
+// its journal, and words a stop's cause as every provider does
+// (substate.StopMessage: "Stopped: <cause>").
 const Version = 3
 
 // EventID returns the deterministic id of the index-th canonical event mapped
