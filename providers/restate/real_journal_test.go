@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/providers/restate"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/pipelinetest"
 	"github.com/substatehq/substate/testkit/restatetest"
@@ -131,6 +132,11 @@ func TestRestateRealServerResumedBetweenSweeps(t *testing.T) {
 	if want.retries != 6 {
 		t.Fatalf("want 6 retries, the test expects %d", want.retries)
 	}
+	// describe agrees with the view, backing off and then paused again.
+	describeAgrees(t, r, id, "t-relapse")
+	rs.WaitRow(t, id, "paused again", paused)
+	r.sweep(t)
+	describeAgrees(t, r, id, "t-relapse")
 	if len(pausedAt) != 1 {
 		t.Fatalf("journal pauses %v, want one", pausedAt)
 	}
@@ -175,4 +181,17 @@ func eventAt(t *testing.T, p *pipelinetest.Pipeline, tenant string, at time.Time
 		}
 	}
 	return substate.EventData{}, false
+}
+
+// describeAgrees checks that the operator describes an invocation as the
+// tenant's view shows it: the retry count as attempts, the same error.
+func describeAgrees(t *testing.T, r *realRestate, id, tenant string) {
+	t.Helper()
+	info, err := (&restate.Operator{Admin: r.poller.Admin}).DescribeExecution(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := r.Tenant(t, tenant); info.Attempts != v.WorkflowRetryCount || info.Error != v.WorkflowErrorMessage || v.WorkflowErrorMessage == "" {
+		t.Fatalf("describe %s: attempts %d, error %q; the view: %d retries, error %q", info.ProviderState, info.Attempts, info.Error, v.WorkflowRetryCount, v.WorkflowErrorMessage)
+	}
 }
