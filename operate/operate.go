@@ -224,6 +224,9 @@ func precondition(req substate.ExecutionRequest, info substate.ExecutionInfo) er
 		if info.Ended {
 			return substate.Errorf(substate.ECONFLICT, "execution %s already ended (%s): there is nothing to stop", info.ExecutionID, info.ProviderState)
 		}
+		if req.Kill && info.KillRefusal != "" {
+			return substate.Errorf(substate.EINVALID, "execution %s cannot be killed: %s", info.ExecutionID, info.KillRefusal)
+		}
 	case substate.ActionRetry:
 		if !info.Retryable {
 			return substate.Errorf(substate.ECONFLICT, "execution %s cannot be retried: %s", info.ExecutionID, info.RetryRefusal)

@@ -64,7 +64,7 @@ type ExecutionActFlags struct {
 // ExecutionsStopCmd is "substate executions stop TENANT".
 type ExecutionsStopCmd struct {
 	ExecutionActFlags `embed:""`
-	Kill              bool `help:"Kill a Restate invocation at once, without running its compensations."`
+	Kill              bool `help:"Kill a Restate invocation at once, without running its compensations. The engine's stop is immediate anyway; Step Functions has no kill and refuses it (a --dry-run says so too)."`
 }
 
 // Run stops the execution.
@@ -158,6 +158,9 @@ func printExecution(w io.Writer, x substate.ExecutionInfo) error {
 		retry = "no: " + x.RetryRefusal
 	}
 	row("retryable", retry)
+	if x.KillRefusal != "" && !x.Ended {
+		row("killable", "no: "+x.KillRefusal)
+	}
 	return tw.Flush()
 }
 
