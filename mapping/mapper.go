@@ -18,8 +18,11 @@ import (
 // server sends them (revision, retry count, error text). Version 3 adds
 // the error fingerprint, counts a failed Restate invocation's retries from
 // its journal, and words a stop's cause as every provider does
-// (substate.StopMessage: "Stopped: <cause>").
-const Version = 3
+// (substate.StopMessage: "Stopped: <cause>"). Version 4 counts a Task
+// state entered again after its failure was caught as a retry (Step
+// Functions polls) and gives an error without a message its type as the
+// message.
+const Version = 4
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
@@ -90,9 +93,22 @@ func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
 	for i := range events {
 		ev := &events[i]
 		ev.MappingVersion = Version
+		typeAsMessage(ev)
 		ev.ErrorFingerprint = Fingerprint(ev.Provider, ev.ErrorType, ev.ErrorMessage)
 	}
 	return events, err
+}
+
+// typeAsMessage gives a failing event with an error type and no message
+// (a Fail state with only its error, a task error without text) its type
+// as the message, so the view shows that it has an error.
+func typeAsMessage(ev *substate.EventData) {
+	switch ev.SubState {
+	case substate.StateFailed, substate.StateError, substate.StateBackingOff:
+		if ev.ErrorMessage == "" && ev.ErrorType != "" {
+			ev.ErrorMessage = firstLine(ev.ErrorType)
+		}
+	}
 }
 
 func (m *Mapper) mapKind(raw substate.RawEvent) ([]substate.EventData, error) {

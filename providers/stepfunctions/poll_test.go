@@ -237,6 +237,56 @@ func TestPollRetryHistory(t *testing.T) {
 			t.Fatalf("mapped = %s, retries %d, error %s; want backing-off, 2 (one retried failure, one waiting), States.Timeout", ev.SubState, ev.RetryCount, ev.ErrorType)
 		}
 	})
+	t.Run("PollingLoop", func(t *testing.T) {
+		// A task fails, a Catch takes the failure to a Wait and back to the
+		// task: each visit after a caught failure is a retry.
+		srv, p := newProvider(t)
+		arn := seedStatus(t, srv, "sfn-status-running.json")
+		var loop []json.RawMessage
+		add := func(typ, state string) {
+			e := map[string]any{"id": len(loop) + 1, "previousEventId": len(loop), "type": typ, "timestamp": 1718791242.0 + float64(len(loop))}
+			if state != "" {
+				e["stateEnteredEventDetails"] = map[string]any{"name": state}
+			}
+			if typ == "TaskFailed" {
+				e["taskFailedEventDetails"] = map[string]any{"error": "Job.NotReady", "cause": "still provisioning"}
+			}
+			b, _ := json.Marshal(e)
+			loop = append(loop, b)
+		}
+		add("ExecutionStarted", "")
+		for range 3 {
+			add("TaskStateEntered", "CheckJob")
+			add("TaskScheduled", "")
+			add("TaskStarted", "")
+			add("TaskFailed", "")
+			add("WaitStateEntered", "Pause")
+		}
+		if err := srv.SetHistory(arn, loop); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := p.Poll(ctx, arn, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two visits after caught failures; the third failure is waiting.
+		if ev := mapPoll(t, raw); ev.SubState != substate.StateRunning || ev.RetryCount != 2 || ev.Step != "Pause" {
+			t.Fatalf("mapped = %s, retries %d, step %s; want running, 2, Pause", ev.SubState, ev.RetryCount, ev.Step)
+		}
+	})
+	t.Run("FailedWithOnlyError", func(t *testing.T) {
+		arn := seedStatus(t, srv, "sfn-status-failed.json")
+		if err := srv.UpdateExecution(arn, func(x *awstest.Execution) { x.Error, x.Cause = "Provisioning.GaveUp", "" }); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := p.Poll(ctx, arn, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := mapPoll(t, raw); ev.ErrorMessage != "Provisioning.GaveUp" {
+			t.Fatalf("message %q, want the error: a Fail state with only an error", ev.ErrorMessage)
+		}
+	})
 	t.Run("Failed", func(t *testing.T) {
 		arn := seedStatus(t, srv, "sfn-status-failed.json")
 		if err := srv.SetHistory(arn, history); err != nil {
