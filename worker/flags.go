@@ -19,7 +19,7 @@ import (
 // equal.
 func DefaultFlags() Flags {
 	return Flags{
-		DataDir: "./data", HTTPAddr: "127.0.0.1:8080", HTTPMaxConns: 4096,
+		DataDir: "./data", HTTPAddr: "127.0.0.1:8080", HTTPMaxConns: 4096, HTTPMaxConnsPerIP: 256,
 		BatchSize: 512, MaxDeliveries: 10, AckWait: 30 * time.Second,
 		IngestMaxBacklog: 100000, IngestMaxInFlight: 4096,
 		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second,

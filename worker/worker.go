@@ -34,6 +34,7 @@ type Flags struct {
 	DataDir              string        `default:"./data" help:"Where the view (view.db), the engine's executions (engine.db) and the embedded NATS store (nats/) live."`
 	HTTPAddr             string        `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
 	HTTPMaxConns         int           `name:"http-max-conns" default:"4096" help:"HTTP connections open at once; one more is answered 503 at once (lowered to fit the open-file limit; -1 for no cap)."`
+	HTTPMaxConnsPerIP    int           `name:"http-max-conns-per-client" default:"256" help:"HTTP connections one client address (an IPv4 address, an IPv6 /64) may hold at once; above it, and above --http-max-conns, a connection is served /healthz and /readyz only, and anything else 503 at once. Raise it (or -1 for no cap) behind a proxy or load balancer that connects from few addresses."`
 	HTTPAllowedHosts     []string      `name:"http-allowed-hosts" placeholder:"NAME" help:"Host names HTTP requests may be addressed to besides localhost and the loopback addresses, comma-separated (a local proxy's public name). On a loopback --http-addr any other Host is refused with 403, so a web page that resolves its own name to this machine (DNS rebinding) cannot use the worker; beyond loopback Host is checked only when this is set."`
 	IngestAPIKey         string        `help:"X-Api-Key that EventBridge deliveries must carry."`
 	RestateWebhookSecret string        `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`
@@ -288,7 +289,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		return err
 	}
 	w.HTTP = &httpapi.Server{
-		Addr: w.Flags.HTTPAddr, AllowedHosts: w.Flags.HTTPAllowedHosts, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
+		Addr: w.Flags.HTTPAddr, AllowedHosts: w.Flags.HTTPAllowedHosts, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns, MaxConnsPerClient: w.Flags.HTTPMaxConnsPerIP},
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
 		Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
