@@ -37,7 +37,7 @@ func (s *Server) Routes() []Route {
 	views, execs, docs := s.Views != nil, s.Executions != nil, s.Contract != nil
 	return []Route{
 		// Health and metrics.
-		{Method: "GET", Path: "/healthz", Guard: GuardPublic, Handler: http.HandlerFunc(healthz)},
+		{Method: "GET", Path: "/healthz", Guard: GuardPublic, Handler: http.HandlerFunc(s.healthz)},
 		{Method: "GET", Path: "/readyz", Guard: GuardPublic, Handler: http.HandlerFunc(s.readyz)},
 		{Method: "GET", Path: "/metrics", Guard: GuardRead, Handler: s.Metrics},
 

@@ -94,6 +94,7 @@ type Server struct {
 	// nil shows none of it.
 	Redaction *redact.Policy
 
+	Live       func() error              // GET /healthz: nil error means alive; nil func means always
 	Ready      func() error              // GET /readyz: nil error means ready; nil func means always
 	Metrics    http.Handler              // GET /metrics
 	Ingest     Ingester                  // POST /v1/ingest/…
@@ -190,7 +191,16 @@ func (s *Server) Close() error {
 	return s.srv.Shutdown(ctx)
 }
 
-func healthz(w http.ResponseWriter, _ *http.Request) {
+// healthz is liveness: 503 once the worker cannot do its work any more
+// and only a restart can help (its view cannot be written), so that a
+// liveness probe restarts it.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.Live != nil {
+		if err := s.Live(); err != nil {
+			httpx.Error(w, r, substate.Errorf(substate.EUNAVAILABLE, "not alive: %v", err), s.logger())
+			return
+		}
+	}
 	httpx.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

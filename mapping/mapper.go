@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/redact"
 )
 
 // Version is the version of the mapping. It is part of every canonical event
@@ -15,8 +16,9 @@ import (
 // events instead of being deduplicated against the old ones. Bump it whenever
 // the mapping of an existing payload changes. Version 2 adds the step to
 // engine events and Step Functions polls, and maps Restate rows as a real
-// server sends them (revision, retry count, error text).
-const Version = 2
+// server sends them (revision, retry count, error text). Version 3 redacts
+// secrets in the error text (redact.Text).
+const Version = 3
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
@@ -75,10 +77,18 @@ func New(c Config) *Mapper {
 // Map decodes raw and maps it to canonical events, dispatching on its kind,
 // each stamped with the mapping Version. Undecodable payloads are EINVALID
 // errors, unresolvable tenants ENOTENANT.
+//
+// The providers' error text (a Step Functions cause, a Restate
+// last_failure, an engine task's error) is redacted here, the one place
+// every canonical event passes, with redact.Text: a value its words name
+// as a secret ("password hunter2") is "[redacted]" in the event, and so in
+// the view, the change feed, the logs and everything derived from the
+// message. The raw message keeps it, as evidence for read:raw and admin.
 func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
 	events, err := m.mapKind(raw)
 	for i := range events {
 		events[i].MappingVersion = Version
+		events[i].ErrorMessage = redact.Text(events[i].ErrorMessage)
 	}
 	return events, err
 }

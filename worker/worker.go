@@ -48,6 +48,7 @@ type Flags struct {
 	IngestMaxInFlight    int64         `default:"4096" help:"Events whose publish ingest may await at once before it answers 429 with Retry-After (0 = no bound)."`
 	OnStreamLoss         string        `enum:"rebuild,refuse" default:"rebuild" help:"What to do when SUBSTATE_EVENTS no longer holds what the view was built from (deleted, created again, truncated): rebuild (move the view aside and refill it from what the stream holds) or refuse (exit non-zero naming the rebuild command)."`
 	StreamCheckEvery     time.Duration `hidden:"" default:"5s" help:"How often the running worker compares the view with SUBSTATE_EVENTS."`
+	ViewFailureTimeout   time.Duration `default:"2m" help:"How long the projector may fail to write the view (a corrupt page, a full disk) without one success before /healthz answers 503, so that a liveness probe restarts the worker (0 = never)."`
 	ForwardFlags         `embed:""`
 	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
@@ -291,7 +292,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 	w.HTTP = &httpapi.Server{
 		Addr: w.Flags.HTTPAddr, AllowedHosts: w.Flags.HTTPAllowedHosts, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns, MaxConnsPerClient: w.Flags.HTTPMaxConnsPerIP},
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
-		Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
+		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
 	}
 	if w.View != nil { // a role without a view has none of these
