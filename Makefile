@@ -17,6 +17,9 @@ race:
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "run make fmt"; exit 1)
 	$(GO) vet ./...
+	.ci/tools staticcheck golangci-lint
+	bin/tools/staticcheck ./...
+	bin/tools/golangci-lint run ./...
 
 fmt:
 	gofmt -w .

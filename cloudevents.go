@@ -137,7 +137,7 @@ func ValidTraceParent(s string) bool {
 
 func lowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
 		}
 	}

@@ -33,9 +33,13 @@ type EventData struct {
 	RetryCount      int  `json:"retryCount"`
 	RetryCountKnown bool `json:"retryCountKnown"`
 
-	ErrorMessage  string `json:"errorMessage"`
-	ErrorType     string `json:"errorType"`
-	ProviderState string `json:"providerState"`
+	ErrorMessage string `json:"errorMessage"`
+	ErrorType    string `json:"errorType"`
+	// ErrorFingerprint groups the events one fault produced:
+	// "provider/errorType/template of the message" (mapping.Fingerprint),
+	// absent when the event has no error message.
+	ErrorFingerprint string `json:"errorFingerprint,omitempty"`
+	ProviderState    string `json:"providerState"`
 	// Step is the workflow state the execution is in (engine: the state
 	// name; Step Functions: the newest entered state in a polled history),
 	// absent when the provider's event does not say.

@@ -2,6 +2,7 @@ package substate
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"time"
 )
@@ -24,4 +25,16 @@ type ActiveLister interface {
 // An execution the provider does not know is an ENOTFOUND error.
 type StatusPoller interface {
 	Poll(ctx context.Context, executionID string, withHistory bool) (RawEvent, error)
+}
+
+// RetryAfter returns how long err asks its caller to wait before the next
+// call to the same provider: a throttled provider backing off says so with
+// a RetryAfter() time.Duration method somewhere in the error's chain. It is
+// 0 when err does not say.
+func RetryAfter(err error) time.Duration {
+	var r interface{ RetryAfter() time.Duration }
+	if errors.As(err, &r) {
+		return max(r.RetryAfter(), 0)
+	}
+	return 0
 }

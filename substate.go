@@ -128,6 +128,35 @@ func (v Verb) Valid() bool {
 	return false
 }
 
+// SubState returns the sub-state v is a form of ("" for an unknown verb):
+// cancelled is a form of failed.
+func (v Verb) SubState() SubState {
+	switch v {
+	case VerbExecuting:
+		return StateRunning
+	case VerbWaiting:
+		return StateWaiting
+	case VerbRetrying:
+		return StateBackingOff
+	case VerbFailing:
+		return StateError
+	case VerbCompleted:
+		return StateSucceeded
+	case VerbFailed, VerbCancelled:
+		return StateFailed
+	}
+	return ""
+}
+
+// ParseVerb returns the verb named s, or an EINVALID error naming the
+// valid ones.
+func ParseVerb(s string) (Verb, error) {
+	if v := Verb(s); v.Valid() {
+		return v, nil
+	}
+	return "", Errorf(EINVALID, "unknown verb %s: want executing, waiting, retrying, failing, completed, failed or cancelled", QuotePrefix(s, QuoteLimit))
+}
+
 // Status is the legacy plain status for consumers that predate sub-states.
 type Status string
 

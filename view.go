@@ -8,18 +8,30 @@ import (
 // TenantView is the current workflow status of one tenant, as served by
 // GET /v1/tenants/{id}. Unset fields are the empty string or 0.
 type TenantView struct {
-	TenantID             string    `json:"tenantId"`
-	WorkflowSubState     SubState  `json:"workflowSubState"`
-	WorkflowVerb         Verb      `json:"workflowVerb"`
-	WorkflowStatus       Status    `json:"workflowStatus"`
-	WorkflowExecutionID  string    `json:"workflowExecutionId"`
-	WorkflowRetryCount   int       `json:"workflowRetryCount"`
-	WorkflowErrorMessage string    `json:"workflowErrorMessage"`
-	WorkflowStep         string    `json:"workflowStep"`
-	Provider             Provider  `json:"provider"`
-	ProviderState        string    `json:"providerState"`
-	UpdatedAt            time.Time `json:"updatedAt"`
-	LastEventAt          time.Time `json:"lastEventAt"`
+	TenantID string `json:"tenantId"`
+	// WorkflowType is the workflow the execution runs: the event's
+	// workflow (Step Functions state machine, Restate service, engine
+	// workflow name).
+	WorkflowType     string   `json:"workflowType"`
+	WorkflowSubState SubState `json:"workflowSubState"`
+	// WorkflowSubStateSince is when the tenant entered its sub-state: the
+	// provider's time of the event that moved it there, or that started
+	// the execution it is in.
+	WorkflowSubStateSince time.Time `json:"workflowSubStateSince"`
+	WorkflowVerb          Verb      `json:"workflowVerb"`
+	WorkflowStatus        Status    `json:"workflowStatus"`
+	WorkflowExecutionID   string    `json:"workflowExecutionId"`
+	WorkflowRetryCount    int       `json:"workflowRetryCount"`
+	WorkflowErrorMessage  string    `json:"workflowErrorMessage"`
+	WorkflowErrorType     string    `json:"workflowErrorType"`
+	// WorkflowErrorFingerprint groups the tenants one fault hit (see
+	// EventData.ErrorFingerprint); it moves with the error message.
+	WorkflowErrorFingerprint string    `json:"workflowErrorFingerprint"`
+	WorkflowStep             string    `json:"workflowStep"`
+	Provider                 Provider  `json:"provider"`
+	ProviderState            string    `json:"providerState"`
+	UpdatedAt                time.Time `json:"updatedAt"`
+	LastEventAt              time.Time `json:"lastEventAt"`
 }
 
 // Sequenced is a canonical event together with its stream sequence number in
@@ -65,8 +77,16 @@ type TenantFilter struct {
 	SortUpdatedDesc bool
 	Provider        Provider // "" for any
 	TenantPrefix    string   // only tenant ids that start with it
-	Limit           int      // page size; 0 means the store's default
-	PageToken       string   // opaque token from a previous page
+	// Fingerprint keeps the tenants with this error fingerprint.
+	Fingerprint string
+	// Verb keeps the tenants with this verb form ("" for any): it tells
+	// cancelled from failed.
+	Verb Verb
+	// InStateLongerThan keeps the tenants that entered their sub-state
+	// more than this long ago (WorkflowSubStateSince).
+	InStateLongerThan time.Duration
+	Limit             int    // page size; 0 means the store's default
+	PageToken         string // opaque token from a previous page
 }
 
 // TenantPage is one page of a tenant listing.
@@ -87,4 +107,7 @@ type ViewStore interface {
 	Tenants(ctx context.Context, f TenantFilter) (TenantPage, error)
 	// Checkpoint returns the last applied stream sequence.
 	Checkpoint(ctx context.Context) (uint64, error)
+	// Groups counts the tenants matching a filter by the values of one
+	// field.
+	Groups(ctx context.Context, q GroupQuery) (GroupPage, error)
 }

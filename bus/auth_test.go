@@ -206,7 +206,10 @@ func TestSubscriberReadsEventsOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cons, err := js.OrderedConsumer(ctx, substate.StreamEvents, jetstream.OrderedConsumerConfig{})
+		// A reader without acknowledgements, gone a minute after its
+		// last pull: what an ordered consumer is, under a given name.
+		cons, err := js.CreateOrUpdateConsumer(ctx, substate.StreamEvents, jetstream.ConsumerConfig{
+			Name: "subscriber-1", AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +217,7 @@ func TestSubscriberReadsEventsOnly(t *testing.T) {
 		if err != nil || msg.Subject() != substate.EventsSubject("victim") {
 			t.Fatalf("next event: %v", err)
 		}
-		durable, err := js.CreateOrUpdateConsumer(ctx, substate.StreamEvents, jetstream.ConsumerConfig{Durable: "billing", AckPolicy: jetstream.AckExplicitPolicy})
+		durable, err := js.CreateOrUpdateConsumer(ctx, substate.StreamEvents, jetstream.ConsumerConfig{Durable: "subscriber-2", AckPolicy: jetstream.AckExplicitPolicy})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,6 +261,12 @@ func TestSubscriberReadsEventsOnly(t *testing.T) {
 			request(sub.nc, "$JS.API.CONSUMER.MSG.NEXT."+substate.StreamEvents+".substate-projector")},
 		{"DeleteProjectorConsumer", "$JS.API.CONSUMER.DELETE." + substate.StreamEvents + ".substate-projector",
 			request(sub.nc, "$JS.API.CONSUMER.DELETE."+substate.StreamEvents+".substate-projector")},
+		{"CreateUnnamedConsumer", "$JS.API.CONSUMER.CREATE." + substate.StreamEvents,
+			request(sub.nc, "$JS.API.CONSUMER.CREATE."+substate.StreamEvents)},
+		{"CreateConsumerUnderAnotherName", "$JS.API.CONSUMER.CREATE." + substate.StreamEvents + ".billing",
+			request(sub.nc, "$JS.API.CONSUMER.CREATE."+substate.StreamEvents+".billing")},
+		{"CreateDurableUnderAnotherName", "$JS.API.CONSUMER.DURABLE.CREATE." + substate.StreamEvents + ".billing",
+			request(sub.nc, "$JS.API.CONSUMER.DURABLE.CREATE."+substate.StreamEvents+".billing")},
 		{"ChangeProjectorConsumer", "$JS.API.CONSUMER.CREATE." + substate.StreamEvents + ".substate-projector",
 			request(sub.nc, "$JS.API.CONSUMER.CREATE."+substate.StreamEvents+".substate-projector.substate.events.nobody")},
 		{"AckProjectorMessages", "$JS.ACK." + substate.StreamEvents + ".substate-projector",
@@ -279,6 +288,28 @@ func TestSubscriberReadsEventsOnly(t *testing.T) {
 	}
 	if info, _ := c.Info(ctx); info.NumPending != 2 || info.Config.FilterSubject != "" {
 		t.Errorf("projector consumer: %d pending, filter %q; want 2 and none", info.NumPending, info.Config.FilterSubject)
+	}
+}
+
+// TestSubscriberConsumerNames: the subscriber's consumer names are
+// checked when the server starts.
+func TestSubscriberConsumerNames(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		err   string
+	}{
+		{[]string{"billing", "alerting"}, ""},
+		{[]string{"substate-projector"}, "are the worker's"},
+		{[]string{"substate-anything"}, "are the worker's"},
+		{[]string{"a.b"}, "without dots"},
+		{[]string{">"}, "without dots"},
+		{[]string{""}, "1 to 64"},
+		{make([]string, bus.MaxSubscriberConsumers+1), "more than the 256 allowed"},
+	} {
+		err := bus.Consumers{Worker: bus.WorkerConsumers(), Subscriber: tc.names}.Check()
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%.40q: %v, want %q", tc.names, err, tc.err)
+		}
 	}
 }
 

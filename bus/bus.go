@@ -47,6 +47,10 @@ type Config struct {
 	// Instances are the projector instances, besides the default one,
 	// whose durable consumers subscribers may not touch (WorkerConsumers).
 	Instances []string
+	// SubscriberConsumers are the embedded server's names for the
+	// subscribers' consumers (Consumers.Subscriber); nil means
+	// DefaultSubscriberConsumers.
+	SubscriberConsumers []string
 }
 
 // ServerTLS is the embedded server's TLS configuration.
@@ -98,8 +102,7 @@ func Open(c Config) (*Bus, error) {
 		return nil, err
 	}
 	if err := b.connect(addr, c); err != nil {
-		b.Close()
-		return nil, err
+		return nil, errors.Join(err, b.Close())
 	}
 	return b, nil
 }

@@ -33,7 +33,7 @@ func TestSubscriberReadsChangeFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, substate.StreamChanges, jetstream.ConsumerConfig{
-		Durable: "alerting", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: substate.SubjectChangesPrefix + "failed.>"})
+		Durable: "subscriber-1", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: substate.SubjectChangesPrefix + "failed.>"})
 	if err != nil {
 		t.Fatalf("create a filtered consumer on %s: %v", substate.StreamChanges, err)
 	}

@@ -89,11 +89,11 @@ func probeWrite(dir string) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	defer f.Close()
-	if _, err := f.Write(make([]byte, 1<<20)); err != nil {
-		return err
+	_, err = f.Write(make([]byte, 1<<20))
+	if err == nil {
+		err = f.Sync()
 	}
-	return f.Sync()
+	return errors.Join(err, f.Close())
 }
 
 // restartJetStream shuts JetStream down in the running server and enables

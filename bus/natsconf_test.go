@@ -28,7 +28,7 @@ var clusterInstances = []string{"substate-projector-0", "substate-projector-1", 
 // permission model of the embedded server (run with -update to rewrite
 // it), and that nats-server parses it into exactly those permissions.
 func TestDeployAuthConfig(t *testing.T) {
-	consumers := bus.WorkerConsumers(clusterInstances...)
+	consumers := bus.Consumers{Worker: bus.WorkerConsumers(clusterInstances...)}
 	want := renderAuthConf(consumers)
 	if *update {
 		if err := os.WriteFile(authConf, want, 0o644); err != nil {
@@ -84,7 +84,7 @@ func envName(id bus.Identity) string { return "SUBSTATE_" + strings.ToUpper(stri
 // renderAuthConf writes the permissions of every identity as a NATS
 // server configuration: account SUBSTATE with JetStream, one nkey user per
 // identity, its public key from the environment.
-func renderAuthConf(consumers []string) []byte {
+func renderAuthConf(consumers bus.Consumers) []byte {
 	var b bytes.Buffer
 	b.WriteString(`# substate's permission model for an existing NATS server or cluster:
 # the same identities and permissions as the embedded server (generated
@@ -110,6 +110,12 @@ func renderAuthConf(consumers []string) []byte {
 # substate-projector-<instance> for the --instance of each projector (the
 # pods of deploy/kubernetes/projector.yaml). Add a projector's name to every
 # deny list before you run more replicas.
+#
+# Subscribers may create consumers only under the names listed for them
+# (subscriber-1 to subscriber-4 here, as --subscriber-consumers on the
+# embedded server): at most that many of theirs exist on a stream, so they
+# never use up its consumers. Replace them with your services' names, one
+# line per rule each.
 
 accounts {
   SUBSTATE {

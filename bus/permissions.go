@@ -1,7 +1,9 @@
 package bus
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -35,17 +37,65 @@ func WorkerConsumers(instances ...string) []string {
 	return out
 }
 
+// DefaultSubscriberConsumers are the consumer names subscribers may create
+// when none are given (--subscriber-consumers).
+var DefaultSubscriberConsumers = []string{"subscriber-1", "subscriber-2", "subscriber-3", "subscriber-4"}
+
+// MaxSubscriberConsumers bounds the names subscribers may be given, far
+// below a stream's consumer limit (nats-server's default is 1,000), which
+// the worker's own consumers need room under.
+const MaxSubscriberConsumers = 256
+
+// Consumers names the consumers of the streams subscribers read.
+type Consumers struct {
+	// Worker are the worker's durable consumers (WorkerConsumers), which
+	// subscribers may not read, acknowledge, change or delete.
+	Worker []string
+	// Subscriber are the only names under which subscribers may create
+	// and use consumers, durable or not, on each stream they read: at most
+	// that many consumers of theirs exist on a stream at once, so they can
+	// never fill the stream's consumer limit and keep the worker from
+	// creating its own. Nil means DefaultSubscriberConsumers.
+	Subscriber []string
+}
+
+// subscriber returns the names subscribers may use.
+func (c Consumers) subscriber() []string {
+	if c.Subscriber == nil {
+		return DefaultSubscriberConsumers
+	}
+	return c.Subscriber
+}
+
+// Check says why the subscribers' names cannot be used: too many, not a
+// valid consumer name, or in the worker's "substate-" names.
+func (c Consumers) Check() error {
+	names := c.subscriber()
+	if len(names) > MaxSubscriberConsumers {
+		return fmt.Errorf("subscriber consumers: %d names, more than the %d allowed", len(names), MaxSubscriberConsumers)
+	}
+	for _, n := range names {
+		switch {
+		case n == "" || len(n) > 64 || strings.ContainsAny(n, ".*> \t\r\n/\\"):
+			return fmt.Errorf("subscriber consumer %q: a name is 1 to 64 characters without dots, wildcards, slashes or spaces", n)
+		case strings.HasPrefix(n, "substate-") || slices.Contains(c.Worker, n):
+			return fmt.Errorf("subscriber consumer %q: names starting with substate- are the worker's", n)
+		}
+	}
+	return nil
+}
+
 // Permissions returns what an identity may publish and subscribe to.
-// workerConsumers are the durable consumers subscribers must not touch
-// (WorkerConsumers).
-func Permissions(id Identity, workerConsumers []string) *server.Permissions {
+// consumers name the worker's consumers, which subscribers must not
+// touch, and the ones subscribers may create.
+func Permissions(id Identity, consumers Consumers) *server.Permissions {
 	switch id {
 	case Worker:
 		return workerPermissions()
 	case Tasks:
 		return taskPermissions()
 	case Subscriber:
-		return subscriberPermissions(workerConsumers)
+		return subscriberPermissions(consumers)
 	}
 	return denyAll()
 }
@@ -74,27 +124,34 @@ func taskPermissions() *server.Permissions {
 
 // subscriberPermissions: core subscriptions to the events and the change
 // feed; on their streams, the JetStream API calls that read (stream info,
-// direct and message gets) and that run consumers of its own (create,
-// info, delete, pull, ack, flow control); replies in its own inboxes. The
-// worker's consumers are denied by name: a subscriber could otherwise pull
-// or ack the projector's messages, or change its filter.
-func subscriberPermissions(workerConsumers []string) *server.Permissions {
+// direct and message gets, consumer names and lists) and that run
+// consumers of its own under the names it was given (create, info,
+// delete, pull, ack, flow control); replies in its own inboxes. A consumer
+// without a name or under any other name cannot be created, which bounds
+// how many a subscriber holds. The worker's consumers are also denied by
+// name: a subscriber could otherwise pull or ack the projector's messages,
+// or change its filter.
+func subscriberPermissions(c Consumers) *server.Permissions {
 	pub := []string{"$JS.API.INFO"}
 	var deny []string
 	for _, s := range SubscriberStreams {
 		pub = append(pub,
 			"$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.MSG.GET."+s,
 			"$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>",
-			"$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.DURABLE.CREATE."+s+".*",
-			"$JS.API.CONSUMER.INFO."+s+".*", "$JS.API.CONSUMER.DELETE."+s+".*",
 			"$JS.API.CONSUMER.NAMES."+s, "$JS.API.CONSUMER.LIST."+s,
-			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 			"$JS.ACK."+s+".>", "$JS.ACK.*.*."+s+".>", "$JS.FC."+s+".>")
-		for _, c := range workerConsumers {
+		for _, n := range c.subscriber() {
+			pub = append(pub,
+				"$JS.API.CONSUMER.CREATE."+s+"."+n, "$JS.API.CONSUMER.CREATE."+s+"."+n+".>",
+				"$JS.API.CONSUMER.DURABLE.CREATE."+s+"."+n,
+				"$JS.API.CONSUMER.INFO."+s+"."+n, "$JS.API.CONSUMER.DELETE."+s+"."+n,
+				"$JS.API.CONSUMER.MSG.NEXT."+s+"."+n)
+		}
+		for _, w := range c.Worker {
 			deny = append(deny,
-				"$JS.API.CONSUMER.*."+s+"."+c, "$JS.API.CONSUMER.CREATE."+s+"."+c+".>",
-				"$JS.API.CONSUMER.DURABLE.CREATE."+s+"."+c, "$JS.API.CONSUMER.MSG.NEXT."+s+"."+c,
-				"$JS.ACK."+s+"."+c+".>", "$JS.ACK.*.*."+s+"."+c+".>")
+				"$JS.API.CONSUMER.*."+s+"."+w, "$JS.API.CONSUMER.CREATE."+s+"."+w+".>",
+				"$JS.API.CONSUMER.DURABLE.CREATE."+s+"."+w, "$JS.API.CONSUMER.MSG.NEXT."+s+"."+w,
+				"$JS.ACK."+s+"."+w+".>", "$JS.ACK.*.*."+s+"."+w+".>")
 		}
 	}
 	return &server.Permissions{

@@ -40,7 +40,7 @@ func startServer(c Config, creds Credentials, logger *slog.Logger) (*server.Serv
 		MaxPayload: maxPayload,
 		NoSigs:     true,
 	}
-	if opts.Nkeys, err = Users(creds, WorkerConsumers(c.Instances...)); err != nil {
+	if opts.Nkeys, err = Users(creds, Consumers{Worker: WorkerConsumers(c.Instances...), Subscriber: c.SubscriberConsumers}); err != nil {
 		return nil, err
 	}
 	if err := serverTLS(opts, c.ServerTLS); err != nil {
@@ -65,14 +65,17 @@ func startServer(c Config, creds Credentials, logger *slog.Logger) (*server.Serv
 // Users returns the embedded server's users: one nkey user per identity
 // of creds, with its Permissions. A server with users refuses anonymous
 // clients.
-func Users(creds Credentials, workerConsumers []string) ([]*server.NkeyUser, error) {
+func Users(creds Credentials, consumers Consumers) ([]*server.NkeyUser, error) {
+	if err := consumers.Check(); err != nil {
+		return nil, err
+	}
 	var users []*server.NkeyUser
 	for _, id := range Identities {
 		pub, err := creds.PublicKey(id)
 		if err != nil {
 			return nil, err
 		}
-		users = append(users, &server.NkeyUser{Nkey: pub, Permissions: Permissions(id, workerConsumers)})
+		users = append(users, &server.NkeyUser{Nkey: pub, Permissions: Permissions(id, consumers)})
 	}
 	return users, nil
 }

@@ -131,9 +131,10 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 }
 
 // sameStream reports whether an existing stream has the settings substate
-// declares.
+// declares. AllowDirect is one: substate reads its streams with direct
+// gets only, so a stream created without them is updated.
 func sameStream(have, want jetstream.StreamConfig) bool {
-	return slices.Equal(have.Subjects, want.Subjects) && have.MaxAge == want.MaxAge &&
+	return slices.Equal(have.Subjects, want.Subjects) && have.MaxAge == want.MaxAge && have.AllowDirect == want.AllowDirect &&
 		have.MaxBytes == want.MaxBytes && have.Duplicates == want.Duplicates &&
 		have.Replicas == want.Replicas && have.Description == want.Description &&
 		have.Retention == want.Retention && have.Discard == want.Discard && have.Storage == want.Storage

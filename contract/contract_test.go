@@ -163,6 +163,8 @@ func TestOpenAPITenantFilter(t *testing.T) {
 		p := ref.Value
 		values := []string{"1"}
 		switch s := p.Schema.Value; {
+		case s.Example != nil:
+			values = []string{fmt.Sprint(s.Example)}
 		case len(s.Enum) > 0:
 			values = values[:0]
 			for _, e := range s.Enum {

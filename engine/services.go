@@ -67,7 +67,7 @@ func gatherEndpoints(ctx context.Context, nc *nats.Conn) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discover task services: %w", err)
 	}
-	defer sub.Unsubscribe()
+	defer func() { _ = sub.Unsubscribe() }() // the connection's own; it goes with the connection
 	if err := nc.PublishRequest(subject, inbox, nil); err != nil {
 		return nil, fmt.Errorf("discover task services: %w", err)
 	}

@@ -46,6 +46,14 @@ func (c *Client) Tenants(ctx context.Context, f substate.TenantFilter) (substate
 	return page, err
 }
 
+// Groups reads GET /v1/groups: the tenants q.Filter matches, grouped by
+// q.By.
+func (c *Client) Groups(ctx context.Context, q substate.GroupQuery) (substate.GroupPage, error) {
+	var page substate.GroupPage
+	err := c.Get(ctx, "/v1/groups?"+EncodeGroupQuery(q).Encode(), &page)
+	return page, err
+}
+
 // TenantPages reads GET /v1/tenants page by page from f, following the
 // page tokens until the last page, an error (yielded last) or the caller
 // stops.

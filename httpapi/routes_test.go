@@ -41,6 +41,9 @@ func request(rt httpapi.Route) *http.Request {
 	if strings.HasSuffix(path, "/") && path != "/" {
 		path += "app.js" // below a subtree
 	}
+	if path == "/v1/groups" {
+		path += "?by=subState" // required
+	}
 	req := httptest.NewRequest(rt.Method, path, nil)
 	if rt.Method == http.MethodPost {
 		req = httptest.NewRequest(rt.Method, path, strings.NewReader("{}"))

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
@@ -23,6 +24,14 @@ func TestParseTenantFilter(t *testing.T) {
 		{query: "sort=updatedAt:asc", err: "updatedAt:desc"},
 		{query: "provider=temporal", err: "unknown provider"},
 		{query: "tenantPrefix=" + strings.Repeat("a", substate.MaxTenantIDBytes+1), err: "tenantPrefix"},
+		{query: "fingerprint=engine/x/y&verb=cancelled&inStateLongerThan=1h30m",
+			want: substate.TenantFilter{Fingerprint: "engine/x/y", Verb: substate.VerbCancelled, InStateLongerThan: 90 * time.Minute}},
+		{query: "substate=failed", err: `unknown query parameter "substate"; the valid ones are subState, hasError`},
+		{query: "has_error=true", err: `unknown query parameter "has_error"`},
+		{query: "limit=1&limit=2", err: "limit given 2 times"},
+		{query: "verb=paused", err: "unknown verb"},
+		{query: "inStateLongerThan=-1s", err: "want a duration"},
+		{query: "inStateLongerThan=10", err: "want a duration"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			q, _ := url.ParseQuery(tc.query)
@@ -47,6 +56,7 @@ func TestEncodeTenantFilter(t *testing.T) {
 		{},
 		{SubState: substate.StateWaiting, HasError: true, MinRetryCount: 3, SortRetryDesc: true, Limit: 1000, PageToken: "tok"},
 		{SortUpdatedDesc: true, Provider: substate.ProviderStepFunctions, TenantPrefix: "acme/ä&=?"},
+		{Fingerprint: "stepfunctions/states.timeout/task timed out after <n> seconds", Verb: substate.VerbFailed, InStateLongerThan: time.Second},
 	} {
 		got, err := httpapi.ParseTenantFilter(httpapi.EncodeTenantFilter(f))
 		if err != nil || got != f {

@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
@@ -35,58 +39,126 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 	httpx.JSON(w, http.StatusOK, page)
 }
 
+// TenantParams are the query parameters of GET /v1/tenants.
+var TenantParams = []string{"subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb",
+	"inStateLongerThan", "sort", "limit", "pageToken"}
+
 // ParseTenantFilter reads the query parameters of GET /v1/tenants: subState,
-// hasError, minRetryCount, provider, tenantPrefix, sort (retryCount:desc or
-// updatedAt:desc), limit and pageToken.
+// hasError, minRetryCount, provider, tenantPrefix, fingerprint, verb,
+// inStateLongerThan (a Go duration), sort (retryCount:desc or
+// updatedAt:desc), limit and pageToken. Any other parameter, or one given
+// twice, is an EINVALID error naming the valid ones: a misspelt filter
+// must not answer every tenant.
 func ParseTenantFilter(q map[string][]string) (substate.TenantFilter, error) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
+	if err := checkParams(q, TenantParams); err != nil {
+		return substate.TenantFilter{}, err
 	}
-	var f substate.TenantFilter
-	var err error
-	if v := get("subState"); v != "" {
-		if f.SubState, err = substate.ParseSubState(v); err != nil {
-			return f, err
-		}
-	}
-	if v := get("hasError"); v != "" {
-		if f.HasError, err = strconv.ParseBool(v); err != nil {
-			return f, substate.Errorf(substate.EINVALID, "hasError %q: want true or false", v)
-		}
-	}
-	if f.MinRetryCount, err = nonNegative("minRetryCount", get("minRetryCount")); err != nil {
+	f, err := parseConditions(q)
+	if err != nil {
 		return f, err
 	}
-	if f.Limit, err = nonNegative("limit", get("limit")); err != nil {
+	if f.Limit, err = nonNegative("limit", first(q, "limit")); err != nil {
 		return f, err
 	}
-	switch v := get("sort"); v {
+	switch v := first(q, "sort"); v {
 	case "":
 	case "retryCount:desc":
 		f.SortRetryDesc = true
 	case "updatedAt:desc":
 		f.SortUpdatedDesc = true
 	default:
-		return f, substate.Errorf(substate.EINVALID, "sort %q: want retryCount:desc or updatedAt:desc", v)
+		return f, substate.Errorf(substate.EINVALID, "sort %s: want retryCount:desc or updatedAt:desc", substate.QuotePrefix(v, substate.QuoteLimit))
 	}
-	if v := get("provider"); v != "" {
+	f.PageToken = first(q, "pageToken")
+	return f, nil
+}
+
+// parseConditions reads the parameters that select tenants, which GET
+// /v1/tenants and GET /v1/groups share.
+func parseConditions(q map[string][]string) (substate.TenantFilter, error) {
+	var f substate.TenantFilter
+	var err error
+	if v := first(q, "subState"); v != "" {
+		if f.SubState, err = substate.ParseSubState(v); err != nil {
+			return f, err
+		}
+	}
+	if v := first(q, "hasError"); v != "" {
+		if f.HasError, err = strconv.ParseBool(v); err != nil {
+			return f, substate.Errorf(substate.EINVALID, "hasError %s: want true or false", substate.QuotePrefix(v, substate.QuoteLimit))
+		}
+	}
+	if f.MinRetryCount, err = nonNegative("minRetryCount", first(q, "minRetryCount")); err != nil {
+		return f, err
+	}
+	if v := first(q, "provider"); v != "" {
 		if f.Provider, err = substate.ParseProvider(v); err != nil {
 			return f, err
 		}
 	}
-	if f.TenantPrefix = get("tenantPrefix"); len(f.TenantPrefix) > substate.MaxTenantIDBytes {
+	if f.TenantPrefix = first(q, "tenantPrefix"); len(f.TenantPrefix) > substate.MaxTenantIDBytes {
 		return f, substate.Errorf(substate.EINVALID, "tenantPrefix: longer than %d bytes", substate.MaxTenantIDBytes)
 	}
-	f.PageToken = get("pageToken")
+	if f.Fingerprint = first(q, "fingerprint"); len(f.Fingerprint) > substate.MaxFingerprintBytes {
+		return f, substate.Errorf(substate.EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", substate.MaxFingerprintBytes)
+	}
+	if v := first(q, "verb"); v != "" {
+		if f.Verb, err = substate.ParseVerb(v); err != nil {
+			return f, err
+		}
+	}
+	if v := first(q, "inStateLongerThan"); v != "" {
+		if f.InStateLongerThan, err = time.ParseDuration(v); err != nil || f.InStateLongerThan < 0 {
+			return f, substate.Errorf(substate.EINVALID, "inStateLongerThan %s: want a duration such as 90s, 15m or 2h", substate.QuotePrefix(v, substate.QuoteLimit))
+		}
+	}
 	return f, nil
+}
+
+// checkParams returns an EINVALID error for the first parameter of q (in
+// name order) that is not one of valid, or that is given more than once.
+func checkParams(q map[string][]string, valid []string) error {
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(valid, k):
+			return substate.Errorf(substate.EINVALID, "unknown query parameter %s; the valid ones are %s",
+				substate.QuotePrefix(k, substate.QuoteLimit), strings.Join(valid, ", "))
+		case len(q[k]) > 1:
+			return substate.Errorf(substate.EINVALID, "query parameter %s given %d times; give it once", k, len(q[k]))
+		}
+	}
+	return nil
+}
+
+// first returns the first value of the parameter k, "" when absent.
+func first(q map[string][]string, k string) string {
+	if v := q[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // EncodeTenantFilter writes f as the query parameters ParseTenantFilter
 // reads; zero fields are left out.
 func EncodeTenantFilter(f substate.TenantFilter) url.Values {
+	q := encodeConditions(f)
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	switch {
+	case f.SortRetryDesc:
+		q.Set("sort", "retryCount:desc")
+	case f.SortUpdatedDesc:
+		q.Set("sort", "updatedAt:desc")
+	}
+	if f.PageToken != "" {
+		q.Set("pageToken", f.PageToken)
+	}
+	return q
+}
+
+// encodeConditions writes the conditions of f that parseConditions reads.
+func encodeConditions(f substate.TenantFilter) url.Values {
 	q := url.Values{}
 	set := func(k, v string) {
 		if v != "" {
@@ -100,18 +172,13 @@ func EncodeTenantFilter(f substate.TenantFilter) url.Values {
 	if f.MinRetryCount != 0 {
 		q.Set("minRetryCount", strconv.Itoa(f.MinRetryCount))
 	}
-	if f.Limit != 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	switch {
-	case f.SortRetryDesc:
-		q.Set("sort", "retryCount:desc")
-	case f.SortUpdatedDesc:
-		q.Set("sort", "updatedAt:desc")
-	}
 	set("provider", string(f.Provider))
 	set("tenantPrefix", f.TenantPrefix)
-	set("pageToken", f.PageToken)
+	set("fingerprint", f.Fingerprint)
+	set("verb", string(f.Verb))
+	if f.InStateLongerThan != 0 {
+		q.Set("inStateLongerThan", f.InStateLongerThan.String())
+	}
 	return q
 }
 

@@ -44,12 +44,22 @@ func (s scopedViews) Tenant(ctx context.Context, id string) (substate.TenantView
 	return s.ViewStore.Tenant(ctx, id)
 }
 
-func (s scopedViews) Tenants(ctx context.Context, f substate.TenantFilter) (substate.TenantPage, error) {
+// narrow returns f narrowed to the key's prefix, false when no tenant id
+// can start with both.
+func (s scopedViews) narrow(f substate.TenantFilter) (substate.TenantFilter, bool) {
 	switch {
 	case strings.HasPrefix(f.TenantPrefix, s.prefix): // as narrow as the key's, or narrower
 	case strings.HasPrefix(s.prefix, f.TenantPrefix):
 		f.TenantPrefix = s.prefix
-	default: // no tenant id starts with both
+	default:
+		return f, false
+	}
+	return f, true
+}
+
+func (s scopedViews) Tenants(ctx context.Context, f substate.TenantFilter) (substate.TenantPage, error) {
+	f, ok := s.narrow(f)
+	if !ok {
 		return substate.TenantPage{Tenants: []substate.TenantView{}}, nil
 	}
 	page, err := s.ViewStore.Tenants(ctx, f)
@@ -57,6 +67,18 @@ func (s scopedViews) Tenants(ctx context.Context, f substate.TenantFilter) (subs
 	// still stay out.
 	page.Tenants = slices.DeleteFunc(page.Tenants, func(v substate.TenantView) bool { return !strings.HasPrefix(v.TenantID, s.prefix) })
 	return page, err
+}
+
+// Groups counts only the tenants under the key's prefix: the view's group
+// query with the prefix as its TenantPrefix filter, which the view answers
+// by reading those tenants (see state.DB.Groups for the cost).
+func (s scopedViews) Groups(ctx context.Context, q substate.GroupQuery) (substate.GroupPage, error) {
+	f, ok := s.narrow(q.Filter)
+	if !ok {
+		return substate.GroupPage{By: q.By, Groups: []substate.Group{}}, nil
+	}
+	q.Filter = f
+	return s.ViewStore.Groups(ctx, q)
 }
 
 // CountTenants counts the tenants matching f (its page fields ignored) by

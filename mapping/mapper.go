@@ -16,13 +16,21 @@ import (
 // events instead of being deduplicated against the old ones. Bump it whenever
 // the mapping of an existing payload changes. Version 2 adds the step to
 // engine events and Step Functions polls, and maps Restate rows as a real
-// server sends them (revision, retry count, error text). Version 3 redacts
-// secrets in the error text (redact.Text).
-const Version = 3
+// server sends them (revision, retry count, error text). Version 3 adds
+// the error fingerprint. Version 4 redacts secrets in the error text
+// (redact.Text), before the fingerprint is taken.
+const Version = 4
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
-func EventID(raw substate.RawEvent, index int) string {
+func EventID(raw substate.RawEvent, index int) string { return EventIDOf(raw, index, Version) }
+
+// EventIDOf returns the id the index-th canonical event mapped from raw
+// had, or would have had, under mapping version version: the evidence
+// check asks it of an event an earlier (or later) version mapped. Events
+// from before they carried their version (0) are of version 1.
+func EventIDOf(raw substate.RawEvent, index, version int) string {
+	version = max(version, 1)
 	h := sha256.New()
 	h.Write([]byte(raw.Kind))
 	h.Write([]byte{0})
@@ -30,7 +38,7 @@ func EventID(raw substate.RawEvent, index int) string {
 	h.Write([]byte{0})
 	h.Write(strconv.AppendInt(nil, int64(index), 10))
 	h.Write([]byte{0})
-	h.Write(strconv.AppendInt(nil, Version, 10))
+	h.Write(strconv.AppendInt(nil, int64(version), 10))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0]))
 }
@@ -75,20 +83,23 @@ func New(c Config) *Mapper {
 }
 
 // Map decodes raw and maps it to canonical events, dispatching on its kind,
-// each stamped with the mapping Version. Undecodable payloads are EINVALID
-// errors, unresolvable tenants ENOTENANT.
+// each stamped with the mapping Version and given its error fingerprint.
+// Undecodable payloads are EINVALID errors, unresolvable tenants ENOTENANT.
 //
 // The providers' error text (a Step Functions cause, a Restate
 // last_failure, an engine task's error) is redacted here, the one place
-// every canonical event passes, with redact.Text: a value its words name
-// as a secret ("password hunter2") is "[redacted]" in the event, and so in
-// the view, the change feed, the logs and everything derived from the
-// message. The raw message keeps it, as evidence for read:raw and admin.
+// every canonical event passes, with redact.Text, before the fingerprint
+// is taken: a value its words name as a secret ("password hunter2") is
+// "[redacted]" in the event, and so in the view, the change feed, the
+// logs, the fingerprint and everything derived from the message. The raw
+// message keeps it, as evidence for read:raw and admin.
 func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
 	events, err := m.mapKind(raw)
 	for i := range events {
-		events[i].MappingVersion = Version
-		events[i].ErrorMessage = redact.Text(events[i].ErrorMessage)
+		ev := &events[i]
+		ev.MappingVersion = Version
+		ev.ErrorMessage = redact.Text(ev.ErrorMessage)
+		ev.ErrorFingerprint = Fingerprint(ev.Provider, ev.ErrorType, ev.ErrorMessage)
 	}
 	return events, err
 }

@@ -34,8 +34,66 @@ the mapper itself uses, and a test fails when it is stale.
 	}
 	b.WriteString(unknownRule)
 	b.WriteString(providerNotes)
+	writeFingerprints(&b)
 	return b.Bytes()
 }
+
+// fingerprintExamples are real provider messages, fingerprinted in the
+// document by the code itself.
+var fingerprintExamples = []struct {
+	provider          substate.Provider
+	errorType, errMsg string
+}{
+	{substate.ProviderStepFunctions, "UpstreamUnavailable", "payment provider returned HTTP 503"},
+	{substate.ProviderStepFunctions, "States.TaskFailed", "2024-06-19T10:01:05.123Z 1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d Task timed out after 3.00 seconds"},
+	{substate.ProviderStepFunctions, "States.Runtime", "Execution arn:aws:states:us-east-1:123456789012:execution:provision:tenant-42 does not exist."},
+	{substate.ProviderRestate, "RT0007", "downstream unavailable (attempt 2)"},
+	{substate.ProviderRestate, "500", "invocation inv_15QQc9x1S87U4ClHS47MkV9tT9WnzYV5FK not found"},
+	{substate.ProviderEngine, "ServiceUnavailable", "no responder for 'billing.charge' after 750ms, request 0x7a69"},
+	{substate.ProviderEngine, "", "connect ECONNREFUSED 10.0.3.17:5432"},
+}
+
+func writeFingerprints(b *bytes.Buffer) {
+	b.WriteString(fingerprintRule)
+	b.WriteString("| provider | error type | message | fingerprint |\n| --- | --- | --- | --- |\n")
+	for _, e := range fingerprintExamples {
+		typ := "—"
+		if e.errorType != "" {
+			typ = "`" + e.errorType + "`"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | `%s` |\n", e.provider, typ, cellEscape(e.errMsg),
+			cellEscape(Fingerprint(e.provider, e.errorType, e.errMsg)))
+	}
+}
+
+const fingerprintRule = `
+## Error fingerprint
+
+Every canonical event with an error message carries ` + "`errorFingerprint`" + ` (mapping
+version 3 on), and the view ` + "`workflowErrorFingerprint`" + `: the key that groups the tenants
+one fault hit (` + "`GET /v1/groups?by=fingerprint`" + `, ` + "`GET /v1/tenants?fingerprint=…`" + `).
+It is ` + "`provider/errorType/template`" + `, at most 200 bytes (cut at a word boundary), empty
+when there is no error message:
+
+- the error type is the provider's (Step Functions ` + "`error`" + `, Restate's failure code, the
+  engine's error type), lower-cased, whitespace collapsed, a ` + "`/`" + ` written as ` + "`_`" + `,
+  at most 64 bytes;
+- the template is the error message (its first line, as the view shows it), lower-cased,
+  whitespace, control and format characters collapsed to one space, with a quoted value
+  (` + "`'…'`, `\"…\"`, `` `…` ``" + `) replaced by ` + "`<q>`" + `, a timestamp (a date, a date and time, a
+  time with seconds, with a zone) by ` + "`<time>`" + `, an ARN by ` + "`<arn>`" + `, a UUID, a Restate
+  invocation id and a word of at least 8 letters and digits with at least 3 digits by
+  ` + "`<id>`" + `, a hex string (` + "`0x…`" + `, or 8 hex digits or more with a digit and a letter) by
+  ` + "`<hex>`" + `, and a number (digit groups joined by ` + "`.`" + ` or ` + "`,`" + `) by ` + "`<n>`" + ` — the digits
+  that start a word (` + "`30s`" + ` → ` + "`<n>s`" + `), not those inside one (` + "`s3`" + `, ` + "`sha256`" + `).
+  An apostrophe inside a word (` + "`can't`" + `) is not a quote.
+
+Templating a template changes nothing, and a fuzz test checks it with the other
+properties (length, lower case, single spaces, a token of one kind swapped for another
+never changing the template). Events mapped before version 3 have no fingerprint; ` + "`substate renormalize`" + `
+maps their raw messages again, and the corrected events replace them in the view.
+
+`
 
 var providerTitles = map[substate.Provider]string{
 	substate.ProviderStepFunctions: "AWS Step Functions (`stepfunctions`)",

@@ -135,7 +135,8 @@ func TestMapEngine(t *testing.T) {
 		TenantID: "acme", Provider: substate.ProviderEngine, ExecutionID: "acme-1", Workflow: "provision",
 		SubState: substate.StateBackingOff, Verb: substate.VerbRetrying, Status: substate.StatusRunning,
 		RetryCount: 2, RetryCountKnown: true, ErrorMessage: "no responders", ErrorType: "ServiceUnavailable",
-		ProviderState: "backing-off", OccurredAt: start.Add(time.Minute), ExecutionStartedAt: start, Revision: 7,
+		ErrorFingerprint: "engine/serviceunavailable/no responders",
+		ProviderState:    "backing-off", OccurredAt: start.Add(time.Minute), ExecutionStartedAt: start, Revision: 7,
 		MappingVersion: mapping.Version,
 	}
 	if got != want {

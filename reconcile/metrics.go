@@ -34,6 +34,16 @@ type Metrics struct {
 	// was at the last sweep: above the poll interval, the provider's API
 	// budget does not cover every running execution each interval.
 	PollLag *prometheus.GaugeVec
+	// Throttled counts the calls a provider answered with throttling, by
+	// provider and operation.
+	Throttled *prometheus.CounterVec
+	// Backoff is, by provider and operation, the wait of the API's current
+	// backoff after throttling; 0 when it is not throttled.
+	Backoff *prometheus.GaugeVec
+	// Behind is, by provider, how many running executions were polled
+	// without the detail that shows retries (Step Functions: their history,
+	// while GetExecutionHistory backs off) and not read since.
+	Behind *prometheus.GaugeVec
 
 	lastSweep atomic.Int64 // Unix nanoseconds at the end of the last sweep; 0 before the first
 }
@@ -67,9 +77,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PollLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "substate_reconcile_poll_lag_seconds", Help: "How late the most overdue execution's poll was at the last sweep, by provider.",
 		}, []string{"provider"}),
+		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_provider_api_throttled_total", Help: "Requests a provider's API answered with throttling, by provider and operation.",
+		}, []string{"provider", "operation"}),
+		Backoff: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "substate_provider_api_backoff_seconds", Help: "The current backoff of a throttled provider API (0 when not throttled), by provider and operation.",
+		}, []string{"provider", "operation"}),
+		Behind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "substate_reconcile_behind_executions", Help: "Running executions polled without their retry detail (history) and not read since, by provider.",
+		}, []string{"provider"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Polls, m.APICalls, m.Stale, m.SweepDuration, m.PollLag)
+		reg.MustRegister(m.Polls, m.APICalls, m.Stale, m.SweepDuration, m.PollLag, m.Throttled, m.Backoff, m.Behind)
 	}
 	return m
 }
@@ -87,6 +106,25 @@ func (m *Metrics) CountPolls(p substate.Provider, outcome string, n int) {
 func (m *Metrics) CountCall(p substate.Provider, operation string) {
 	if m != nil {
 		m.APICalls.WithLabelValues(string(p), operation).Inc()
+	}
+}
+
+// SetBackoff records the backoff of a provider's API: d > 0 after a
+// throttled call (which it counts), 0 when the API answers again.
+func (m *Metrics) SetBackoff(p substate.Provider, operation string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if d > 0 {
+		m.Throttled.WithLabelValues(string(p), operation).Inc()
+	}
+	m.Backoff.WithLabelValues(string(p), operation).Set(max(d, 0).Seconds())
+}
+
+// SetBehind sets how many of a provider's running executions are behind.
+func (m *Metrics) SetBehind(p substate.Provider, n int) {
+	if m != nil {
+		m.Behind.WithLabelValues(string(p)).Set(float64(n))
 	}
 }
 

@@ -36,19 +36,24 @@ const (
 //
 // Each sweep lists the non-terminal tenants (those whose last event is
 // older than After, when After is set) and polls the executions whose last
-// poll is at least Every old, the longest-waiting first, so when the
-// provider's budget cannot cover every execution each Every the polls are
-// spread evenly and each execution waits the same. How late the most
-// overdue execution is, is the lag metric. Sweeps start when the next
-// execution is due, and at least every Interval. Calls are paced per
-// provider to QPS a second (the Step Functions provider paces its own
-// calls, see stepfunctions.Budget).
+// poll (or failed try) is at least Every old, in turn: the one whose last
+// try is oldest first, so when the provider's budget cannot cover every
+// execution each Every the polls are spread evenly and each execution
+// waits the same, and an execution whose poll failed goes to the back of
+// the line instead of blocking the others. How late the most overdue
+// execution is, is the lag metric. Sweeps start when the next execution
+// is due, and at least every Interval. Calls are paced per provider to QPS
+// a second (the Step Functions provider paces its own calls, see
+// stepfunctions.Budget).
 //
 // Failures never stop it. An execution the provider does not know
 // (ENOTFOUND) or whose id it rejects (EINVALID) is logged once and not
 // polled again while the view keeps it. A throttled, unavailable or
-// unauthorized provider is logged and its remaining tenants wait for the
-// next sweep. Other errors are logged and retried at the next sweep.
+// unauthorized provider is logged and held: none of its executions is
+// polled until the wait its error asks for (substate.RetryAfter) or, when
+// it asks for none, a backoff with jitter that grows with each refusal in
+// a row, up to Every. The execution is tried again an Every after its
+// failed try, as is one whose poll failed otherwise.
 //
 // Set the fields before Run; NewReconciler sets the defaults.
 type Reconciler struct {
@@ -77,6 +82,9 @@ type Reconciler struct {
 	// Sleep waits for a duration or until ctx is done; the pacing and the
 	// sweep interval use it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0,1) that spreads the backoff of a
+	// provider that refused polls; nil is math/rand/v2's.
+	Rand func() float64
 	// Metrics receives poll outcomes; nil disables them.
 	Metrics *Metrics
 	// Logger receives the reconciler's logs; nil discards them.
@@ -85,9 +93,16 @@ type Reconciler struct {
 	mu      sync.Mutex // one sweep at a time
 	tracked map[trackKey]*tracked
 	pacers  map[substate.Provider]*Pacer
+	holds   map[substate.Provider]*hold
 	warned  map[substate.Provider]bool // providers without a poller, logged once
 	lagging map[substate.Provider]bool // providers whose polls lag, logged on change
 	nextDue time.Time                  // when the next tracked execution is due
+}
+
+// hold is a provider that refused polls: none is sent before until.
+type hold struct {
+	until   time.Time
+	refused int // refusals in a row
 }
 
 // NewReconciler returns a reconciler with the default settings.
@@ -121,6 +136,7 @@ type trackKey struct {
 type tracked struct {
 	firstSeen time.Time // when a sweep first listed it
 	lastPoll  time.Time // when it was last polled
+	lastTry   time.Time // when a poll of it last ended, failed or not
 	lastRaw   string    // the id of the raw event its last published poll made
 	gaveUp    string    // the code of a permanent failure: no more polls
 	seen      bool      // listed by the current sweep
@@ -129,7 +145,6 @@ type tracked struct {
 // sweep is the state of one sweep.
 type sweep struct {
 	start time.Time
-	held  map[substate.Provider]bool // providers that refused a poll
 	stale map[substate.Provider]int
 	due   []dueExecution
 	res   SweepResult
@@ -173,7 +188,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (SweepResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.init()
-	s := sweep{start: r.Now(), held: map[substate.Provider]bool{}, stale: map[substate.Provider]int{}}
+	s := sweep{start: r.Now(), stale: map[substate.Provider]int{}}
 	for v, err := range r.View.Active(ctx, s.start.Add(-max(r.After, 0))) {
 		if err != nil {
 			return s.res, fmt.Errorf("reconcile: list running tenants: %w", err)
@@ -181,7 +196,7 @@ func (r *Reconciler) Sweep(ctx context.Context) (SweepResult, error) {
 		r.visit(&s, &v)
 	}
 	r.forget()
-	slices.SortStableFunc(s.due, func(a, b dueExecution) int { return a.tracked.lastPoll.Compare(b.tracked.lastPoll) })
+	slices.SortStableFunc(s.due, func(a, b dueExecution) int { return a.tracked.lastTry.Compare(b.tracked.lastTry) })
 	for i := range s.due {
 		if err := r.pollDue(ctx, &s, &s.due[i]); err != nil {
 			return s.res, err
@@ -210,17 +225,16 @@ func (r *Reconciler) visit(s *sweep, v *substate.TenantView) {
 	switch {
 	case t.gaveUp != "":
 		s.res.Unpolled++
-	case !due(t.lastPoll, s.start, r.Every):
+	case !due(t.lastTry, s.start, r.Every):
 		s.res.NotDue++
 	default:
 		s.due = append(s.due, dueExecution{view: *v, poller: poller, tracked: t})
 	}
 }
 
-// pollDue polls one due execution, unless its provider refused a poll in
-// this sweep.
+// pollDue polls one due execution, unless its provider is held.
 func (r *Reconciler) pollDue(ctx context.Context, s *sweep, d *dueExecution) error {
-	if s.held[d.view.Provider] {
+	if r.held(d.view.Provider) {
 		s.res.Deferred++
 		return nil
 	}
@@ -236,8 +250,10 @@ func (r *Reconciler) poll(ctx context.Context, s *sweep, v *substate.TenantView,
 	s.res.Polled++
 	raw, err := poller.Poll(ctx, v.WorkflowExecutionID, true)
 	if err != nil {
+		t.lastTry = r.Now()
 		return r.pollFailed(ctx, s, v, t, err)
 	}
+	delete(r.holds, v.Provider)
 	if raw.ID != t.lastRaw {
 		if err := r.Publisher.PublishRaw(ctx, raw); err != nil {
 			r.Metrics.CountPolls(v.Provider, OutcomePublishFailed, 1)
@@ -248,6 +264,7 @@ func (r *Reconciler) poll(ctx context.Context, s *sweep, v *substate.TenantView,
 	}
 	r.Metrics.CountPolls(v.Provider, OutcomeOK, 1)
 	t.lastPoll = r.Now()
+	t.lastTry = t.lastPoll
 	return nil
 }
 
@@ -265,8 +282,8 @@ func (r *Reconciler) pollFailed(ctx context.Context, s *sweep, v *substate.Tenan
 		t.gaveUp = code
 		log.Warn("the provider cannot tell this execution's status; not polling it again while the view keeps it")
 	case substate.ETHROTTLED, substate.EUNAVAILABLE, substate.EUNAUTHORIZED:
-		s.held[v.Provider] = true
-		log.Warn("the provider refused a poll; its other tenants wait for the next sweep")
+		wait := r.holdProvider(v.Provider, err)
+		log.Warn("the provider refused a poll; none of its executions is polled before the wait, then each in turn", "wait", wait.Round(time.Millisecond))
 	default:
 		log.Error("poll failed; the next sweep retries")
 	}
@@ -301,13 +318,20 @@ func (r *Reconciler) measureLag() {
 		if t.gaveUp != "" {
 			continue
 		}
-		due := t.firstSeen
+		late := t.firstSeen
 		if !t.lastPoll.IsZero() {
-			due = t.lastPoll.Add(r.Every)
+			late = t.lastPoll.Add(r.Every)
 		}
-		lag[k.provider] = max(lag[k.provider], now.Sub(due))
-		if due.Before(r.nextDue) {
-			r.nextDue = due
+		lag[k.provider] = max(lag[k.provider], now.Sub(late))
+		next := t.firstSeen
+		if !t.lastTry.IsZero() {
+			next = t.lastTry.Add(r.Every)
+		}
+		if h := r.holds[k.provider]; h != nil && h.until.After(next) {
+			next = h.until
+		}
+		if next.Before(r.nextDue) {
+			r.nextDue = next
 		}
 	}
 	for p := range r.Pollers {
@@ -374,6 +398,7 @@ func (r *Reconciler) init() {
 	if r.tracked == nil {
 		r.tracked = map[trackKey]*tracked{}
 		r.pacers = map[substate.Provider]*Pacer{}
+		r.holds = map[substate.Provider]*hold{}
 		r.warned = map[substate.Provider]bool{}
 		r.lagging = map[substate.Provider]bool{}
 	}
@@ -381,4 +406,28 @@ func (r *Reconciler) init() {
 
 func (r *Reconciler) logger() *slog.Logger {
 	return cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+}
+
+// holdProvider holds a provider that refused a poll with err: for the wait
+// err asks for, else for a backoff with jitter that grows with each
+// refusal in a row, up to Every. It returns the wait.
+func (r *Reconciler) holdProvider(p substate.Provider, err error) time.Duration {
+	h := r.holds[p]
+	if h == nil {
+		h = &hold{}
+		r.holds[p] = h
+	}
+	h.refused++
+	wait := substate.RetryAfter(err)
+	if wait <= 0 {
+		wait = timex.Backoff{Base: time.Second, Max: r.Every, Rand: r.Rand}.Delay(h.refused)
+	}
+	h.until = r.Now().Add(wait)
+	return wait
+}
+
+// held reports whether a provider is held now.
+func (r *Reconciler) held(p substate.Provider) bool {
+	h := r.holds[p]
+	return h != nil && r.Now().Before(h.until)
 }

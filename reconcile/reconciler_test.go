@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -176,7 +177,7 @@ func TestReconcilerFailures(t *testing.T) {
 	r.Logger, r.Metrics = logs.Logger(), reconcile.NewMetrics(nil)
 
 	t.Run("Throttled", func(t *testing.T) {
-		srv.Throttle("GetExecutionHistory", awstest.MaxAttempts) // the SDK's retries are used up
+		srv.Throttle("DescribeExecution", 1) // the SDK does not retry a throttled poll
 		if _, ok := r.Metrics.LastSweep(); ok {
 			t.Fatal("a last sweep before any")
 		}
@@ -192,11 +193,28 @@ func TestReconcilerFailures(t *testing.T) {
 			t.Fatalf("throttled polls counted = %v", got)
 		}
 	})
-	t.Run("RetriedNextSweep", func(t *testing.T) {
+	t.Run("HeldWhileBackingOff", func(t *testing.T) {
+		srv.ResetCalls()
+		res, err := r.Sweep(ctx)
+		if err != nil || res.Polled != 0 || res.Deferred != 2 || srv.TotalCalls() != 0 {
+			t.Fatalf("sweep = %+v, %v, %d calls; want the provider held: no poll, no call", res, err, srv.TotalCalls())
+		}
+	})
+	t.Run("RetriedInTurn", func(t *testing.T) {
 		clock.Advance(r.Interval)
+		srv.ResetCalls()
 		res, err := r.Sweep(ctx)
 		if err != nil || res.Published != 2 || res.Failed != 1 {
 			t.Fatalf("sweep = %+v, %v; want t1 and t2 published, t3 not found", res, err)
+		}
+		var order []string
+		for _, c := range srv.Log() {
+			if c.Op == "GetExecutionHistory" {
+				order = append(order, c.ExecutionARN)
+			}
+		}
+		if want := []string{arns[1], arns[2], arns[0]}; !slices.Equal(order, want) {
+			t.Fatalf("polled %v, want %v: the throttled execution goes to the back of the line", order, want)
 		}
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {

@@ -22,9 +22,12 @@ const (
 	CheckMissing = "missing"
 	// CheckExpired: its raw message was removed by retention before it.
 	CheckExpired = "expired"
-	// CheckUnverified: mapped by an older mapping version, which this
-	// binary no longer has; its raw message exists and maps to the same
-	// tenant and execution.
+	// CheckUnverified: mapped by another mapping version than this
+	// binary's, so it cannot be derived again exactly; its id is the one
+	// its raw message's event had under that version, and the current
+	// mapping of its raw message agrees on what happened (tenant,
+	// execution, sub-state; see decisiveDifference). A failure unless the
+	// check accepts them (Checker.AcceptUnverified).
 	CheckUnverified = "unverified"
 	// CheckInvalid: not a canonical event (the projector dead-letters it).
 	CheckInvalid = "invalid"
@@ -47,6 +50,13 @@ type Checker struct {
 	Mapper substate.Mapper
 	// EventID is the normalizer's deterministic event id (mapping.EventID).
 	EventID func(raw substate.RawEvent, index int) string
+	// EventIDOf is the id under another mapping version
+	// (mapping.EventIDOf); without it an event of another version is
+	// forged.
+	EventIDOf func(raw substate.RawEvent, index, version int) string
+	// AcceptUnverified makes events of another mapping version that the
+	// current mapping agrees with (CheckUnverified) no failure.
+	AcceptUnverified bool
 	// MappingVersion is the current mapping's version (mapping.Version).
 	MappingVersion int
 	// ClockSlack is how long after SUBSTATE_RAW's oldest message an event
@@ -77,10 +87,19 @@ type CheckResult struct {
 	FirstSeq, LastSeq uint64         // the event sequences read
 	Counts            map[string]int // events by outcome
 	Findings          []Finding      // forged, missing, unverified and invalid events, up to MaxFindings
+	// AcceptUnverified is the Checker's: unverified events are no failure.
+	AcceptUnverified bool
 }
 
-// Failed reports whether an event was forged or lost its evidence.
-func (r CheckResult) Failed() bool { return r.Counts[CheckForged]+r.Counts[CheckMissing] > 0 }
+// Failed reports whether an event was forged, lost its evidence, or
+// cannot be derived again from it (unverified, unless accepted).
+func (r CheckResult) Failed() bool {
+	n := r.Counts[CheckForged] + r.Counts[CheckMissing]
+	if !r.AcceptUnverified {
+		n += r.Counts[CheckUnverified]
+	}
+	return n > 0
+}
 
 // rawBounds is where SUBSTATE_RAW starts.
 type rawBounds struct {
@@ -90,7 +109,7 @@ type rawBounds struct {
 
 // Run checks the events of rg.
 func (c *Checker) Run(ctx context.Context, rg Range) (CheckResult, error) {
-	res := CheckResult{Counts: map[string]int{}}
+	res := CheckResult{Counts: map[string]int{}, AcceptUnverified: c.AcceptUnverified}
 	bounds, err := c.rawBounds(ctx)
 	if err != nil {
 		return res, err
@@ -185,6 +204,9 @@ func (c *Checker) compare(f Finding, e Event, raw substate.RawEvent) Finding {
 	if err != nil {
 		return f.is(CheckForged, "its raw message maps to no event: "+err.Error())
 	}
+	if e.Event.Data.MappingVersion != c.MappingVersion {
+		return c.compareOther(f, e, raw, data)
+	}
 	for i := range data {
 		if c.EventID(raw, i) != e.Event.ID {
 			continue
@@ -196,14 +218,52 @@ func (c *Checker) compare(f Finding, e Event, raw substate.RawEvent) Finding {
 		}
 		return f.is(CheckVerified, "")
 	}
-	if e.Event.Data.MappingVersion < c.MappingVersion {
-		for i := range data {
-			if data[i].TenantID == e.Event.Data.TenantID && data[i].ExecutionID == e.Event.Data.ExecutionID {
-				return f.is(CheckUnverified, fmt.Sprintf("mapped by mapping version %d; this binary maps with version %d", e.Event.Data.MappingVersion, c.MappingVersion))
-			}
+	return f.is(CheckForged, fmt.Sprintf("its id is not one of the %d events its raw message maps to", len(data)))
+}
+
+// compareOther checks an event that claims another mapping version, which
+// this binary cannot map with: its id must be the one its raw message's
+// event had under that version, and the current mapping must agree with
+// it on what happened. Anything else is forged.
+func (c *Checker) compareOther(f Finding, e Event, raw substate.RawEvent, data []substate.EventData) Finding {
+	v := e.Event.Data.MappingVersion
+	for i := range data {
+		if c.EventIDOf == nil || c.EventIDOf(raw, i, v) != e.Event.ID {
+			continue
+		}
+		if subj := substate.EventsSubject(data[i].TenantID); e.Subject != subj {
+			return f.is(CheckForged, fmt.Sprintf("stored on %s, not on its tenant's subject %s", e.Subject, subj))
+		}
+		if d := decisiveDifference(e.Event.Data, data[i]); d != "" {
+			return f.is(CheckForged, fmt.Sprintf("claims mapping version %d, and its raw message says otherwise: %s", v, d))
+		}
+		return f.is(CheckUnverified, fmt.Sprintf("mapped by mapping version %d; this binary maps with version %d and cannot derive it again exactly (tenant, execution and sub-state agree)", v, c.MappingVersion))
+	}
+	return f.is(CheckForged, fmt.Sprintf("claims mapping version %d, but its id is not one of the %d events its raw message maps to under that version", v, len(data)))
+}
+
+// decisiveDifference names the first field that says what happened in
+// which got and want differ: the tenant, provider, execution, workflow and
+// sub-state (with its verb, legacy status and terminality). A newer
+// mapping may change the others (retry count, error text, step, revision,
+// times read from a provider's history) for the same payload; "" when none
+// differs.
+func decisiveDifference(got, want substate.EventData) string {
+	for _, f := range []struct{ name, got, want string }{
+		{"tenantId", got.TenantID, want.TenantID},
+		{"provider", string(got.Provider), string(want.Provider)},
+		{"executionId", got.ExecutionID, want.ExecutionID},
+		{"workflow", got.Workflow, want.Workflow},
+		{"subState", string(got.SubState), string(want.SubState)},
+		{"verb", string(got.Verb), string(want.Verb)},
+		{"status", string(got.Status), string(want.Status)},
+		{"terminal", fmt.Sprint(got.Terminal), fmt.Sprint(want.Terminal)},
+	} {
+		if f.got != f.want {
+			return fmt.Sprintf("%s %q, raw says %q", f.name, f.got, f.want)
 		}
 	}
-	return f.is(CheckForged, fmt.Sprintf("its id is not one of the %d events its raw message maps to", len(data)))
+	return ""
 }
 
 // unmapped copies to want what the mapping of the raw message does not
@@ -247,8 +307,9 @@ func firstDifference(got, want substate.EventData) string {
 // viewOf puts the fields a reader cares about into a TenantView, to reuse
 // Compare's field by field description.
 func viewOf(d substate.EventData) substate.TenantView {
-	return substate.TenantView{TenantID: d.TenantID, WorkflowSubState: d.SubState, WorkflowVerb: d.Verb, WorkflowStatus: d.Status,
-		WorkflowExecutionID: d.ExecutionID, WorkflowRetryCount: d.RetryCount, WorkflowErrorMessage: d.ErrorMessage,
+	return substate.TenantView{TenantID: d.TenantID, WorkflowType: d.Workflow, WorkflowSubState: d.SubState, WorkflowVerb: d.Verb,
+		WorkflowStatus: d.Status, WorkflowExecutionID: d.ExecutionID, WorkflowRetryCount: d.RetryCount, WorkflowErrorMessage: d.ErrorMessage,
+		WorkflowErrorType: d.ErrorType, WorkflowErrorFingerprint: d.ErrorFingerprint, WorkflowStep: d.Step,
 		Provider: d.Provider, ProviderState: d.ProviderState}
 }
 

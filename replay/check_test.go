@@ -33,7 +33,7 @@ func genuine(tb testing.TB, b *bus.Bus) []replay.Event {
 }
 
 func newChecker(tb testing.TB, b *bus.Bus, reg prometheus.Registerer) *replay.Checker {
-	return &replay.Checker{Reader: newReader(b), Mapper: testMapper(tb), EventID: mapping.EventID,
+	return &replay.Checker{Reader: newReader(b), Mapper: testMapper(tb), EventID: mapping.EventID, EventIDOf: mapping.EventIDOf,
 		MappingVersion: mapping.Version, Metrics: replay.NewCheckMetrics(reg)}
 }
 
@@ -100,12 +100,27 @@ func TestCheckCatchesForgedEvents(t *testing.T) {
 
 	publishMsg(t, b.JetStream, substate.EventsSubject("x"), []byte("{not an event"), map[string]string{substate.HeaderMsgID: "f7"})
 
-	old := real.Event
-	old.ID, old.Data.MappingVersion = "mapped-long-ago", 0
-	forge(t, b, "f8", old, real.RawRef()) // an older mapping's event: reported, not failed
+	// The forgery: a copy of a genuine event with a new id, that
+	// claims an older mapping version, which this binary cannot repeat.
+	old := altered
+	old.ID, old.Data.MappingVersion = "mapped-long-ago", 1
+	forge(t, b, "f8", old, real.RawRef())
+
+	// The same with the id the genuine event had under version 1: the
+	// current mapping of its raw message says another sub-state.
+	v1 := olderID(t, b, real, 1)
+	oldState := altered
+	oldState.ID, oldState.Data.MappingVersion = v1, 1
+	forge(t, b, "f9", oldState, real.RawRef())
+
+	// The genuine event as version 1 mapped it: it cannot be derived
+	// again exactly, but says what its raw message says.
+	genuineOld := real.Event
+	genuineOld.ID, genuineOld.Data.MappingVersion, genuineOld.Data.RetryCount = v1, 1, 5
+	forge(t, b, "f10", genuineOld, real.RawRef())
 
 	res := check(t, c)
-	want := map[string]int{replay.CheckVerified: len(events), replay.CheckForged: 4, replay.CheckMissing: 2,
+	want := map[string]int{replay.CheckVerified: len(events), replay.CheckForged: 6, replay.CheckMissing: 2,
 		replay.CheckInvalid: 1, replay.CheckUnverified: 1}
 	for outcome, n := range want {
 		if res.Counts[outcome] != n {
@@ -119,17 +134,20 @@ func TestCheckCatchesForgedEvents(t *testing.T) {
 	for _, f := range res.Findings {
 		reasons[f.TenantID+"/"+f.Outcome] += f.Reason + ";"
 	}
-	for key, part := range map[string]string{
-		"victim/missing":                     "no raw link",
-		"ghost-tenant/forged":                "not one of",
-		real.Event.Data.TenantID + "/forged": "workflowSubState",
+	for _, want := range []struct{ key, part string }{
+		{"victim/missing", "no raw link"},
+		{"ghost-tenant/forged", "not one of"},
+		{real.Event.Data.TenantID + "/forged", "workflowSubState"},
+		{real.Event.Data.TenantID + "/forged", "claims mapping version 1, but its id is not one"},
+		{real.Event.Data.TenantID + "/forged", "claims mapping version 1, and its raw message says otherwise: subState"},
+		{real.Event.Data.TenantID + "/unverified", "mapped by mapping version 1"},
 	} {
-		if !strings.Contains(reasons[key], part) {
-			t.Errorf("%s: reasons %q, want one with %q", key, reasons[key], part)
+		if !strings.Contains(reasons[want.key], want.part) {
+			t.Errorf("%s: reasons %q, want one with %q", want.key, reasons[want.key], want.part)
 		}
 	}
-	if got := testutil.ToFloat64(c.Metrics.Events.WithLabelValues(replay.CheckForged)); got != 4 {
-		t.Errorf("forged metric %v, want 4", got)
+	if got := testutil.ToFloat64(c.Metrics.Events.WithLabelValues(replay.CheckForged)); got != 6 {
+		t.Errorf("forged metric %v, want 6", got)
 	}
 	if got := testutil.ToFloat64(c.Metrics.Events.WithLabelValues(replay.CheckVerified)); got != float64(2*len(events)) {
 		t.Errorf("verified metric %v, want %d over both checks", got, 2*len(events))
@@ -168,4 +186,41 @@ func mustMarshal(tb testing.TB, e substate.Event) []byte {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// olderID returns the id e had under mapping version v.
+func olderID(tb testing.TB, b *bus.Bus, e replay.Event, v int) string {
+	tb.Helper()
+	m, err := newReader(b).Get(context.Background(), substate.StreamRaw, e.RawRef().Seq)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw := replay.RawEventOf(m)
+	for i := range 16 {
+		if mapping.EventID(raw, i) == e.Event.ID {
+			return mapping.EventIDOf(raw, i, v)
+		}
+	}
+	tb.Fatalf("event %s is none of its raw message's", e.Event.ID)
+	return ""
+}
+
+// An event of another mapping version that its raw message still agrees
+// with is a failure of the check by default (it cannot be derived again
+// exactly), and none when the check accepts such events.
+func TestCheckUnverifiedFailsUnlessAccepted(t *testing.T) {
+	b := newBus(t, bus.DefaultTopology())
+	events := genuine(t, b)
+	real := events[0]
+	old := real.Event
+	old.ID, old.Data.MappingVersion = olderID(t, b, real, 1), 1
+	forge(t, b, "v1", old, real.RawRef())
+	c := newChecker(t, b, prometheus.NewRegistry())
+	if res := check(t, c); res.Counts[replay.CheckUnverified] != 1 || !res.Failed() {
+		t.Fatalf("by default: counts %v, failed %v; want 1 unverified and a failure", res.Counts, res.Failed())
+	}
+	c.AcceptUnverified = true
+	if res := check(t, c); res.Counts[replay.CheckUnverified] != 1 || res.Failed() {
+		t.Fatalf("accepting them: counts %v, failed %v; want 1 unverified and no failure", res.Counts, res.Failed())
+	}
 }

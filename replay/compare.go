@@ -31,12 +31,16 @@ var viewFields = []struct {
 	name string
 	get  func(*substate.TenantView) string
 }{
+	{"workflowType", func(v *substate.TenantView) string { return v.WorkflowType }},
 	{"workflowSubState", func(v *substate.TenantView) string { return string(v.WorkflowSubState) }},
+	{"workflowSubStateSince", func(v *substate.TenantView) string { return formatTime(v.WorkflowSubStateSince) }},
 	{"workflowVerb", func(v *substate.TenantView) string { return string(v.WorkflowVerb) }},
 	{"workflowStatus", func(v *substate.TenantView) string { return string(v.WorkflowStatus) }},
 	{"workflowExecutionId", func(v *substate.TenantView) string { return v.WorkflowExecutionID }},
 	{"workflowRetryCount", func(v *substate.TenantView) string { return strconv.Itoa(v.WorkflowRetryCount) }},
 	{"workflowErrorMessage", func(v *substate.TenantView) string { return v.WorkflowErrorMessage }},
+	{"workflowErrorType", func(v *substate.TenantView) string { return v.WorkflowErrorType }},
+	{"workflowErrorFingerprint", func(v *substate.TenantView) string { return v.WorkflowErrorFingerprint }},
 	{"workflowStep", func(v *substate.TenantView) string { return v.WorkflowStep }},
 	{"provider", func(v *substate.TenantView) string { return string(v.Provider) }},
 	{"providerState", func(v *substate.TenantView) string { return v.ProviderState }},

@@ -1,6 +1,8 @@
 package replay_test
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,4 +34,33 @@ func TestCompare(t *testing.T) {
 			t.Errorf("b, c: %+v %+v", d[1], d[2])
 		}
 	})
+}
+
+// TestCompareEveryField: a change of any field of a view but updatedAt
+// (the live projector's wall clock) is a difference, named by its JSON
+// name.
+func TestCompareEveryField(t *testing.T) {
+	typ := reflect.TypeFor[substate.TenantView]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "updatedAt" || name == "tenantId" {
+			continue
+		}
+		a := substate.TenantView{TenantID: "a"}
+		b := a
+		fv := reflect.ValueOf(&b).Elem().Field(i)
+		switch fv.Kind() {
+		case reflect.String:
+			fv.SetString("x")
+		case reflect.Int:
+			fv.SetInt(1)
+		default:
+			fv.Set(reflect.ValueOf(time.Unix(100, 0).UTC()))
+		}
+		d := replay.Compare([]substate.TenantView{a}, []substate.TenantView{b})
+		if len(d) != 1 || len(d[0].Fields) != 1 || d[0].Fields[0].Field != name {
+			t.Errorf("%s: diffs %+v", name, d)
+		}
+	}
 }

@@ -10,7 +10,8 @@
 // renormalizer that maps the raw stream again into the events stream
 // without duplicating anything.
 //
-// Reads use ordered consumers (ephemeral, in memory, no acknowledgements),
-// so they run beside a live worker without disturbing its durable
-// consumers, and end at the stream's last sequence as of their start.
+// Reads use batched direct gets, which hold no consumer on the server, so
+// they run beside a live worker without disturbing its durable consumers,
+// any number of them leave the streams' consumers as they were, and each
+// ends at the stream's last sequence as of its start.
 package replay

@@ -100,7 +100,7 @@ func (e *Evidence) search(ctx context.Context, lookups []Lookup, unlinked []int,
 	}
 	left := len(unlinked)
 	rg := Range{Since: from.Add(-cmp.Or(e.Lookback, DefaultLookback)), Until: to}
-	for m, err := range e.Reader.Messages(ctx, substate.StreamRaw, nil, rg) {
+	for m, err := range e.Reader.Messages(ctx, substate.StreamRaw, "", rg) {
 		if err != nil {
 			return err
 		}

@@ -14,22 +14,38 @@ import (
 // SUBSTATE_EVENTS and folds them with state.ApplyEvent, the rule function
 // the projector applies, from the tenant's first retained event on, so a
 // transition says the same whatever range is asked for.
+//
+// Reads hold no consumer on the server (see Reader), and at most
+// MaxConcurrentReads of them run at once; more wait for their turn, as
+// long as their context allows.
 type History struct {
 	reader   *Reader
 	evidence *Evidence
+	turns    chan struct{}
 }
 
 var _ substate.HistoryReader = (*History)(nil)
 
+// MaxConcurrentReads is how many history reads a History runs at once:
+// each holds up to a batch of answers (about 1 MiB) and the tenant's fold,
+// so a flood of reads queues instead of taking the worker's memory.
+const MaxConcurrentReads = 16
+
 // NewHistory returns the history of the tenants whose events js holds.
 func NewHistory(js jetstream.JetStream) *History {
 	r := &Reader{JS: js}
-	return &History{reader: r, evidence: &Evidence{Reader: r, EventID: mapping.EventID}}
+	return &History{reader: r, evidence: &Evidence{Reader: r, EventID: mapping.EventID}, turns: make(chan struct{}, MaxConcurrentReads)}
 }
 
 // History returns one page of a tenant's transitions.
 func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
 	page := substate.HistoryPage{TenantID: q.TenantID, Transitions: []substate.Transition{}}
+	select {
+	case h.turns <- struct{}{}:
+		defer func() { <-h.turns }()
+	case <-ctx.Done():
+		return page, substate.WrapError(substate.EUNAVAILABLE, ctx.Err(), "history of %q: gave up waiting for a turn among %d reads", q.TenantID, MaxConcurrentReads)
+	}
 	var rec state.Record
 	var lookups []Lookup
 	for m, err := range h.reader.Events(ctx, q.TenantID, Range{Until: q.Until}) {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,15 +15,17 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// DefaultIdleTimeout is how long a read waits for a message the stream said
-// would come before it takes the read as finished.
+// DefaultIdleTimeout is how long a read waits for each answer of the
+// server before it fails.
 const DefaultIdleTimeout = 5 * time.Second
 
-// Reader reads substate's streams in stream order.
+// Reader reads substate's streams in stream order. It reads with direct
+// gets, so it creates no consumer on the server: any number of reads, run
+// at once or one after another, leave the streams' consumers as they were.
 type Reader struct {
 	JS jetstream.JetStream
-	// IdleTimeout ends a read when a message announced as pending does not
-	// arrive (retention removed it meanwhile); 0 means DefaultIdleTimeout.
+	// IdleTimeout fails a read whose next answer does not come within it;
+	// 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 }
 
@@ -76,12 +79,12 @@ func (r *Reader) Bounds(ctx context.Context, stream string) (first, last, msgs u
 // Events yields the canonical events of one tenant, or of every tenant when
 // tenant is "", in stream order. An error is yielded once, last.
 func (r *Reader) Events(ctx context.Context, tenant string, rg Range) iter.Seq2[Event, error] {
-	var filter []string
+	var subject string
 	if tenant != "" {
-		filter = []string{substate.EventsSubject(tenant)}
+		subject = substate.EventsSubject(tenant)
 	}
 	return func(yield func(Event, error) bool) {
-		for m, err := range r.Messages(ctx, substate.StreamEvents, filter, rg) {
+		for m, err := range r.Messages(ctx, substate.StreamEvents, subject, rg) {
 			if err != nil {
 				yield(Event{}, err)
 				return
@@ -94,19 +97,13 @@ func (r *Reader) Events(ctx context.Context, tenant string, rg Range) iter.Seq2[
 	}
 }
 
-// Messages yields the messages of a stream whose subject matches one of
-// filter (every message when filter is empty), in stream order. An error is
-// yielded once, last.
-func (r *Reader) Messages(ctx context.Context, stream string, filter []string, rg Range) iter.Seq2[Message, error] {
-	return r.messages(ctx, stream, filter, rg, false)
-}
-
-// messages is Messages, with only the headers of each message when
-// headersOnly is set.
-func (r *Reader) messages(ctx context.Context, stream string, filter []string, rg Range, headersOnly bool) iter.Seq2[Message, error] {
+// Messages yields the messages of a stream whose subject matches subject
+// (which may hold wildcards; every message when it is ""), in stream
+// order. An error is yielded once, last.
+func (r *Reader) Messages(ctx context.Context, stream, subject string, rg Range) iter.Seq2[Message, error] {
 	return func(yield func(Message, error) bool) {
 		stopped := false
-		err := r.read(ctx, stream, filter, rg, headersOnly, func(m Message) bool {
+		err := r.read(ctx, stream, subject, rg, func(m Message) bool {
 			stopped = !yield(m, nil)
 			return !stopped
 		})
@@ -116,16 +113,14 @@ func (r *Reader) messages(ctx context.Context, stream string, filter []string, r
 	}
 }
 
-// read delivers the messages of rg to each until it returns false.
-func (r *Reader) read(ctx context.Context, stream string, filter []string, rg Range, headersOnly bool, each func(Message) bool) error {
+// read delivers the messages of rg to each until it returns false, asking
+// the stream for them in batches of direct gets.
+func (r *Reader) read(ctx context.Context, stream, subject string, rg Range, each func(Message) bool) error {
 	s, err := r.JS.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", stream, err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", stream, err)
-	}
+	info := s.CachedInfo()
 	last := info.State.LastSeq
 	if rg.ToSeq > 0 {
 		last = min(last, rg.ToSeq)
@@ -133,73 +128,79 @@ func (r *Reader) read(ctx context.Context, stream string, filter []string, rg Ra
 	if info.State.Msgs == 0 || last < max(rg.FromSeq, info.State.FirstSeq) {
 		return nil
 	}
-	cfg := consumerConfig(filter, rg)
-	cfg.HeadersOnly = headersOnly
-	cons, err := s.OrderedConsumer(ctx, cfg)
+	if !info.Config.AllowDirect {
+		return fmt.Errorf("read %s: the stream does not allow direct gets (a worker of this version turns them on when it starts)", stream)
+	}
+	d, err := openDirect(r.JS, stream, cmp.Or(r.IdleTimeout, DefaultIdleTimeout))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", stream, err)
 	}
-	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
-		return nil
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
-	if err != nil {
+	defer d.close()
+	if err := r.drain(ctx, d, subject, rg, last, each); err != nil {
 		return fmt.Errorf("read %s: %w", stream, err)
 	}
-	defer it.Stop()
-	defer context.AfterFunc(ctx, it.Stop)()
-	return r.drain(ctx, it, rg, last, each)
+	return nil
 }
 
-// drain hands over the iterator's messages up to sequence last.
-func (r *Reader) drain(ctx context.Context, it jetstream.MessagesContext, rg Range, last uint64, each func(Message) bool) error {
-	idle := r.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
+// drain asks for batch after batch and hands over their messages up to
+// sequence last. When a batch says nothing is left, the stream's leader
+// confirms it: a replica that lags behind it may have answered.
+func (r *Reader) drain(ctx context.Context, d *directRead, subject string, rg Range, last uint64, each func(Message) bool) error {
+	req := directRequest{Seq: max(rg.FromSeq, 1), NextFor: subject, MaxBytes: directMaxBytes}
+	if rg.FromSeq == 0 && !rg.Since.IsZero() {
+		since := rg.Since
+		req.Seq, req.StartTime = 0, &since
+	}
+	// hand over one message; false ends the read.
+	hand := func(m Message) bool {
+		switch {
+		case m.Seq > last || (!rg.Until.IsZero() && m.Stored.After(rg.Until)):
+			return false
+		case !m.Stored.Before(rg.Since) && !each(m):
+			return false
+		}
+		req.Seq, req.StartTime = m.Seq+1, nil
+		return m.Seq < last
 	}
 	for {
-		msg, err := it.Next(jetstream.NextMaxWait(idle))
-		switch {
-		case errors.Is(err, nats.ErrTimeout):
-			return nil // announced messages are gone: nothing more to read
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
-			return ctx.Err()
-		case err != nil:
-			return fmt.Errorf("read stream: %w", err)
+		more, err := r.batch(ctx, d, req, last, hand)
+		if err != nil || !more {
+			return err
 		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("read stream: %w", err)
-		}
-		seq := meta.Sequence.Stream
-		if seq > last || (!rg.Until.IsZero() && meta.Timestamp.After(rg.Until)) {
-			return nil
-		}
-		if meta.Timestamp.Before(rg.Since) {
+		if d.pending > 0 {
 			continue
 		}
-		m := Message{Seq: seq, Subject: msg.Subject(), Stored: meta.Timestamp, Header: msg.Headers(), Data: msg.Data()}
-		if !each(m) || seq >= last || meta.NumPending == 0 {
-			return nil
+		m, ok, err := d.leaderNext(ctx, req, subject)
+		if err != nil || !ok || !hand(m) {
+			return err
 		}
 	}
 }
 
-// consumerConfig starts an ordered consumer where rg starts.
-func consumerConfig(filter []string, rg Range) jetstream.OrderedConsumerConfig {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverAllPolicy}
-	switch {
-	case rg.FromSeq > 0:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, rg.FromSeq
-	case !rg.Since.IsZero():
-		since := rg.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+// batch asks for one batch and hands its messages over; more is false
+// when hand ended the read.
+func (r *Reader) batch(ctx context.Context, d *directRead, req directRequest, last uint64, hand func(Message) bool) (more bool, err error) {
+	req.Batch = int(min(directBatch, last-max(req.Seq, 1)+1))
+	d.pending = 0
+	if err := d.request(req); err != nil {
+		return false, err
 	}
-	return cfg
+	for {
+		m, err := d.next(ctx)
+		switch {
+		case errors.Is(err, errNoMessages), errors.Is(err, errEndOfBatch):
+			return true, nil
+		case err != nil:
+			return false, err
+		case !hand(m):
+			return false, nil
+		}
+	}
 }
 
 // Get returns the message at seq in stream, or an ENOTFOUND error when the
-// stream no longer holds it.
+// stream no longer holds it. Any replica may answer; one that says the
+// message is not there is checked with the stream's leader.
 func (r *Reader) Get(ctx context.Context, stream string, seq uint64) (Message, error) {
 	s, err := r.JS.Stream(ctx, stream)
 	if err != nil {
@@ -207,9 +208,17 @@ func (r *Reader) Get(ctx context.Context, stream string, seq uint64) (Message, e
 	}
 	raw, err := s.GetMsg(ctx, seq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		m, ok, lerr := leaderGet(ctx, r.JS.Conn(), apiPrefix(r.JS)+"STREAM.MSG.GET."+stream, cmp.Or(r.IdleTimeout, DefaultIdleTimeout), leaderRequest{Seq: seq})
+		switch {
+		case lerr != nil:
+			return Message{}, fmt.Errorf("read %s sequence %d: %w", stream, seq, lerr)
+		case ok:
+			return m, nil
+		}
 		return Message{}, substate.WrapError(substate.ENOTFOUND, err, "%s holds no message at sequence %d", stream, seq)
 	} else if err != nil {
 		return Message{}, fmt.Errorf("read %s sequence %d: %w", stream, seq, err)
 	}
+	stripDirect(raw.Header)
 	return Message{Seq: raw.Sequence, Subject: raw.Subject, Stored: raw.Time, Header: raw.Header, Data: raw.Data}, nil
 }

@@ -112,3 +112,79 @@ func TestReaderGet(t *testing.T) {
 		t.Fatalf("get 2: %v, want not found", err)
 	}
 }
+
+// Reads hold no consumer on the server: thousands of them, whole, stopped
+// early or cancelled, leave the stream without one.
+func TestReaderHoldsNoConsumer(t *testing.T) {
+	b := newBus(t, bus.DefaultTopology())
+	for i := range 5 {
+		publish(t, b, tenantEvent("a", i+1), tenantEvent("b", i+1))
+	}
+	r := newReader(b)
+	for i := range 2000 {
+		ctx, cancel := context.WithCancel(context.Background())
+		for _, err := range r.Events(ctx, "a", replay.Range{}) {
+			if err != nil && ctx.Err() == nil {
+				t.Fatalf("read %d: %v", i, err)
+			}
+			if i%2 == 1 {
+				cancel() // a client gone in the middle of the read
+			}
+			if i%3 == 1 {
+				break
+			}
+		}
+		cancel()
+	}
+	if got := seqs(t, r, "a", replay.Range{}); !equal(got, []uint64{1, 3, 5, 7, 9}) {
+		t.Fatalf("after 2000 reads: %v", got)
+	}
+	s, err := b.JetStream.Stream(context.Background(), substate.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Fatalf("%d consumers on %s after the reads, want 0", info.State.Consumers, substate.StreamEvents)
+	}
+}
+
+// A read longer than a batch, of messages larger than a batch's byte
+// bound, yields every sequence once and in order, with the headers the
+// messages were stored with and none the server adds to its answers.
+func TestReaderBatches(t *testing.T) {
+	b := newBus(t, bus.DefaultTopology())
+	big := make([]byte, 300<<10)
+	var want []uint64
+	for i := range 600 {
+		data := []byte("{}")
+		if i%50 == 0 {
+			data = big
+		}
+		want = append(want, publishMsg(t, b.JetStream, substate.EventsSubject("a"), data, map[string]string{"X-Mark": "m"}))
+		if i%7 == 0 {
+			publishMsg(t, b.JetStream, substate.EventsSubject("b"), data, nil)
+		}
+	}
+	r := newReader(b)
+	var got []uint64
+	for m, err := range r.Messages(context.Background(), substate.StreamEvents, substate.EventsSubject("a"), replay.Range{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Header.Get("X-Mark") != "m" || m.Header.Get("Nats-Sequence") != "" || m.Header.Get("Nats-Num-Pending") != "" {
+			t.Fatalf("seq %d: headers %v", m.Seq, m.Header)
+		}
+		got = append(got, m.Seq)
+	}
+	if !equal(got, want) {
+		t.Fatalf("read %d sequences (%v…), want %d", len(got), got[:min(5, len(got))], len(want))
+	}
+	mid := want[300]
+	if got := seqs(t, r, "", replay.Range{FromSeq: mid, ToSeq: mid + 300}); len(got) != 301 || got[0] != mid {
+		t.Fatalf("from %d to %d: %d sequences from %v", mid, mid+300, len(got), got[:min(1, len(got))])
+	}
+}

@@ -66,7 +66,7 @@ func (r *Renormalizer) Run(ctx context.Context, rg Range) (RenormalizeResult, er
 		return res, err
 	}
 	pending := make([]substate.Event, 0, cmp.Or(r.Batch, DefaultPublishBatch))
-	for m, err := range r.Reader.Messages(ctx, substate.StreamRaw, nil, rg) {
+	for m, err := range r.Reader.Messages(ctx, substate.StreamRaw, "", rg) {
 		if err != nil {
 			return res, err
 		}
@@ -94,17 +94,16 @@ func (r *Renormalizer) Run(ctx context.Context, rg Range) (RenormalizeResult, er
 
 // first returns the first raw message of rg, if there is one.
 func (r *Renormalizer) first(ctx context.Context, rg Range) (Message, bool, error) {
-	for m, err := range r.Reader.Messages(ctx, substate.StreamRaw, nil, rg) {
+	for m, err := range r.Reader.Messages(ctx, substate.StreamRaw, "", rg) {
 		return m, err == nil, err
 	}
 	return Message{}, false, nil
 }
 
-// presentIDs collects the ids of the events stored since a time, reading
-// headers only.
+// presentIDs collects the ids of the events stored since a time.
 func (r *Renormalizer) presentIDs(ctx context.Context, since time.Time) (*idSet, error) {
 	set := newIDSet()
-	for m, err := range r.Reader.messages(ctx, substate.StreamEvents, nil, Range{Since: since}, true) {
+	for m, err := range r.Reader.Messages(ctx, substate.StreamEvents, "", Range{Since: since}) {
 		if err != nil {
 			return nil, fmt.Errorf("collect event ids: %w", err)
 		}

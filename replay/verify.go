@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -28,6 +29,10 @@ type Verify struct {
 	// TempDir is where the replayed view is built and removed again; ""
 	// means the system's temporary directory.
 	TempDir string
+	// AcceptUnverified makes events of another mapping version, which
+	// this binary cannot derive again exactly, no failure when the current
+	// mapping agrees with what they say happened (see CheckUnverified).
+	AcceptUnverified bool
 }
 
 // Comparison is how a live view compares with the replay of the events it
@@ -89,15 +94,16 @@ func (v *Verify) Compare(ctx context.Context, live Live) (Comparison, error) {
 }
 
 // CheckEvidence checks the events up to seq against SUBSTATE_RAW with the
-// current mapping.
+// current mapping: an event it cannot derive again is a failure, unless it
+// is of another mapping version and AcceptUnverified is set.
 func (v *Verify) CheckEvidence(ctx context.Context, seq uint64) (CheckResult, error) {
 	ch := &Checker{Reader: &Reader{JS: v.JS}, Mapper: mapping.New(mapping.Config{Tenants: v.TenantRules}),
-		EventID: mapping.EventID, MappingVersion: mapping.Version}
+		EventID: mapping.EventID, EventIDOf: mapping.EventIDOf, MappingVersion: mapping.Version, AcceptUnverified: v.AcceptUnverified}
 	return ch.Run(ctx, Range{ToSeq: seq})
 }
 
 // replay rebuilds the view up to seq in a temporary file and reads it.
-func (v *Verify) replay(ctx context.Context, seq uint64) ([]substate.TenantView, Progress, error) {
+func (v *Verify) replay(ctx context.Context, seq uint64) (_ []substate.TenantView, _ Progress, err error) {
 	if seq == 0 {
 		return nil, Progress{}, nil // an empty view: nothing to replay
 	}
@@ -110,7 +116,7 @@ func (v *Verify) replay(ctx context.Context, seq uint64) ([]substate.TenantView,
 	if err != nil {
 		return nil, p, err
 	}
-	defer db.Close()
+	defer func() { err = errors.Join(err, db.Close()) }()
 	views, err := AllViews(ctx, db)
 	return views, p, err
 }

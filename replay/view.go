@@ -54,8 +54,7 @@ func RebuildView(ctx context.Context, js jetstream.JetStream, path string, rg Ra
 		err = db.Sync()
 	}
 	if err != nil {
-		db.Close()
-		return nil, p, err
+		return nil, p, errors.Join(err, db.Close())
 	}
 	return db, p, nil
 }
@@ -70,8 +69,8 @@ func renameSynced(tmp, file string) error {
 	if err != nil {
 		return nil // renamed; the directory cannot be synced on this system
 	}
-	defer dir.Close()
 	_ = dir.Sync()
+	_ = dir.Close() // a directory opened only to be synced
 	return nil
 }
 

@@ -179,7 +179,10 @@ func (w *work) write(b *buckets) error {
 			return fmt.Errorf("tenant %q: %w", id, err)
 		}
 	}
-	return b.saveCounts()
+	if err := b.saveCounts(); err != nil {
+		return err
+	}
+	return b.saveGroups()
 }
 
 // commit writes the changed records of a batch and every pending record

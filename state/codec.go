@@ -9,8 +9,16 @@ import (
 	"github.com/substatehq/substate"
 )
 
-// recordVersion is the first byte of every stored record.
-const recordVersion = 1
+// Record versions, the first byte of every stored record. Version 1
+// records were written before the view had a workflow type, an error type
+// and fingerprint, and a time of entering the sub-state: they read with
+// none of the first three and, for the last, their last event time (the
+// latest the sub-state can have begun), and carry none of the flags that
+// announce them. Version 2 records have them when their flag says so.
+const (
+	recordVersion1 = 1
+	recordVersion  = 2
+)
 
 // errCorrupt reports stored bytes that do not decode as a record.
 var errCorrupt = errors.New("corrupt record")
@@ -20,29 +28,27 @@ const (
 	flagOwnExecution = 1 << 0 // the followed execution differs from the view's
 	flagMapping      = 1 << 1 // a mapping version follows the revision
 	flagStep         = 1 << 2 // the step follows, last (records written before it have none)
+	flagWorkflowType = 1 << 3 // version 2: the workflow type follows the step
+	flagErrorKind    = 1 << 4 // version 2: the error type and fingerprint follow
+	flagSince        = 1 << 5 // version 2: the time the sub-state began follows, last
 )
 
-// knownFlags are the flags decodeRecord accepts.
-const knownFlags = flagOwnExecution | flagMapping | flagStep
+// knownFlags are the flags decodeRecord accepts, by record version.
+const (
+	knownFlags1 = flagOwnExecution | flagMapping | flagStep
+	knownFlags  = knownFlags1 | flagWorkflowType | flagErrorKind | flagSince
+)
 
 // encodeRecord returns the stored form of r. The tenant id is the key and is
-// not repeated. Layout (version 1): version, flags, sub-state code, then
+// not repeated. Layout (version 2): version, flags, sub-state code, then
 // length-prefixed strings and varints in the order written below. Optional
 // fields are announced by a flag and appended, so a record written before
 // a field existed still decodes (without it).
 func encodeRecord(r *Record) []byte {
 	v := &r.View
-	b := make([]byte, 0, 64+len(v.WorkflowExecutionID)+len(v.WorkflowErrorMessage)+len(v.ProviderState)+len(v.WorkflowStep))
-	var flags byte
-	if r.ExecutionID != v.WorkflowExecutionID {
-		flags |= flagOwnExecution
-	}
-	if r.Mapping > 0 {
-		flags |= flagMapping
-	}
-	if v.WorkflowStep != "" {
-		flags |= flagStep
-	}
+	b := make([]byte, 0, 80+len(v.WorkflowExecutionID)+len(v.WorkflowErrorMessage)+len(v.ProviderState)+len(v.WorkflowStep)+
+		len(v.WorkflowType)+len(v.WorkflowErrorType)+len(v.WorkflowErrorFingerprint))
+	flags := recordFlags(r)
 	b = append(b, recordVersion, flags, subStateCode(v.WorkflowSubState))
 	b = appendString(b, string(v.WorkflowVerb))
 	b = appendString(b, string(v.WorkflowStatus))
@@ -64,16 +70,51 @@ func encodeRecord(r *Record) []byte {
 	if flags&flagStep != 0 {
 		b = appendString(b, v.WorkflowStep)
 	}
+	if flags&flagWorkflowType != 0 {
+		b = appendString(b, v.WorkflowType)
+	}
+	if flags&flagErrorKind != 0 {
+		b = appendString(b, v.WorkflowErrorType)
+		b = appendString(b, v.WorkflowErrorFingerprint)
+	}
+	if flags&flagSince != 0 {
+		b = appendTime(b, v.WorkflowSubStateSince)
+	}
 	return b
 }
 
+// recordFlags returns the flags of r's stored form: one for each optional
+// field it has.
+func recordFlags(r *Record) byte {
+	v := &r.View
+	var flags byte
+	if r.ExecutionID != v.WorkflowExecutionID {
+		flags |= flagOwnExecution
+	}
+	if r.Mapping > 0 {
+		flags |= flagMapping
+	}
+	if v.WorkflowStep != "" {
+		flags |= flagStep
+	}
+	if v.WorkflowType != "" {
+		flags |= flagWorkflowType
+	}
+	if v.WorkflowErrorType != "" || v.WorkflowErrorFingerprint != "" {
+		flags |= flagErrorKind
+	}
+	if !v.WorkflowSubStateSince.IsZero() {
+		flags |= flagSince
+	}
+	return flags
+}
+
 // decodeRecord decodes a stored record of tenant id. It rejects anything
-// encodeRecord cannot have written, including trailing bytes.
+// encodeRecord cannot have written, including trailing bytes, except that
+// it reads version 1 records as they were written.
 func decodeRecord(id string, b []byte) (Record, error) {
 	d := decoder{b: b}
-	if d.byte() != recordVersion {
-		return Record{}, errCorrupt
-	}
+	version := d.byte()
 	flags := d.byte()
 	var r Record
 	v := &r.View
@@ -100,17 +141,45 @@ func decodeRecord(id string, b []byte) (Record, error) {
 	if flags&flagStep != 0 {
 		v.WorkflowStep = d.string()
 	}
-	switch {
-	case d.err || len(d.b) != 0 || flags&^knownFlags != 0 || v.WorkflowSubState == "":
+	decodeAdded(&d, &r, flags)
+	if version == recordVersion1 {
+		v.WorkflowSubStateSince = v.LastEventAt
+	}
+	if d.err || len(d.b) != 0 || !canonical(&r, version, flags) {
 		return Record{}, errCorrupt
-	case flags&flagMapping != 0 && r.Mapping == 0:
-		return Record{}, errCorrupt
-	case flags&flagStep != 0 && v.WorkflowStep == "":
-		return Record{}, errCorrupt
-	case flags&flagOwnExecution != 0 && r.ExecutionID == v.WorkflowExecutionID:
-		return Record{}, errCorrupt // not canonical: encodeRecord writes no flag then
 	}
 	return r, nil
+}
+
+// decodeAdded reads the fields version 2 added.
+func decodeAdded(d *decoder, r *Record, flags byte) {
+	v := &r.View
+	if flags&flagWorkflowType != 0 {
+		v.WorkflowType = d.string()
+	}
+	if flags&flagErrorKind != 0 {
+		v.WorkflowErrorType = d.string()
+		v.WorkflowErrorFingerprint = d.string()
+	}
+	if flags&flagSince != 0 {
+		v.WorkflowSubStateSince = d.time()
+	}
+}
+
+// canonical reports whether flags are those encodeRecord writes for r in
+// that version.
+func canonical(r *Record, version, flags byte) bool {
+	switch version {
+	case recordVersion1:
+		if flags&^knownFlags1 != 0 {
+			return false
+		}
+		flags |= recordFlags(r) & flagSince // v1 has no flag for what it reads as LastEventAt
+	case recordVersion:
+	default:
+		return false
+	}
+	return r.View.WorkflowSubState != "" && flags == recordFlags(r)
 }
 
 func appendString(b []byte, s string) []byte {

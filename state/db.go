@@ -48,6 +48,9 @@ type DB struct {
 	// ScanLimit bounds the index keys one listing reads (0 for
 	// DefaultScanLimit); see Tenants.
 	ScanLimit int
+	// GroupScanLimit bounds the tenants one group query that counters do
+	// not answer reads (0 for DefaultGroupScanLimit); see Groups.
+	GroupScanLimit int
 	// PendingLimit bounds how many tenants may have unchanged events held in
 	// memory (see the package doc); reaching it flushes them in one commit.
 	PendingLimit int
@@ -156,15 +159,19 @@ func (d *DB) openFile() (*bolt.DB, uint64, error) {
 		return nil, 0, d.openError(err)
 	}
 	var cp uint64
+	var migrate bool
 	if ce := d.check(db, OpOpen); ce != nil {
 		err = ce // checked before the first write, which would change the file
 	} else {
 		err = d.guard(OpOpen, func() error {
-			return db.Update(func(tx *bolt.Tx) error { return initBuckets(tx, &cp) })
+			return db.Update(func(tx *bolt.Tx) error { return initBuckets(tx, &cp, &migrate) })
 		})
 	}
+	if err == nil && migrate {
+		err = d.guard(OpOpen, func() error { return d.migrateGroups(db) })
+	}
 	if err != nil {
-		closeBolt(db, err)
+		err = errors.Join(err, closeBolt(db, err))
 		var ce *CorruptError
 		if errors.As(err, &ce) {
 			return nil, 0, ce
@@ -188,10 +195,12 @@ func (d *DB) reopenEmpty(ce *CorruptError) (*bolt.DB, uint64, error) {
 	return d.openFile()
 }
 
-// initBuckets creates missing buckets, checks the schema and reads the
-// checkpoint into cp.
-func initBuckets(tx *bolt.Tx, cp *uint64) error {
-	for _, name := range [][]byte{bucketTenants, bucketSubState, bucketError, bucketRetry, bucketMeta, bucketOutbox} {
+// initBuckets creates missing buckets, checks the schema, reads the
+// checkpoint into cp and says whether the group buckets must be built
+// (migrateGroups).
+func initBuckets(tx *bolt.Tx, cp *uint64, migrate *bool) error {
+	for _, name := range [][]byte{bucketTenants, bucketSubState, bucketError, bucketRetry, bucketMeta, bucketOutbox,
+		bucketGroupValues, bucketGroupCounts, bucketGroupMembers} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -202,6 +211,8 @@ func initBuckets(tx *bolt.Tx, cp *uint64) error {
 		if err := meta.Put(keySchema, []byte{schemaVersion}); err != nil {
 			return err
 		}
+	case len(v) == 1 && v[0] == schemaVersion1:
+		*migrate = true
 	case len(v) != 1 || v[0] != schemaVersion:
 		return fmt.Errorf("unsupported schema version %v (want %d)", v, schemaVersion)
 	}

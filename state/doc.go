@@ -1,6 +1,8 @@
 // Package state is the tenant view: it applies canonical sub-state events
 // to one record per tenant in a bbolt file, with the projection rules, and
-// answers queries from indexes by sub-state, error and retry count.
+// answers queries from indexes by sub-state, error, retry count, last
+// update and error fingerprint, and group counts (Groups) from counters
+// kept in the same transactions.
 //
 // # Rules
 //
@@ -32,10 +34,18 @@
 //     error and step; failed keeps them. A newer execution starts from an
 //     empty view.
 //   - Step. An event that names a step sets it (cut to MaxStep bytes); one
-//     that names none keeps the view's.
-//   - Dirty check. A record is written when the sub-state, its verb form,
-//     the retry count, the error message, the step or the execution
-//     changes. The step counts so that a person watching sees the workflow
+//     that names none keeps the view's. So does the workflow type, which
+//     success keeps.
+//   - Error type and fingerprint move with the error message.
+//   - Time in sub-state. WorkflowSubStateSince is the event's OccurredAt
+//     (else its ExecutionStartedAt) when the sub-state changes or a newer
+//     execution starts, and kept otherwise: from the stream, never from a
+//     clock, so a rebuild finds it again.
+//   - Dirty check. A record is written when the sub-state, its verb form
+//     or time, the retry count, the error, the step, the workflow type, the
+//     provider or the execution changes: every field an index or a group
+//     counter holds, so a record held back by an unchanged event keeps its
+//     index keys. The step counts so that a person watching sees the workflow
 //     move from state to state. The
 //     verb counts because consumers may treat it as the state (failed and
 //     cancelled are both the failed sub-state). The execution is the
@@ -78,7 +88,9 @@
 // # Storage
 //
 // Buckets: tenants (id → record), by-sub-state (code, id), with-error (id),
-// by-retry (8-byte big-endian count, id) and meta (checkpoint, schema).
+// by-retry (8-byte big-endian count, id), by-updated, the group buckets
+// (groupkeys.go) and meta (checkpoint, schema, sub-state counts). A file of
+// schema 1 gets its group buckets built from its records on Open.
 // The indexes hold every tenant, so a retry-count listing highest first is
 // a reverse cursor walk that stops at the minimum. Records use a compact
 // versioned binary encoding, several times smaller and faster than JSON

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -51,7 +52,10 @@ func Verify(path string) error {
 		if err := verifyIndexes(tx); err != nil {
 			return err
 		}
-		return verifyDerived(tx)
+		if err := verifyDerived(tx); err != nil {
+			return err
+		}
+		return verifyGroups(tx)
 	})
 }
 
@@ -135,4 +139,118 @@ func (d *DB) OutboxInFile() int {
 		return nil
 	})
 	return n
+}
+
+// verifyGroups checks the group buckets against what the records imply:
+// the same members, cells and value counts, ids aside (ids depend on the
+// order values first appeared in).
+func verifyGroups(tx *bolt.Tx) error {
+	g := newGroupBuild()
+	var keys [][]byte
+	err := tx.Bucket(bucketTenants).ForEach(func(k, v []byte) error {
+		rec, err := decodeRecord(string(k), v)
+		if err != nil {
+			return err
+		}
+		keys = g.add(&rec.View, keys)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	stored, err := storedValues(tx)
+	if err != nil {
+		return err
+	}
+	named := func(dim byte, id valueID, names map[dimID]string) string {
+		if id == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%q", names[dimID{dim, id}])
+	}
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[memberString(k, func(d byte, id valueID) string { return named(d, id, g.names) })] = true
+	}
+	err = tx.Bucket(bucketGroupMembers).ForEach(func(k, _ []byte) error {
+		s := memberString(k, func(d byte, id valueID) string { return named(d, id, stored.names) })
+		if !want[s] {
+			return fmt.Errorf("group members have stray key %s", s)
+		}
+		delete(want, s)
+		return nil
+	})
+	for s := range want {
+		return fmt.Errorf("group members lack %s", s)
+	}
+	if err != nil {
+		return err
+	}
+	wantCells := map[string]int64{}
+	for ref, n := range g.counts {
+		wantCells[fmt.Sprintf("%d/%s/%v", ref.dim, named(ref.dim, ref.id, g.names), ref.c)] = n
+	}
+	err = tx.Bucket(bucketGroupCounts).ForEach(func(k, v []byte) error {
+		ref := cellRef{dim: k[0], c: cell{k[1], k[2], k[3]}, id: valueID(binary.BigEndian.Uint64(k[4:]))}
+		s := fmt.Sprintf("%d/%s/%v", ref.dim, named(ref.dim, ref.id, stored.names), ref.c)
+		if n := decodeCount(v); wantCells[s] != n {
+			return fmt.Errorf("group cell %s counts %d, want %d", s, n, wantCells[s])
+		}
+		delete(wantCells, s)
+		return nil
+	})
+	for s, n := range wantCells {
+		return fmt.Errorf("group cell %s is missing, want %d", s, n)
+	}
+	if err != nil {
+		return err
+	}
+	for ref, n := range g.values {
+		sid, ok := stored.ids[dimName{ref.dim, g.names[ref]}]
+		if !ok || stored.counts[dimID{ref.dim, sid}] != n {
+			return fmt.Errorf("group value %q of dimension %d: stored with %d tenants, want %d", g.names[ref], ref.dim, stored.counts[dimID{ref.dim, sid}], n)
+		}
+	}
+	if len(stored.ids) != len(g.values) {
+		return fmt.Errorf("%d group values stored, want %d", len(stored.ids), len(g.values))
+	}
+	return nil
+}
+
+type valueIndex struct {
+	ids    map[dimName]valueID
+	names  map[dimID]string
+	counts map[dimID]int64
+}
+
+// storedValues reads group-values, checking that its two halves agree.
+func storedValues(tx *bolt.Tx) (valueIndex, error) {
+	x := valueIndex{ids: map[dimName]valueID{}, names: map[dimID]string{}, counts: map[dimID]int64{}}
+	err := tx.Bucket(bucketGroupValues).ForEach(func(k, v []byte) error {
+		switch {
+		case len(k) >= 2 && k[1] == 'v' && len(v) == idLen:
+			x.ids[dimName{k[0], string(k[2:])}] = valueID(binary.BigEndian.Uint64(v))
+		case len(k) == 2+idLen && k[1] == 'i' && len(v) >= 8:
+			ref := dimID{k[0], valueID(binary.BigEndian.Uint64(k[2:]))}
+			x.names[ref], x.counts[ref] = string(v[8:]), decodeCount(v)
+		default:
+			return fmt.Errorf("group value entry %x = %x", k, v)
+		}
+		return nil
+	})
+	for name, id := range x.ids {
+		if x.names[dimID{name.dim, id}] != name.value {
+			return x, fmt.Errorf("group value %q of dimension %d names id %d, which names %q", name.value, name.dim, id, x.names[dimID{name.dim, id}])
+		}
+	}
+	if err == nil && len(x.ids) != len(x.names) {
+		err = fmt.Errorf("group values: %d names, %d ids", len(x.ids), len(x.names))
+	}
+	return x, err
+}
+
+// memberString describes a member key with its value instead of its id.
+func memberString(k []byte, name func(dim byte, id valueID) string) string {
+	dim, id, rest := k[0], valueID(binary.BigEndian.Uint64(k[1:])), k[1+idLen:]
+	return fmt.Sprintf("%d/%s/%v/%s/%q", dim, name(dim, id), rest[:cellLen], sinceAt(rest[cellLen:]).Format(time.RFC3339Nano), rest[cellLen+sinceLen:])
 }

@@ -3,6 +3,7 @@ package state_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func sampleRecords() []state.Record {
 		ev("t", "a", running, 1),
 		ev("t", "a", running, 2, step("Charge card")),
 		ev("t", "a", backingOff, 3, retries(3), failure("card declined: état inconnu")),
+		ev("t", "a", backingOff, 4, retries(4), fault("boom", "Boom", "engine/boom/boom"), workflow("billing")),
 		ev("t", "a", succeeded, 4),
 		ev("t", "b", failed, 1, started(t0.Add(time.Hour)), failure("x"), verb(substate.VerbCancelled)),
 	} {
@@ -53,9 +55,9 @@ func FuzzDecodeRecord(f *testing.F) {
 // FuzzRecordRoundTrip builds records from arbitrary field values: every
 // record the rules can produce must decode to itself.
 func FuzzRecordRoundTrip(f *testing.F) {
-	f.Add("a", "b", "boom", "RUNNING", "Charge", 3, int64(1700000000), int64(5), uint64(7), uint8(2), uint16(2))
-	f.Add("", "", "", "", "", 0, int64(0), int64(0), uint64(0), uint8(0), uint16(0))
-	f.Fuzz(func(t *testing.T, exec, own, msg, native, step string, retry int, sec, nsec int64, rev uint64, s uint8, mapping uint16) {
+	f.Add("a", "b", "boom", "RUNNING", "Charge", "wf|Boom|engine/boom/boom", 3, int64(1700000000), int64(5), uint64(7), uint8(2), uint16(2))
+	f.Add("", "", "", "", "", "", 0, int64(0), int64(0), uint64(0), uint8(0), uint16(0))
+	f.Fuzz(func(t *testing.T, exec, own, msg, native, step, kinds string, retry int, sec, nsec int64, rev uint64, s uint8, mapping uint16) {
 		const lo, hi = -62167219200, 253402300799 // years 0 and 9999, what JSON holds
 		sec = lo + int64(uint64(sec)%uint64(hi-lo+1))
 		at := time.Unix(sec, int64(uint64(nsec)%1e9)).UTC()
@@ -76,6 +78,14 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			ProviderState:        native,
 			UpdatedAt:            at,
 			LastEventAt:          at.Add(time.Second),
+		}
+		parts := strings.SplitN(kinds, "|", 3)
+		for len(parts) < 3 {
+			parts = append(parts, "")
+		}
+		rec.View.WorkflowType, rec.View.WorkflowErrorType, rec.View.WorkflowErrorFingerprint = parts[0], parts[1], parts[2]
+		if s%2 == 0 {
+			rec.View.WorkflowSubStateSince = at
 		}
 		got, err := state.DecodeRecord("t", state.EncodeRecord(rec))
 		if err != nil {

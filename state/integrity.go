@@ -199,8 +199,8 @@ func syncDir(path string) {
 	if err != nil {
 		return
 	}
-	defer dir.Close()
 	_ = dir.Sync()
+	_ = dir.Close() // a directory opened only to be synced
 }
 
 // CheckFile runs bbolt's consistency check (tx.Check) over the view file
@@ -224,7 +224,7 @@ func CheckFile(path string, timeout time.Duration) error {
 	if err != nil {
 		return d.openError(err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // opened read-only: a close loses nothing
 	if ce := d.check(db, OpCheck); ce != nil {
 		return ce
 	}

@@ -24,8 +24,12 @@ var (
 	keySchema     = []byte("schema")     // schemaVersion, one byte
 )
 
-// schemaVersion is the layout of buckets and keys; Open refuses another one.
-const schemaVersion = 1
+// Schema versions: the layout of buckets and keys. Open migrates a file of
+// version 1, which has no group buckets, and refuses any other.
+const (
+	schemaVersion1 = 1
+	schemaVersion  = 2
+)
 
 // An index key is at most 8 bytes and a tenant id: every valid tenant id
 // fits (this fails to compile if substate.MaxTenantIDBytes ever outgrows
@@ -100,6 +104,8 @@ type buckets struct {
 	tenants, subState, errors, retry, meta *bolt.Bucket
 	updated                                *bolt.Bucket      // see derived.go
 	moved                                  [codeFailed]int64 // count changes by sub-state, not saved yet (saveCounts)
+	values, counts, members                *bolt.Bucket      // see groupkeys.go
+	groups                                 *groupWork        // group count changes, not saved yet (saveGroups)
 }
 
 func bucketsOf(tx *bolt.Tx) buckets {
@@ -110,6 +116,9 @@ func bucketsOf(tx *bolt.Tx) buckets {
 		retry:    tx.Bucket(bucketRetry),
 		meta:     tx.Bucket(bucketMeta),
 		updated:  tx.Bucket(bucketUpdated),
+		values:   tx.Bucket(bucketGroupValues),
+		counts:   tx.Bucket(bucketGroupCounts),
+		members:  tx.Bucket(bucketGroupMembers),
 	}
 }
 
@@ -133,7 +142,10 @@ func (b *buckets) put(old *Record, next *Record) error {
 	if err := move(b.retry, ok.retry, nk.retry); err != nil {
 		return err
 	}
-	return b.trackDerived(old, next)
+	if err := b.trackDerived(old, next); err != nil {
+		return err
+	}
+	return b.trackGroups(old, next)
 }
 
 // move replaces index key from with to; either may be nil.

@@ -45,8 +45,14 @@ var seedFlag = flag.Uint64("seed", 0, "seed of the property tests (0: from the c
 //     make the error event stale (it arrives after the running that
 //     followed it) or skip events between the two; a failure event without
 //     a message keeps the one before it, which reordering can also skip.
+//     The error type and fingerprint move with the message.
 //
-// UpdatedAt is the wall-clock time of a change and is not compared.
+// Under any reordering the time the tenant entered its sub-state is not
+// promised either: the event that began the sub-state can arrive after a
+// later event of the same sub-state and be stale, so the view shows the
+// later event's time (never one before the true time); nor is the step,
+// which an event that names none keeps. UpdatedAt is the
+// wall-clock time of a change and is not compared.
 func TestFoldProperty(t *testing.T) {
 	seed := *seedFlag
 	if seed == 0 {
@@ -112,8 +118,12 @@ func fast(db *state.DB) { db.NoSync = true }
 // promise keeps the fields a mode promises to match the in-order fold.
 func promise(m mode, v substate.TenantView) substate.TenantView {
 	v.UpdatedAt = time.Time{}
+	if m.shuffle {
+		v.WorkflowSubStateSince, v.WorkflowStep = time.Time{}, ""
+	}
 	if m == modeInferred {
 		v.WorkflowRetryCount, v.WorkflowErrorMessage = 0, ""
+		v.WorkflowErrorType, v.WorkflowErrorFingerprint = "", ""
 	}
 	return v
 }
@@ -161,6 +171,12 @@ func genExecution(r *rand.Rand, m mode, tenant, id string, start time.Time) []su
 		failure := s == errored || s == backingOff || s == failed
 		if (failure && (!m.sparse || r.IntN(2) == 0)) || (s == waiting && r.IntN(3) == 0) {
 			e.ErrorMessage = fmt.Sprintf("%s failure %d", id, i)
+			e.ErrorType = []string{"Timeout", "Declined"}[r.IntN(2)]
+			e.ErrorFingerprint = fmt.Sprintf("engine/%s/%s failure", e.ErrorType, id)
+		}
+		e.Workflow = "wf-" + id // every event of an execution names its workflow
+		if r.IntN(4) == 0 {
+			e.Step = []string{"Charge", "Ship"}[r.IntN(2)]
 		}
 		if s == failed && r.IntN(4) == 0 {
 			e.Verb = substate.VerbCancelled

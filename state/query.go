@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -50,9 +49,12 @@ func (d *DB) Tenant(ctx context.Context, id string) (substate.TenantView, error)
 // Tenants returns one page of the tenants that match f. The filter picks
 // the index that serves it, which also fixes the order:
 //
+//   - SortUpdatedDesc: last change of the view, newest first.
 //   - SortRetryDesc: retry count, highest first, then tenant id descending;
 //     MinRetryCount ends the scan.
-//   - SubState: that sub-state's tenants by tenant id.
+//   - Fingerprint: the fingerprint's tenants by sub-state, provider, time
+//     in sub-state (longest first), then tenant id.
+//   - SubState, or Verb: that sub-state's tenants by tenant id.
 //   - HasError: the tenants with an error message, by tenant id.
 //   - MinRetryCount: retry count from the minimum up, then tenant id.
 //   - otherwise every tenant by id.
@@ -71,7 +73,10 @@ func (d *DB) Tenants(ctx context.Context, f substate.TenantFilter) (substate.Ten
 	if err != nil {
 		return substate.TenantPage{}, err
 	}
-	s := scanFor(&f)
+	s, ok, err := d.scanFor(&f)
+	if err != nil || !ok {
+		return substate.TenantPage{Tenants: []substate.TenantView{}}, err
+	}
 	fp := fingerprint(&f)
 	var after []byte
 	if f.PageToken != "" {
@@ -81,7 +86,7 @@ func (d *DB) Tenants(ctx context.Context, f substate.TenantFilter) (substate.Ten
 		}
 		after = t.key
 	}
-	views, last, more, err := d.list(ctx, s, after, limit, matcher(&f))
+	views, last, more, err := d.list(ctx, s, after, limit, matcher(&f, d.cutoff(&f)))
 	if err != nil {
 		return substate.TenantPage{}, err
 	}
@@ -94,11 +99,10 @@ func (d *DB) Tenants(ctx context.Context, f substate.TenantFilter) (substate.Ten
 
 // limit checks f and returns its page size.
 func (d *DB) limit(f *substate.TenantFilter) (int, error) {
+	if err := checkFilter(f); err != nil {
+		return 0, err
+	}
 	switch {
-	case f.SubState != "" && !f.SubState.Valid():
-		return 0, substate.Errorf(substate.EINVALID, "unknown sub-state %q", f.SubState)
-	case f.MinRetryCount < 0:
-		return 0, substate.Errorf(substate.EINVALID, "minRetryCount must not be negative")
 	case f.Limit < 0:
 		return 0, substate.Errorf(substate.EINVALID, "limit must not be negative")
 	case f.SortRetryDesc && f.SortUpdatedDesc:
@@ -107,16 +111,6 @@ func (d *DB) limit(f *substate.TenantFilter) (int, error) {
 		return max(min(d.DefaultLimit, d.MaxLimit), 1), nil
 	}
 	return max(min(f.Limit, d.MaxLimit), 1), nil
-}
-
-func matcher(f *substate.TenantFilter) func(*substate.TenantView) bool {
-	return func(v *substate.TenantView) bool {
-		return (f.SubState == "" || v.WorkflowSubState == f.SubState) &&
-			(!f.HasError || v.WorkflowErrorMessage != "") &&
-			v.WorkflowRetryCount >= f.MinRetryCount &&
-			(f.Provider == "" || v.Provider == f.Provider) &&
-			strings.HasPrefix(v.TenantID, f.TenantPrefix)
-	}
 }
 
 // Scan kinds, recorded in page tokens.
@@ -128,6 +122,7 @@ const (
 	kindRetryDown   = 5
 	kindActive      = 6
 	kindUpdatedDown = 7
+	kindFingerprint = 8
 )
 
 // scan is a walk over one bucket's keys.
@@ -142,12 +137,48 @@ type scan struct {
 	byID   bool // keys are ordered by tenant id after prefix, so a tenant-id prefix is a seek
 }
 
-func scanFor(f *substate.TenantFilter) scan {
+// scanFor returns the walk that serves f; false when nothing can match
+// (a fingerprint no tenant has).
+func (d *DB) scanFor(f *substate.TenantFilter) (scan, bool, error) {
+	if f.Fingerprint != "" && !f.SortUpdatedDesc && !f.SortRetryDesc {
+		return d.fingerprintScan(f)
+	}
 	s := indexScan(f)
 	if f.TenantPrefix != "" && s.byID {
 		s.prefix = append(append([]byte(nil), s.prefix...), f.TenantPrefix...)
 	}
-	return s
+	return s, true, nil
+}
+
+// fingerprintScan walks the fingerprint's members, from the sub-state and
+// provider the filter names, when it names them.
+func (d *DB) fingerprintScan(f *substate.TenantFilter) (scan, bool, error) {
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return scan{}, false, ErrClosed
+	}
+	var id valueID
+	var ok bool
+	err := d.view(func(tx *bolt.Tx) error {
+		id, ok = fingerprintID(tx, f.Fingerprint)
+		return nil
+	})
+	if err != nil || !ok {
+		return scan{}, false, err
+	}
+	prefix := binary.BigEndian.AppendUint64([]byte{dimFingerprint}, uint64(id))
+	if ss := cmp.Or(f.SubState, f.Verb.SubState()); ss != "" {
+		if prefix = append(prefix, subStateCode(ss)); f.Provider != "" {
+			prefix = append(prefix, providerCode(f.Provider))
+		}
+	}
+	return scan{kind: kindFingerprint, bucket: bucketGroupMembers, prefix: prefix, id: func(k []byte) []byte {
+		if len(k) <= memberHead {
+			return nil
+		}
+		return k[memberHead:]
+	}}, true, nil
 }
 
 // indexScan returns the walk of the index that serves f.
@@ -159,8 +190,9 @@ func indexScan(f *substate.TenantFilter) scan {
 		minRetry := uint64(f.MinRetryCount)
 		return scan{kind: kindRetryDown, bucket: bucketRetry, desc: true, id: afterRetry,
 			stop: func(k []byte) bool { return len(k) < 8 || binary.BigEndian.Uint64(k) < minRetry }}
-	case f.SubState != "":
-		return scan{kind: kindSubState, bucket: bucketSubState, prefix: []byte{subStateCode(f.SubState)},
+	case f.SubState != "" || f.Verb != "":
+		ss := cmp.Or(f.SubState, f.Verb.SubState())
+		return scan{kind: kindSubState, bucket: bucketSubState, prefix: []byte{subStateCode(ss)},
 			id: func(k []byte) []byte { return k[1:] }, byID: true}
 	case f.HasError:
 		return scan{kind: kindError, bucket: bucketError, id: func(k []byte) []byte { return k }, byID: true}

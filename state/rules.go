@@ -36,8 +36,8 @@ const (
 	// Unchanged: the event is newer but the dirty check finds nothing to
 	// write; the record's revision, provider state and last event time move.
 	Unchanged
-	// Changed: the sub-state, verb, retry count, error message, step or
-	// execution changed; the record must be written.
+	// Changed: something the dirty check looks at changed; the record
+	// must be written.
 	Changed
 )
 
@@ -114,24 +114,28 @@ func advance(base Record, ev *substate.EventData) Record {
 	v := prev
 	v.TenantID = ev.TenantID
 	v.WorkflowSubState = ev.SubState
-	v.WorkflowVerb = ev.Verb
-	if !v.WorkflowVerb.Valid() {
-		v.WorkflowVerb = ev.SubState.Verb()
-	}
+	v.WorkflowVerb = verbOf(ev)
 	v.WorkflowStatus = ev.Status
 	if v.WorkflowStatus == "" {
 		v.WorkflowStatus = ev.SubState.Status()
 	}
+	if prev.WorkflowSubState != ev.SubState { // a new execution starts with none
+		v.WorkflowSubStateSince = subStateSince(ev)
+	}
 	v.WorkflowExecutionID = ev.ExecutionID
 	v.WorkflowRetryCount = retryCount(&prev, ev)
-	v.WorkflowErrorMessage = errorMessage(prev.WorkflowErrorMessage, ev)
+	v.WorkflowErrorMessage, v.WorkflowErrorType, v.WorkflowErrorFingerprint = errorOf(&prev, ev)
 	if ev.Step != "" {
 		v.WorkflowStep = substate.Truncate(ev.Step, MaxStep)
+	}
+	if ev.Workflow != "" {
+		v.WorkflowType = substate.Truncate(ev.Workflow, MaxWorkflowType)
 	}
 	v.Provider, v.ProviderState = ev.Provider, ev.ProviderState
 	v.LastEventAt = utc(ev.OccurredAt)
 	if ev.SubState == substate.StateSucceeded {
-		v.WorkflowExecutionID, v.WorkflowRetryCount, v.WorkflowErrorMessage = "", 0, ""
+		v.WorkflowExecutionID, v.WorkflowRetryCount = "", 0
+		v.WorkflowErrorMessage, v.WorkflowErrorType, v.WorkflowErrorFingerprint = "", "", ""
 		v.WorkflowStep = ""
 	}
 	next := Record{View: v, ExecutionID: ev.ExecutionID, StartedAt: base.StartedAt, Revision: ev.Revision, Mapping: ev.MappingVersion}
@@ -139,6 +143,26 @@ func advance(base Record, ev *substate.EventData) Record {
 		next.StartedAt = utc(ev.ExecutionStartedAt)
 	}
 	return next
+}
+
+// verbOf is the verb form the view shows: the event's when it is one of
+// its sub-state's forms, else the sub-state's default, so that a verb
+// names one sub-state (cancelled and failed both name failed).
+func verbOf(ev *substate.EventData) substate.Verb {
+	if ev.Verb.SubState() == ev.SubState {
+		return ev.Verb
+	}
+	return ev.SubState.Verb()
+}
+
+// subStateSince is when ev says its sub-state began: when it occurred at
+// the provider, else when its execution started. It comes from the
+// event, never from a clock, so a rebuild from the stream finds it again.
+func subStateSince(ev *substate.EventData) time.Time {
+	if !ev.OccurredAt.IsZero() {
+		return utc(ev.OccurredAt)
+	}
+	return utc(ev.ExecutionStartedAt)
 }
 
 // retryCount takes the provider's count when it reported one, but never
@@ -159,41 +183,57 @@ func retryCount(prev *substate.TenantView, ev *substate.EventData) int {
 	return prev.WorkflowRetryCount
 }
 
-// errorMessage returns the view's error after ev. Running and succeeded
-// have no current error (a Restate row keeps its last failure while the
-// next attempt runs: that is history). Waiting shows the event's own
-// message. Error, backing-off and failed take the event's message and keep
-// the previous one when the event carries none, so failed preserves it.
-func errorMessage(prev string, ev *substate.EventData) string {
+// errorOf returns the view's error after ev: its message, type and
+// fingerprint, which move together. Running and succeeded have no current
+// error (a Restate row keeps its last failure while the next attempt runs:
+// that is history). Waiting shows the event's own error. Error,
+// backing-off and failed take the event's error and keep the previous one
+// when the event carries no message, so failed preserves it.
+func errorOf(prev *substate.TenantView, ev *substate.EventData) (msg, typ, fp string) {
 	switch ev.SubState {
 	case substate.StateRunning, substate.StateSucceeded:
-		return ""
+		return "", "", ""
 	case substate.StateWaiting:
-		return ev.ErrorMessage
+		if ev.ErrorMessage == "" {
+			return "", "", ""
+		}
 	}
 	if ev.ErrorMessage != "" {
-		return ev.ErrorMessage
+		return ev.ErrorMessage, substate.Truncate(ev.ErrorType, MaxErrorType), substate.Truncate(ev.ErrorFingerprint, MaxFingerprint)
 	}
-	return prev
+	return prev.WorkflowErrorMessage, prev.WorkflowErrorType, prev.WorkflowErrorFingerprint
 }
 
 // dirty reports whether next differs from old in what the view is written
-// for: sub-state (with its verb form), retry count, error message, step, or
-// execution (the view's, or the followed one that succeeded hides).
+// for: sub-state (with its verb form and since when), retry count, error
+// (message, type, fingerprint), step, workflow type, provider, or
+// execution (the view's, or the followed one that succeeded hides). Every
+// field an index or a group counter holds is among them, so a record an
+// unchanged event moved keeps its index keys.
 func dirty(old, next *Record) bool {
 	o, n := &old.View, &next.View
 	return o.WorkflowSubState != n.WorkflowSubState ||
 		o.WorkflowVerb != n.WorkflowVerb ||
+		!o.WorkflowSubStateSince.Equal(n.WorkflowSubStateSince) ||
 		o.WorkflowRetryCount != n.WorkflowRetryCount ||
 		o.WorkflowErrorMessage != n.WorkflowErrorMessage ||
+		o.WorkflowErrorType != n.WorkflowErrorType ||
+		o.WorkflowErrorFingerprint != n.WorkflowErrorFingerprint ||
 		o.WorkflowStep != n.WorkflowStep ||
+		o.WorkflowType != n.WorkflowType ||
+		o.Provider != n.Provider ||
 		o.WorkflowExecutionID != n.WorkflowExecutionID ||
 		old.ExecutionID != next.ExecutionID
 }
 
-// MaxStep is the longest step the view keeps, in bytes; a longer state
-// name is cut at a character boundary.
-const MaxStep = 256
+// Bounds of the view's strings that come from providers, in bytes; a
+// longer one is cut at a character boundary.
+const (
+	MaxStep         = 256                          // the step
+	MaxWorkflowType = 256                          // the workflow type
+	MaxErrorType    = 256                          // the error type
+	MaxFingerprint  = substate.MaxFingerprintBytes // the error fingerprint (what mapping.Fingerprint makes fits)
+)
 
 // utc drops the monotonic reading and the location so that times compare
 // equal after a round trip through storage.

@@ -52,5 +52,8 @@ func fingerprint(f *substate.TenantFilter) uint32 {
 	if f.SortUpdatedDesc || f.Provider != "" || f.TenantPrefix != "" {
 		fmt.Fprintf(h, "|%t|%s|%q", f.SortUpdatedDesc, f.Provider, f.TenantPrefix)
 	}
+	if f.Fingerprint != "" || f.Verb != "" || f.InStateLongerThan != 0 {
+		fmt.Fprintf(h, "|%q|%s|%d", f.Fingerprint, f.Verb, f.InStateLongerThan)
+	}
 	return h.Sum32()
 }

@@ -25,7 +25,7 @@ func (w *Worker) checkEvidence(ctx context.Context) error {
 	log := w.Logger.With("component", "evidence")
 	ch := &replay.Checker{
 		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
-		EventID: mapping.EventID, MappingVersion: mapping.Version, Metrics: w.evidence,
+		EventID: mapping.EventID, EventIDOf: mapping.EventIDOf, MappingVersion: mapping.Version, Metrics: w.evidence,
 	}
 	next, err := w.View.Checkpoint(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,7 +27,8 @@ func DefaultFlags() Flags {
 		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute},
 		RoleFlags:    RoleFlags{Role: RoleAll, ChangeFeed: true},
 		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo},
-		NATSFlags:    NATSFlags{NATSListen: "127.0.0.1:4222", NATSSync: "default", NATSReplicas: 1},
+		NATSFlags: NATSFlags{NATSListen: "127.0.0.1:4222", NATSSync: "default", NATSReplicas: 1,
+			SubscriberConsumers: slices.Clone(bus.DefaultSubscriberConsumers)},
 		StreamFlags: StreamFlags{
 			RawMaxAge: 720 * time.Hour, EventsMaxAge: 720 * time.Hour, DLQMaxAge: 2160 * time.Hour,
 			ChangesMaxAge: 720 * time.Hour, DedupeWindow: 10 * time.Minute,
@@ -58,7 +60,7 @@ func (f LogFlags) LoggerTo(w *os.File) *slog.Logger {
 	case f.LogFormat == "json":
 		return slog.New(slog.NewJSONHandler(w, opts))
 	case termtext.Terminal(w):
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
@@ -83,6 +85,8 @@ type NATSFlags struct {
 	NATSTLSKey   string `name:"nats-tls-key" type:"existingfile" help:"Client key for NATS."`
 	NATSSync     string `name:"nats-sync" enum:"default,always" default:"default" help:"Embedded server's disk sync: default flushes every 2 minutes (a process crash loses nothing, a power loss can lose the last interval); always flushes each write before acknowledging it (slower)."`
 	NATSReplicas int    `name:"replicas" default:"1" help:"Stream replicas on a NATS cluster (use 3 there)."`
+	// SubscriberConsumers: see bus.Consumers.
+	SubscriberConsumers []string `name:"subscriber-consumers" sep:"," default:"subscriber-1,subscriber-2,subscriber-3,subscriber-4" help:"The only names under which the embedded server's subscriber identity may create consumers on SUBSTATE_EVENTS and SUBSTATE_CHANGES (comma-separated; durable or not): give each downstream service its own. At most that many consumers of subscribers exist on a stream, so they can never use up the stream's consumers the worker needs."`
 
 	NATSServerTLSCert     string `name:"nats-server-tls-cert" type:"existingfile" help:"Certificate of the embedded NATS server (with --nats-server-tls-key); required when --nats-listen is not a loopback address."`
 	NATSServerTLSKey      string `name:"nats-server-tls-key" type:"existingfile" help:"Key of the embedded NATS server's certificate."`
@@ -124,7 +128,8 @@ func (f Flags) BusConfig(log *slog.Logger) bus.Config {
 		URL: f.NATSURL, Listen: f.NATSListen, StoreDir: filepath.Join(f.DataDir, "nats"), Sync: f.NATSSync,
 		CredsFile: f.NATSCreds, NkeyFile: f.NATSNkey, TLSCA: f.NATSTLSCA, TLSCert: f.NATSTLSCert, TLSKey: f.NATSTLSKey,
 		Name: "substate", Logger: log, CredentialsDir: NATSCredentialsDir(f.DataDir), Instances: []string{f.Instance},
-		ServerTLS: bus.ServerTLS{Cert: f.NATSServerTLSCert, Key: f.NATSServerTLSKey, ClientCA: f.NATSServerTLSClientCA},
+		SubscriberConsumers: f.SubscriberConsumers,
+		ServerTLS:           bus.ServerTLS{Cert: f.NATSServerTLSCert, Key: f.NATSServerTLSKey, ClientCA: f.NATSServerTLSClientCA},
 	}
 }
 

@@ -134,6 +134,9 @@ func (w *Worker) stepFunctions(ctx context.Context, m *recon.Metrics) (*stepfunc
 	p := stepfunctions.New(cfg, stepfunctions.CountCalls(func(op string) {
 		m.CountCall(substate.ProviderStepFunctions, op)
 	}), stepfunctions.Budget(f.SFNAPIBudget))
+	p.Logger = w.Logger.With("component", "stepfunctions")
+	p.OnBackoff = func(op string, d time.Duration) { m.SetBackoff(substate.ProviderStepFunctions, op, d) }
+	p.OnBehind = func(n int) { m.SetBehind(substate.ProviderStepFunctions, n) }
 	w.Logger.Info("polling step functions", "region", cfg.Region, "every", f.SFNHistoryInterval, "api_budget", f.SFNAPIBudget)
 	w.checkSFNPermissions(ctx, p)
 	return p, nil

@@ -35,7 +35,6 @@ func (l *streamLoss) Error() string { return l.what }
 type eventsStream struct {
 	mark        string // creation time, RFC 3339 with nanoseconds
 	first, last uint64
-	lost        []uint64 // sequences the server lost from its store (read at start-up only)
 }
 
 func readEventsStream(ctx context.Context, js jetstream.JetStream) (eventsStream, error) {

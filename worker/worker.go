@@ -106,7 +106,7 @@ func New(f Flags) *Worker {
 func (w *Worker) Open(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
-			w.Close()
+			err = errors.Join(err, w.Close())
 		}
 	}()
 	if err := w.Flags.CheckExposure(); err != nil {

@@ -14,7 +14,7 @@ import (
 
 // commandLine matches a substate command in a README code block, as the
 // installed binary or with go run.
-var commandLine = regexp.MustCompile("^(?:\\$ )?(?:substate|go run \\./cmd/substate) ((?:run|demo|tenants|events|executions|audit|verify|rebuild|renormalize|bench|soak|deploy)\\b.*)$")
+var commandLine = regexp.MustCompile(`^(?:\$ )?(?:substate|go run \./cmd/substate) ((?:run|demo|tenants|events|executions|audit|verify|rebuild|renormalize|bench|soak|deploy)\b.*)$`)
 
 // The READMEs show commands and name flags and variables that exist: each
 // command in a code block parses, and each `--flag` and SUBSTATE_ name in

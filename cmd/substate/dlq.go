@@ -53,7 +53,11 @@ func (c *EventsDLQCmd) Run(ctx context.Context, m *Main) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", substate.StreamDLQ, err)
 	}
-	defer js.DeleteConsumer(context.WithoutCancel(ctx), substate.StreamDLQ, cons.CachedInfo().Name)
+	defer func() {
+		// Should the delete fail, the server removes the consumer after its
+		// minute of inactivity.
+		_ = js.DeleteConsumer(context.WithoutCancel(ctx), substate.StreamDLQ, cons.CachedInfo().Name)
+	}()
 	if !c.Follow && cons.CachedInfo().NumPending == 0 {
 		return nil
 	}

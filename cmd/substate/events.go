@@ -51,9 +51,27 @@ func (c *EventsTailCmd) Run(ctx context.Context, m *Main) error {
 	if err != nil {
 		return err
 	}
+	defer deleteConsumer(js, substate.StreamEvents, cons)
 	defer it.Stop()
 	go func() { <-ctx.Done(); it.Stop() }()
 	return c.print(m.Stdout, it)
+}
+
+// tailInactive is how long the server keeps the consumer of a tail whose
+// process died without deleting it.
+const tailInactive = 30 * time.Second
+
+// deleteConsumer deletes the consumer a command read with, once it is done
+// or interrupted: the server keeps a consumer per reader, and a stream
+// holds only so many.
+func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, info.Name)
 }
 
 func (c *EventsTailCmd) print(w io.Writer, it jetstream.MessagesContext) error {
@@ -85,7 +103,7 @@ func (c *EventsTailCmd) print(w io.Writer, it jetstream.MessagesContext) error {
 }
 
 func (c *EventsTailCmd) consumerConfig(now time.Time) (jetstream.OrderedConsumerConfig, error) {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy, InactiveThreshold: tailInactive}
 	if c.Tenant != "" {
 		cfg.FilterSubjects = []string{substate.EventsSubject(c.Tenant)}
 	}

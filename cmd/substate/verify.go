@@ -18,12 +18,13 @@ import (
 
 // VerifyCmd is "substate verify".
 type VerifyCmd struct {
-	Server     string   `default:"http://127.0.0.1:8080" help:"Base URL of the running worker whose view to verify."`
-	APIKey     string   `name:"api-key" help:"Read-API key of the worker, sent as Authorization: Bearer (one for every tenant: no tenant prefix)."`
-	BatchSize  int      `default:"512" help:"Events per transaction of the replay."`
-	Evidence   bool     `default:"true" negatable:"" help:"Also check each canonical event against its raw evidence in SUBSTATE_RAW: an event that no raw message maps to (forged, or its evidence gone) fails the check."`
-	TenantRule []string `sep:"none" help:"The worker's tenant resolution rules (its --tenant-rule), to map the raw evidence as it does." placeholder:"RULE"`
-	ViewFile   string   `help:"Check this view file (a stopped worker's <data-dir>/view.db) with bbolt's consistency check instead of comparing a running worker's view with the stream; a running worker checks its file when it opens it and reports a corrupt page on /readyz." type:"path" placeholder:"FILE"`
+	Server           string   `default:"http://127.0.0.1:8080" help:"Base URL of the running worker whose view to verify."`
+	APIKey           string   `name:"api-key" help:"Read-API key of the worker, sent as Authorization: Bearer (one for every tenant: no tenant prefix)."`
+	BatchSize        int      `default:"512" help:"Events per transaction of the replay."`
+	Evidence         bool     `default:"true" negatable:"" help:"Also check each canonical event against its raw evidence in SUBSTATE_RAW: an event that no raw message maps to (forged, or its evidence gone) fails the check."`
+	TenantRule       []string `sep:"none" help:"The worker's tenant resolution rules (its --tenant-rule), to map the raw evidence as it does." placeholder:"RULE"`
+	AcceptUnverified bool     `help:"Do not fail on events of another mapping version, which this binary cannot derive again exactly, when the current mapping of their raw message agrees on tenant, execution and sub-state (they are still listed as unverified)."`
+	ViewFile         string   `help:"Check this view file (a stopped worker's <data-dir>/view.db) with bbolt's consistency check instead of comparing a running worker's view with the stream; a running worker checks its file when it opens it and reports a corrupt page on /readyz." type:"path" placeholder:"FILE"`
 
 	ClientFlags `embed:""`
 }
@@ -49,7 +50,7 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 	}
 	defer nc.Close()
 	prog := termtext.NewProgress(m.Stderr, time.Now)
-	v := &replay.Verify{JS: js, BatchSize: c.BatchSize, Progress: showProgress(prog)}
+	v := &replay.Verify{JS: js, BatchSize: c.BatchSize, Progress: showProgress(prog), AcceptUnverified: c.AcceptUnverified}
 	cmp, err := v.Compare(ctx, live)
 	if err != nil {
 		return err

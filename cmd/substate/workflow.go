@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -147,7 +148,7 @@ type WorkflowDemoServicesCmd struct {
 }
 
 // Run serves the demo task services until ctx ends.
-func (c *WorkflowDemoServicesCmd) Run(ctx context.Context, m *Main) error {
+func (c *WorkflowDemoServicesCmd) Run(ctx context.Context, m *Main) (err error) {
 	nc, _, err := c.ConnectAs(bus.Tasks)
 	if err != nil {
 		return err
@@ -157,7 +158,7 @@ func (c *WorkflowDemoServicesCmd) Run(ctx context.Context, m *Main) error {
 	if err != nil {
 		return err
 	}
-	defer svc.Stop()
+	defer func() { err = errors.Join(err, svc.Stop()) }()
 	fmt.Fprintf(m.Stdout, "serving the demo task services on %s; interrupt to stop\n", c.NATSURL)
 	<-ctx.Done()
 	return nil

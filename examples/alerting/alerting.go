@@ -4,8 +4,10 @@
 // NATS JetStream protocol binding, and raises an alert for every tenant
 // whose workflow failed.
 //
-// It connects as substate's read-only subscriber identity:
+// It connects as substate's read-only subscriber identity, which creates
+// consumers only under the names substate grants it:
 //
+//	substate run --subscriber-consumers alerting
 //	go run ./examples/alerting --nats-url nats://127.0.0.1:4222 \
 //	    --nkey data/nats/credentials/subscriber.nk
 //
@@ -18,6 +20,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -115,7 +118,10 @@ func Consume(ctx context.Context, c Config, fn func(substate.Change, cloudevents
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 1,
 		DeliverSubject: inboxPrefix + ".deliver." + c.Durable, DeliverGroup: c.Durable,
 	})
-	if err != nil {
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The server does not answer a request the identity may not make.
+		return fmt.Errorf("consumer %s on %s: %w (the subscriber identity creates consumers only under the names substate run grants it: start substate with --subscriber-consumers %s)", c.Durable, substate.StreamChanges, err, c.Durable)
+	} else if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", c.Durable, substate.StreamChanges, err)
 	}
 	consumer, err := cejs.NewConsumerFromConn(nc, substate.StreamChanges, c.Filter, nil,

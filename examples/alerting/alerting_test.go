@@ -211,11 +211,14 @@ type worker struct {
 	httpURL, natsURL, subscriberKey string
 }
 
+// startSubstate runs substate as the README says, granting the subscriber
+// identity the consumer names the tests' services use.
 func startSubstate(tb testing.TB) *worker {
 	tb.Helper()
 	dir := tb.TempDir()
 	httpAddr, natsAddr := freeAddr(tb), freeAddr(tb)
-	cmd := exec.Command(substateBin, "run", "--data-dir", dir, "--http-addr", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn")
+	cmd := exec.Command(substateBin, "run", "--data-dir", dir, "--http-addr", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn",
+		"--subscriber-consumers", "alerting,everything,shared")
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -300,7 +303,8 @@ func (w *worker) waitFeed(tb testing.TB, after int) int {
 	return last
 }
 
-// feed reads every change of SUBSTATE_CHANGES as the subscriber identity.
+// feed reads every change of SUBSTATE_CHANGES as the subscriber identity,
+// by sequence with direct gets: a read that needs no consumer.
 func (w *worker) feed(tb testing.TB) []substate.Change {
 	tb.Helper()
 	key, err := nats.NkeyOptionFromSeed(w.subscriberKey)
@@ -314,21 +318,17 @@ func (w *worker) feed(tb testing.TB) []substate.Change {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
-	cons, err := js.OrderedConsumer(ctx, substate.StreamChanges, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	info, err := cons.Info(ctx)
+	s, err := js.Stream(ctx, substate.StreamChanges)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var out []substate.Change
-	for range info.NumPending {
-		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+	for seq := s.CachedInfo().State.FirstSeq; seq > 0 && seq <= s.CachedInfo().State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		e, err := substate.UnmarshalChangeEvent(m.Data())
+		e, err := substate.UnmarshalChangeEvent(m.Data)
 		if err != nil {
 			tb.Fatal(err)
 		}

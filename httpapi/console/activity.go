@@ -101,7 +101,7 @@ func (a *activity) refresh(ctx context.Context, now time.Time) {
 	}
 	if last >= from {
 		rg := replay.Range{FromSeq: from, ToSeq: last, Since: since}
-		for m, err := range r.Messages(ctx, substate.StreamEvents, nil, rg) {
+		for m, err := range r.Messages(ctx, substate.StreamEvents, "", rg) {
 			if err != nil {
 				a.err = err.Error()
 				break

@@ -91,7 +91,7 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request) {
 		if before-first > uint64(limit) {
 			from = before - uint64(limit)
 		}
-		for m, err := range rd.Messages(r.Context(), substate.StreamDLQ, nil, replay.Range{FromSeq: from, ToSeq: before - 1}) {
+		for m, err := range rd.Messages(r.Context(), substate.StreamDLQ, "", replay.Range{FromSeq: from, ToSeq: before - 1}) {
 			if err != nil {
 				httpx.Error(w, r, err, c.logger())
 				return

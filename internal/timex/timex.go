@@ -1,5 +1,5 @@
-// Package timex holds the time helper the adapters share: a sleep that a
-// context can cut short.
+// Package timex holds the time helpers the adapters share: a sleep that a
+// context can cut short, and exponential backoff with jitter.
 package timex
 
 import (

@@ -2,6 +2,7 @@ package stepfunctions_test
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestCountCalls(t *testing.T) {
 		counted[op]++
 	}))
 	arn := seedStatus(t, srv, "sfn-status-running.json")
-	srv.Throttle("GetExecutionHistory", 1)
+	srv.Fail("GetExecutionHistory", 1, http.StatusServiceUnavailable, "ServiceUnavailable", "try again")
 	if _, err := p.Poll(context.Background(), arn, true); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestCountCalls(t *testing.T) {
 		}
 	}
 	if counted["GetExecutionHistory"] != 2 {
-		t.Errorf("history calls counted = %d, want 2 (a throttled attempt and its retry)", counted["GetExecutionHistory"])
+		t.Errorf("history calls counted = %d, want 2 (a failed attempt and its retry)", counted["GetExecutionHistory"])
 	}
 }
 

@@ -17,6 +17,7 @@ func (p *Provider) cursorOf(arn string) *cursor {
 				delete(p.cursors, k)
 			}
 		}
+		p.pruneBehind(now, cursorIdle)
 		p.pruned = now
 	}
 	c := &cursor{}
@@ -30,13 +31,12 @@ func (p *Provider) cursorOf(arn string) *cursor {
 // the execution ended: nothing will be added to its history but a redrive,
 // which the next poll reads from the start.
 func (p *Provider) keep(arn string, c *cursor, payload *PollPayload) {
-	var x struct {
-		Status string `json:"status"`
-	}
-	json.Unmarshal(payload.Execution, &x)
+	// An execution the poll could not describe keeps no cursor: the next
+	// poll reads its history from the start.
+	status := statusOf(payload.Execution)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if x.Status != "RUNNING" && x.Status != "PENDING_REDRIVE" {
+	if status != "RUNNING" && status != "PENDING_REDRIVE" {
 		delete(p.cursors, arn)
 		return
 	}
@@ -45,4 +45,16 @@ func (p *Provider) keep(arn string, c *cursor, payload *PollPayload) {
 	}
 	c.last, c.used = *payload, p.Now()
 	p.cursors[arn] = c
+}
+
+// statusOf returns the status of a DescribeExecution answer, "" for one
+// that does not decode.
+func statusOf(execution json.RawMessage) string {
+	var x struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(execution, &x); err != nil {
+		return ""
+	}
+	return x.Status
 }

@@ -77,6 +77,14 @@ func (p *Provider) Describe(ctx context.Context, executionID string) (engine.Sta
 // of an execution's status adds one. The retries counted over every event
 // ever read are in the payload's summary.
 //
+// Each API Step Functions throttles backs off (see Backoff), and the SDK
+// does not retry a throttled poll call. While GetExecutionHistory backs
+// off, a poll returns the DescribeExecution answer with the summary of the
+// history read so far, and the execution's history is read when the API
+// answers again; while DescribeExecution backs off, a poll that needs it
+// fails at once, without a call, with an ETHROTTLED error whose
+// substate.RetryAfter is the wait left.
+//
 // The raw event's id is a hash of the execution and history it carries, so
 // polling an unchanged execution twice yields the same id and the second
 // publish is deduplicated.
@@ -91,10 +99,14 @@ func (p *Provider) Poll(ctx context.Context, arn string, withHistory bool) (subs
 	}
 	c := p.cursorOf(arn)
 	events, err := p.newEvents(ctx, arn, c.summary.ThroughEventID)
+	if substate.ErrorCode(err) == substate.ETHROTTLED {
+		return p.pollStatus(ctx, arn, c)
+	}
 	if err != nil {
 		return substate.RawEvent{}, err
 	}
 	if len(events) == 0 && c.last.Execution != nil {
+		p.caughtUp(arn)
 		return p.raw(&c.last)
 	}
 	var payload PollPayload
@@ -105,13 +117,43 @@ func (p *Provider) Poll(ctx context.Context, arn string, withHistory bool) (subs
 		return substate.RawEvent{}, err
 	}
 	p.keep(arn, c, &payload)
+	p.caughtUp(arn)
 	return p.raw(&payload)
 }
 
-// describe calls DescribeExecution and keeps its answer in the payload.
+// pollStatus is the poll of an execution whose history cannot be read now:
+// its DescribeExecution answer, with the summary of the history read so
+// far and no new events. A running or failed execution is behind until
+// its history is read; a succeeded one shows no retries, so it is not.
+func (p *Provider) pollStatus(ctx context.Context, arn string, c *cursor) (substate.RawEvent, error) {
+	var payload PollPayload
+	if err := p.describe(ctx, arn, &payload); err != nil {
+		return substate.RawEvent{}, err
+	}
+	payload.History.Events = []json.RawMessage{}
+	if c.summary.ThroughEventID > 0 {
+		prior := c.summary
+		payload.History.Prior = &prior
+	}
+	if statusOf(payload.Execution) == "SUCCEEDED" {
+		p.caughtUp(arn)
+	} else {
+		p.fellBehind(arn)
+	}
+	return p.raw(&payload)
+}
+
+// describe calls DescribeExecution and keeps its answer in the payload,
+// unless the API backs off.
 func (p *Provider) describe(ctx context.Context, arn string, payload *PollPayload) error {
+	if p.backingOff(opDescribe) > 0 {
+		return p.throttledErr(opDescribe, nil)
+	}
 	_, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)},
-		captureBody(&payload.Execution))
+		captureBody(&payload.Execution), noThrottleRetries)
+	if ErrorCode(err) == substate.ETHROTTLED {
+		return p.throttledErr(opDescribe, err)
+	}
 	return wrap("describe execution", err)
 }
 
@@ -148,8 +190,14 @@ func (p *Provider) newEvents(ctx context.Context, arn string, through int64) ([]
 	}
 	events := []json.RawMessage{}
 	for len(events) < maxHistory {
+		if p.backingOff(opHistory) > 0 {
+			return nil, p.throttledErr(opHistory, nil)
+		}
 		var body json.RawMessage
-		out, err := p.client.GetExecutionHistory(ctx, in, captureBody(&body))
+		out, err := p.client.GetExecutionHistory(ctx, in, captureBody(&body), noThrottleRetries)
+		if ErrorCode(err) == substate.ETHROTTLED {
+			return nil, p.throttledErr(opHistory, err)
+		}
 		if err != nil {
 			return nil, wrap("get execution history", err)
 		}

@@ -17,6 +17,7 @@ package stepfunctions
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/internal/timex"
 )
 
 // Defaults of a new Provider.
@@ -70,13 +72,30 @@ type Provider struct {
 	// OnUpdate, when set, is told about each state machine EnsureWorkflow
 	// updated to a changed definition, with the version it published.
 	OnUpdate func(machineARN, versionARN string)
+	// Backoff is the wait of an API Step Functions throttles, after each
+	// throttled call in a row; Now times it.
+	Backoff timex.Backoff
+	// OnBackoff, when set, is told each time an API is throttled, with the
+	// backoff it now waits, and with 0 when it answers again.
+	OnBackoff func(operation string, backoff time.Duration)
+	// OnBehind, when set, is told how many executions were polled without
+	// their history (GetExecutionHistory backing off) and not read since,
+	// each time it changes.
+	OnBehind func(executions int)
+	// Logger receives the provider's logs (throttling, falling behind,
+	// catching up); nil discards them.
+	Logger *slog.Logger
 
 	client *sfn.Client
 
-	mu      sync.Mutex
-	account string // AccountID, or the account learned from an ARN
-	cursors map[string]*cursor
-	pruned  time.Time
+	mu          sync.Mutex
+	account     string // AccountID, or the account learned from an ARN
+	cursors     map[string]*cursor
+	pruned      time.Time
+	throttles   map[string]*throttle // by operation
+	behind      map[string]time.Time // executions polled without history, when last
+	behindSince time.Time            // when the first of them fell behind
+	behindTotal int                  // how many fell behind since then
 }
 
 var _ engine.Provider = (*Provider)(nil)
@@ -84,14 +103,18 @@ var _ engine.Provider = (*Provider)(nil)
 // New returns a provider that calls Step Functions with a client built from
 // cfg (see LoadConfig) and the optional client options.
 func New(cfg aws.Config, optFns ...func(*sfn.Options)) *Provider {
-	return &Provider{
+	p := &Provider{
 		Region:           cfg.Region,
 		MaxHistoryEvents: DefaultMaxHistoryEvents,
 		HistoryPageSize:  DefaultHistoryPageSize,
 		TenantField:      DefaultTenantField,
 		Now:              func() time.Time { return time.Now().UTC() },
-		client:           sfn.NewFromConfig(cfg, optFns...),
+		Backoff:          timex.Backoff{Base: DefaultThrottleBase, Max: DefaultThrottleMax},
+		throttles:        map[string]*throttle{},
+		behind:           map[string]time.Time{},
 	}
+	p.client = sfn.NewFromConfig(cfg, append([]func(*sfn.Options){p.observeThrottling()}, optFns...)...)
+	return p
 }
 
 // LoadConfig loads the AWS configuration the standard way (environment,

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -170,6 +171,8 @@ func stepfunctionsWrap(err error) error {
 func TestErrors(t *testing.T) {
 	ctx := context.Background()
 	srv, p := newProvider(t)
+	now := time.Date(2024, 6, 19, 10, 5, 0, 0, time.UTC)
+	p.Now = func() time.Time { return now }
 	arn := awstest.ExecutionARN(ensure(t, p), "ord-1")
 	describe := func() error { _, err := p.Describe(ctx, arn); return err }
 	t.Run("ErrNotFound", func(t *testing.T) {
@@ -179,25 +182,44 @@ func TestErrors(t *testing.T) {
 			t.Fatalf("err = %q, want the operation and the AWS error", err)
 		}
 	})
-	t.Run("ThrottledThenOK", func(t *testing.T) {
+	t.Run("ErrThrottled", func(t *testing.T) {
 		srv.AddExecution(awstest.Execution{ARN: arn, Name: "ord-1", Status: "RUNNING", Input: "{}"})
 		srv.ResetCalls()
-		srv.Throttle("DescribeExecution", awstest.MaxAttempts-1)
-		if err := describe(); err != nil {
-			t.Fatalf("the SDK retryer should absorb %d throttles: %v", awstest.MaxAttempts-1, err)
+		srv.Throttle("DescribeExecution", 1)
+		err := describe()
+		wantCode(t, err, substate.ETHROTTLED)
+		if got := srv.Calls("DescribeExecution"); got != 1 {
+			t.Fatalf("calls = %d, want 1: the SDK does not retry a throttled poll, the provider backs off", got)
 		}
-		if got, want := srv.Calls("DescribeExecution"), awstest.MaxAttempts; got != want {
-			t.Fatalf("calls = %d, want %d", got, want)
+		if wait := substate.RetryAfter(err); wait < stepfunctions.DefaultThrottleBase/2 || wait >= stepfunctions.DefaultThrottleBase {
+			t.Fatalf("retry after %v, want the first backoff", wait)
 		}
 	})
-	t.Run("ErrThrottled", func(t *testing.T) {
-		srv.ResetCalls()
-		srv.Throttle("", 100)
-		defer srv.ClearFailures()
+	t.Run("ErrBackingOff", func(t *testing.T) {
 		wantCode(t, describe(), substate.ETHROTTLED)
-		if got, want := srv.TotalCalls(), awstest.MaxAttempts; got != want {
-			t.Fatalf("calls = %d, want %d (one call and the retryer's retries)", got, want)
+		if got := srv.Calls("DescribeExecution"); got != 1 {
+			t.Fatalf("calls = %d, want none while the API backs off", got)
 		}
+	})
+	t.Run("ThrottledThenOK", func(t *testing.T) {
+		now = now.Add(stepfunctions.DefaultThrottleBase)
+		if err := describe(); err != nil {
+			t.Fatalf("after the backoff: %v", err)
+		}
+		if got := srv.Calls("DescribeExecution"); got != 2 {
+			t.Fatalf("calls = %d, want 2", got)
+		}
+	})
+	t.Run("ActionsKeepTheSDKRetries", func(t *testing.T) {
+		srv.ResetCalls()
+		srv.Throttle("StopExecution", awstest.MaxAttempts-1)
+		if err := p.StopExecution(ctx, arn, substate.StopOptions{Cause: "test"}); err != nil {
+			t.Fatalf("the SDK retryer should absorb %d throttles of an action: %v", awstest.MaxAttempts-1, err)
+		}
+		if got, want := srv.Calls("StopExecution"), awstest.MaxAttempts; got != want {
+			t.Fatalf("calls = %d, want %d", got, want)
+		}
+		srv.AddExecution(awstest.Execution{ARN: arn, Name: "ord-1", Status: "RUNNING", Input: "{}"})
 	})
 	t.Run("ErrServerError", func(t *testing.T) {
 		srv.Fail("", awstest.MaxAttempts, http.StatusInternalServerError, "InternalFailure", "boom")

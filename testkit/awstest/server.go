@@ -7,8 +7,9 @@
 // SDK's serializers, error decoding and retryer are part of every test. The
 // server keeps the rules the adapters rely on (execution name idempotency,
 // history paging, PutEvents partial failure, the EventBridge resource
-// life cycle) and has hooks to change execution state, inject errors and
-// count calls per operation.
+// life cycle) and has hooks to change execution state, inject errors (the
+// next n calls, or every call of an API for a window of its clock), and
+// count and log calls.
 //
 // It is deliberately small: it does not run state machines, check
 // signatures or enforce IAM. DeleteStateMachine removes the state machine at
@@ -52,7 +53,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	calls    map[string]int
+	log      []Call
 	failures []*injected
+	windows  []window
 	nextID   int
 
 	machines   map[string]*stateMachine // by ARN
@@ -63,13 +66,6 @@ type Server struct {
 	connections map[string]*Connection
 	apiDests    map[string]*apiDestination
 	rules       map[string]*rule // by bus + "/" + name
-}
-
-// injected is an error to answer the next n calls of op ("" = any) with.
-type injected struct {
-	op  string
-	n   int
-	err *apiError
 }
 
 // New starts a Server and stops it when the test ends.
@@ -110,35 +106,12 @@ func (s *Server) TotalCalls() int {
 	return n
 }
 
-// ResetCalls sets every call counter back to zero.
+// ResetCalls sets every call counter back to zero and empties the log.
 func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.calls)
-}
-
-// Fail answers the next n calls of op (any operation when op is "") with an
-// AWS error of the given HTTP status, code and message.
-func (s *Server) Fail(op string, n, status int, code, message string) {
-	if n <= 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failures = append(s.failures, &injected{op: op, n: n, err: &apiError{status, code, message}})
-}
-
-// ClearFailures drops every injected error not used yet.
-func (s *Server) ClearFailures() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failures = nil
-}
-
-// Throttle answers the next n calls of op (any when "") with a
-// ThrottlingException, as a busy AWS service does.
-func (s *Server) Throttle(op string, n int) {
-	s.Fail(op, n, http.StatusBadRequest, "ThrottlingException", "Rate exceeded")
+	s.log = nil
 }
 
 // apiError is an AWS error response.
@@ -181,7 +154,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, json10, errorf("SerializationException", "want Content-Type %s", want))
 		return
 	}
-	if e := s.begin(op); e != nil {
+	if e := s.begin(op, body); e != nil {
 		writeError(w, json10, e)
 		return
 	}
@@ -195,23 +168,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, json10, http.StatusOK, out)
-}
-
-// begin counts a call and returns the injected error it must fail with.
-func (s *Server) begin(op string) *apiError {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls[op]++
-	for i, f := range s.failures {
-		if f.op == "" || f.op == op {
-			f.n--
-			if f.n <= 0 {
-				s.failures = append(s.failures[:i], s.failures[i+1:]...)
-			}
-			return f.err
-		}
-	}
-	return nil
 }
 
 func contentType(json10 bool) string {

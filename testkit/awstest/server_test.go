@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -223,5 +224,47 @@ func TestPutEventsPartialFailure(t *testing.T) {
 	var api smithy.APIError
 	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
 		t.Fatalf("err = %v, want ValidationException", err)
+	}
+}
+
+func TestThrottleBetween(t *testing.T) {
+	ctx := context.Background()
+	srv, client, machine := newSFN(t)
+	now := time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC)
+	srv.Now = func() time.Time { return now }
+	arn := awstest.ExecutionARN(machine, "ord-1")
+	srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: "ord-1", Status: "RUNNING", StartDate: now})
+	srv.ThrottleBetween("GetExecutionHistory", now.Add(time.Minute), now.Add(2*time.Minute))
+	history := func() error {
+		_, err := client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{ExecutionArn: aws.String(arn)},
+			func(o *sfn.Options) { o.RetryMaxAttempts = 1 })
+		return err
+	}
+	for _, tt := range []struct {
+		name      string
+		at        time.Duration
+		throttled bool
+	}{
+		{"Before", 59 * time.Second, false},
+		{"From", time.Minute, true},
+		{"Inside", 90 * time.Second, true},
+		{"Until", 2 * time.Minute, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now = now.Truncate(time.Hour).Add(tt.at)
+			err := history()
+			var api smithy.APIError
+			if got := errors.As(err, &api) && api.ErrorCode() == "ThrottlingException"; got != tt.throttled {
+				t.Fatalf("throttled = %v (%v), want %v", got, err, tt.throttled)
+			}
+			if _, err := client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)}); err != nil {
+				t.Fatalf("another operation: %v", err)
+			}
+		})
+	}
+	log := srv.Log()
+	if len(log) != 8 || log[2].Op != "GetExecutionHistory" || log[2].ExecutionARN != arn || log[2].Failed != "ThrottlingException" ||
+		log[3].Failed != "" || !log[2].At.Equal(now.Truncate(time.Hour).Add(time.Minute)) {
+		t.Fatalf("log = %+v", log)
 	}
 }

@@ -34,7 +34,7 @@ func Server(tb testing.TB) *server.Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	users, err := bus.Users(creds, bus.WorkerConsumers())
+	users, err := bus.Users(creds, bus.Consumers{Worker: bus.WorkerConsumers()})
 	if err != nil {
 		tb.Fatal(err)
 	}

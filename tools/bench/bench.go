@@ -77,7 +77,7 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	if b.logs, err = worker.OpenLogFile(filepath.Join(c.DataDir, "bench.log")); err != nil {
 		return err
 	}
-	defer b.logs.Close()
+	defer func() { _ = b.logs.Close() }() // unbuffered: every line was written as it came
 	progress := func(step string) { fmt.Fprintf(stderr, "bench: %s\n", step) }
 	if c.Flat > 0 {
 		return b.runFlat(ctx, stdout, progress)
@@ -308,7 +308,7 @@ func (b *benchRun) rebuild(ctx context.Context, p *benchPipeline) (*RebuildResul
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // a throwaway view, already synced
 	res := &RebuildResult{StageResult: t.stage("rebuild (SUBSTATE_EVENTS → new view)", prog.Events), EqualsLive: "yes"}
 	if diffs, err := compareViews(ctx, p.view, db); err != nil {
 		return nil, err

@@ -170,7 +170,7 @@ func checkSharedServer(ctx context.Context, f worker.Flags) error {
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer func() { _ = b.Close() }() // a connection only asked about streams
 	for _, s := range benchStreams {
 		if _, err := b.JetStream.Stream(ctx, s); err == nil {
 			return substate.Errorf(substate.EEXISTS, "bench: stream %s exists on %s; the bench needs a NATS server or account without substate's streams (it creates and deletes its own)", s, b.ClientURL())

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -57,17 +58,17 @@ type demoRun struct {
 }
 
 // Run runs the demo and fails when a tenant settles other than expected.
-func Run(ctx context.Context, c Config) error {
+func Run(ctx context.Context, c Config) (err error) {
 	w := worker.New(c.Flags)
 	logs, err := c.logFile(w)
 	if err != nil {
 		return err
 	}
-	defer logs.Close()
+	defer func() { _ = logs.Close() }() // unbuffered: every line was written as it came
 	if err := w.Open(ctx); err != nil {
 		return err
 	}
-	defer w.Close()
+	defer func() { err = errors.Join(err, w.Close()) }()
 	runCtx, stop := context.WithCancel(ctx)
 	var runErr error
 	exited := make(chan struct{})
@@ -136,7 +137,7 @@ func (d *demoRun) run(ctx context.Context, tenants int, timeout time.Duration) e
 	if err != nil {
 		return err
 	}
-	defer sub.Unsubscribe()
+	defer func() { _ = sub.Unsubscribe() }() // the connection closes with the worker anyway
 	d.printf("substate demo: %d tenants on the built-in engine, 3 on Step Functions and Restate (through HTTP ingress at %s)\n", tenants, d.w.HTTP.URL())
 	d.printf("Console: open %s/ to watch every tenant live (--stay keeps it running after the summary)\n\n", d.w.HTTP.URL())
 	d.showLive(ctx)

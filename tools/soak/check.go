@@ -26,7 +26,7 @@ func (s *soak) check(ctx context.Context, res *soakResult) error {
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer func() { _ = b.Close() }() // a reading connection
 	if err := waitIdle(ctx, b, 2*time.Minute); err != nil {
 		return err
 	}

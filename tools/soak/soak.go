@@ -97,7 +97,8 @@ type soak struct {
 	nRefused  atomic.Int64
 	restarts  []float64
 	worker    *exec.Cmd
-	exited    chan error // the worker's exit
+	exited    chan struct{} // closed when the worker exited, with exitErr set
+	exitErr   error         // how the worker exited
 	workerLog *termtext.SyncBuffer
 }
 
@@ -178,17 +179,17 @@ func (s *soak) startWorker(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	s.worker, s.exited = cmd, make(chan error, 1)
-	go func() { s.exited <- cmd.Wait() }()
+	s.worker, s.exited = cmd, make(chan struct{})
+	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
 	for {
 		if ok, _ := s.ready(ctx); ok {
 			s.restarts = append(s.restarts, time.Since(began).Seconds())
 			return nil
 		}
 		select {
-		case err := <-s.exited:
+		case <-s.exited:
 			s.worker = nil
-			return fmt.Errorf("worker exited before it was ready: %v: %s", err, lastLines(s.workerLog.String(), 5))
+			return fmt.Errorf("worker exited before it was ready: %v: %s", s.exitErr, lastLines(s.workerLog.String(), 5))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
@@ -203,7 +204,7 @@ func (s *soak) startWorker(ctx context.Context) error {
 func (s *soak) kill() {
 	if s.worker != nil {
 		_ = s.worker.Process.Signal(syscall.SIGKILL)
-		<-s.exited
+		<-s.exited // killed: the exit status says only that
 		s.worker = nil
 	}
 }

@@ -1,0 +1,235 @@
+package mapping
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/substatehq/substate"
+)
+
+// MaxFingerprint is the longest error fingerprint, in bytes.
+const MaxFingerprint = substate.MaxFingerprintBytes
+
+// Bounds of the parts of a fingerprint.
+const (
+	maxErrorKind     = 64      // bytes of the error type kept
+	maxTemplateInput = 4 << 10 // bytes of the message read
+)
+
+// Fingerprint returns the error fingerprint of an error: the key that
+// groups the tenants one fault hit, "provider/errorType/template". The
+// template is the message with what differs from one occurrence to the
+// next replaced by placeholders (see Template); the error type is the
+// provider's, lower-cased, its whitespace collapsed and a "/" written as
+// "_", cut to 64 bytes. The whole is at most MaxFingerprint bytes, cut at
+// a word boundary. It is "" when the message is blank: the view's error
+// is its message, and a tenant without one has no fingerprint.
+func Fingerprint(p substate.Provider, errorType, message string) string {
+	if strings.TrimSpace(message) == "" {
+		return ""
+	}
+	head := string(p) + "/" + errorKind(errorType) + "/"
+	return head + template(message, MaxFingerprint-len(head))
+}
+
+// Template returns the template of an error message, at most
+// MaxFingerprint bytes: lower-cased, whitespace, control and format characters
+// collapsed to one space, and these replaced by placeholders —
+//
+//   - a quoted value ('…', "…" or `…`): <q>
+//   - a timestamp (2024-06-19, 2024-06-19T10:01:05.123Z, 10:01:05): <time>
+//   - an ARN (arn:…): <arn>
+//   - a UUID, a Restate invocation id (inv_…), and a word of at least 8
+//     letters and digits with at least 3 digits: <id>
+//   - a hex string (0x…, or at least 8 hex digits with a digit and a
+//     letter): <hex>
+//   - a number (digits, with "." or "," between digit groups): <n>; the
+//     digits that start a word (30s), not those inside one (s3, sha256).
+//
+// Templating a template changes nothing.
+func Template(message string) string { return template(message, MaxFingerprint) }
+
+// errorKind is the error type as a fingerprint holds it.
+func errorKind(t string) string {
+	t = strings.ReplaceAll(collapse(strings.ToLower(strings.ToValidUTF8(t, "\uFFFD"))), "/", "_")
+	return substate.Truncate(t, maxErrorKind)
+}
+
+// collapse replaces every run of whitespace and control characters with
+// one space and trims both ends.
+func collapse(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if blank(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// blank reports a rune that templates collapse: whitespace, controls,
+// and the invisible format characters (bidirectional overrides, zero
+// widths) that would make two equal-looking fingerprints differ.
+func blank(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}
+
+// template returns the template of message, at most budget bytes.
+func template(message string, budget int) string {
+	s := strings.ToLower(strings.ToValidUTF8(substate.Truncate(message, maxTemplateInput), "\uFFFD"))
+	t := templater{s: s, out: make([]byte, 0, min(len(s), budget)+8), budget: budget}
+	t.run()
+	return t.result()
+}
+
+// templater scans a lower-cased message once, left to right, writing the
+// template to out. Every decision about what precedes a position looks at
+// out, not at the message, so that templating a template sees what the
+// first pass saw.
+type templater struct {
+	s       string
+	i       int
+	out     []byte
+	budget  int
+	space   bool   // whitespace seen since the last output
+	noClose [3]int // per quote character, 1 + where an opener found no closer; 0: none yet
+}
+
+func (t *templater) run() {
+	for t.i < len(t.s) && len(t.out) <= t.budget {
+		c := t.s[t.i]
+		if c < utf8.RuneSelf {
+			if c == ' ' || c < 0x20 || c == 0x7f {
+				t.space, t.i = true, t.i+1
+				continue
+			}
+			t.token()
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(t.s[t.i:])
+		if blank(r) {
+			t.space = true
+		} else {
+			t.write(t.s[t.i : t.i+n])
+		}
+		t.i += n
+	}
+}
+
+// token writes what starts at t.i, an ASCII character that is not blank.
+func (t *templater) token() {
+	c := t.s[t.i]
+	switch {
+	case isQuote(c) && !wordish(t.last()):
+		if end := t.closer(c); end > 0 {
+			t.emit("<q>", end+1)
+			return
+		}
+	case isWord(c) && !isWord(t.last()):
+		t.word()
+		return
+	}
+	t.write(t.s[t.i : t.i+1])
+	t.i++
+}
+
+// word writes the word that starts at t.i: a timestamp, UUID or ARN that
+// starts there, else the word (a run of letters, digits and _) as its
+// class says.
+func (t *templater) word() {
+	rest := t.s[t.i:]
+	if n := timestampLen(rest); n > 0 {
+		t.emit("<time>", t.i+n)
+		return
+	}
+	if n := uuidLen(rest); n > 0 {
+		t.emit("<id>", t.i+n)
+		return
+	}
+	if n := arnLen(rest); n > 0 {
+		t.emit("<arn>", t.i+n)
+		return
+	}
+	w := rest[:wordLen(rest)]
+	switch {
+	case isHex(w):
+		t.emit("<hex>", t.i+len(w))
+	case isID(w):
+		t.emit("<id>", t.i+len(w))
+	case isDigit(w[0]):
+		t.emit("<n>", t.i+numberLen(rest)) // what follows starts a word of its own
+	default:
+		t.write(w)
+		t.i += len(w)
+	}
+}
+
+// emit writes a placeholder for the message up to end.
+func (t *templater) emit(placeholder string, end int) {
+	t.write(placeholder)
+	t.i = end
+}
+
+func (t *templater) write(s string) {
+	if t.space && len(t.out) > 0 {
+		t.out = append(t.out, ' ')
+	}
+	t.space = false
+	t.out = append(t.out, s...)
+}
+
+// last is the byte the template ends with, a space when whitespace is
+// pending, 0 at the start.
+func (t *templater) last() byte {
+	switch {
+	case len(t.out) == 0:
+		return 0
+	case t.space:
+		return ' '
+	}
+	return t.out[len(t.out)-1]
+}
+
+// closer returns where the quote c opened at t.i closes: the next c that
+// no word character follows; 0 when none does.
+func (t *templater) closer(c byte) int {
+	q := quoteIndex(c)
+	if t.noClose[q] > 0 && t.i >= t.noClose[q]-1 {
+		return 0
+	}
+	for j := t.i + 1; j < len(t.s); {
+		k := strings.IndexByte(t.s[j:], c)
+		if k < 0 {
+			break
+		}
+		j += k
+		if j+1 == len(t.s) || !wordish(t.s[j+1]) {
+			return j
+		}
+		j++
+	}
+	t.noClose[q] = t.i + 1 // no later opener of c closes either
+	return 0
+}
+
+// result cuts the template to the budget, never inside a word (a cut word
+// could read as another class), and trims it.
+func (t *templater) result() string {
+	out := t.out
+	if len(out) > t.budget {
+		cut := t.budget
+		for cut > 0 && (!utf8.RuneStart(out[cut]) || isWord(out[cut-1]) && isWord(out[cut])) {
+			cut--
+		}
+		out = out[:cut]
+	}
+	return strings.TrimRight(string(out), " ")
+}

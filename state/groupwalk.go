@@ -1,0 +1,172 @@
+package state
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/substatehq/substate"
+)
+
+// walkGroups answers a group query the counters cannot, by reading the
+// matching tenants from the narrowest index that holds them all.
+func (d *DB) walkGroups(ctx context.Context, g *groupQuery) (substate.GroupPage, error) {
+	f := &g.q.Filter
+	src, err := g.source(cmp.Or(d.ScanLimit, DefaultScanLimit))
+	if err != nil || src == nil {
+		return substate.GroupPage{Groups: []substate.Group{}}, err
+	}
+	budget := int64(cmp.Or(d.GroupScanLimit, DefaultGroupScanLimit))
+	match := matcher(f, g.cutoff)
+	accs := map[string]*groupAcc{}
+	var total, ungrouped, scanned int64
+	tenants := g.tx.Bucket(bucketTenants)
+	err = src.walk(g.tx, g.cutoff, func(id []byte) error {
+		if scanned++; scanned > budget {
+			return substate.Errorf(substate.EINVALID, "this filter needs reading more than %d tenants one by one "+
+				"(tenantPrefix, minRetryCount, inStateLongerThan and verb are checked per tenant): narrow it with subState, provider or fingerprint", budget)
+		}
+		if scanned%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		v, err := d.viewAt(tenants, id)
+		if err != nil || !match(&v) {
+			return err
+		}
+		total++
+		value := g.q.By.Value(&v)
+		if value == "" {
+			ungrouped++
+			return nil
+		}
+		a := accs[value]
+		if a == nil {
+			a = &groupAcc{value: value}
+			accs[value] = a
+		}
+		a.count++
+		a.see(v.WorkflowSubStateSince, v.TenantID, true)
+		return nil
+	})
+	if err != nil {
+		return substate.GroupPage{}, err
+	}
+	byKey := make(map[uint64]*groupAcc, len(accs))
+	for _, a := range accs {
+		byKey[uint64(len(byKey))] = a
+	}
+	return pageOf(topGroups(byKey, g.limit), len(accs), total, ungrouped, scanned), nil
+}
+
+// groupSource is the key ranges of one bucket that hold every tenant a
+// walk may match.
+type groupSource struct {
+	bucket   []byte
+	prefixes [][]byte // one range per prefix
+	members  bool     // keys are member keys, in time-in-sub-state order per range
+}
+
+// source picks the ranges a walk reads: the fingerprint's members when the
+// filter names one, else the members of the cells the filter allows,
+// unless they hold more than a listing scans and the tenant-id prefix
+// range is there to read instead. nil means nothing can match.
+func (g *groupQuery) source(small int) (*groupSource, error) {
+	f := &g.q.Filter
+	dim := byte(dimType)
+	var only valueID
+	if f.Fingerprint != "" {
+		id, ok := fingerprintID(g.tx, f.Fingerprint)
+		if !ok {
+			return nil, nil
+		}
+		dim, only = dimFingerprint, id
+	}
+	s := &groupSource{bucket: bucketGroupMembers, members: true}
+	var n int64
+	err := forCells(g.tx, dim, f, func(ref cellRef, count int64) {
+		if ref.id == only || dim == dimType {
+			s.prefixes = append(s.prefixes, cellPrefix(dim, ref.id, ref.c))
+			n += count
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f.TenantPrefix != "" && only == 0 && n > int64(small) {
+		return &groupSource{bucket: bucketTenants, prefixes: [][]byte{[]byte(f.TenantPrefix)}}, nil
+	}
+	return s, nil
+}
+
+// walk calls fn with the tenant id of every key in the ranges; in member
+// ranges it stops at the first tenant that entered its sub-state at or
+// after cutoff, when there is one.
+func (s *groupSource) walk(tx *bolt.Tx, cutoff time.Time, fn func(id []byte) error) error {
+	c := tx.Bucket(s.bucket).Cursor()
+	for _, prefix := range s.prefixes {
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			id := k
+			if s.members {
+				tenant, since, ok := memberTenant(k)
+				if !ok {
+					continue
+				}
+				if !cutoff.IsZero() && !since.Before(cutoff) {
+					break
+				}
+				id = []byte(tenant)
+			}
+			if err := fn(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFilter reports the first invalid field of a filter's conditions.
+func checkFilter(f *substate.TenantFilter) error {
+	switch {
+	case f.SubState != "" && !f.SubState.Valid():
+		return substate.Errorf(substate.EINVALID, "unknown sub-state %q", f.SubState)
+	case f.Provider != "" && providerCode(f.Provider) == 0:
+		return substate.Errorf(substate.EINVALID, "unknown provider %q", f.Provider)
+	case f.Verb != "" && !f.Verb.Valid():
+		return substate.Errorf(substate.EINVALID, "unknown verb %q", f.Verb)
+	case f.MinRetryCount < 0:
+		return substate.Errorf(substate.EINVALID, "minRetryCount must not be negative")
+	case f.InStateLongerThan < 0:
+		return substate.Errorf(substate.EINVALID, "inStateLongerThan must not be negative")
+	case len(f.Fingerprint) > MaxFingerprint:
+		return substate.Errorf(substate.EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", MaxFingerprint)
+	}
+	return nil
+}
+
+// cutoff is the time before which a tenant must have entered its
+// sub-state to match f's InStateLongerThan; zero without one.
+func (d *DB) cutoff(f *substate.TenantFilter) time.Time {
+	if f.InStateLongerThan <= 0 {
+		return time.Time{}
+	}
+	return utc(d.Now()).Add(-f.InStateLongerThan)
+}
+
+// matcher returns the check of every condition of f on a view; cutoff is
+// d.cutoff(f).
+func matcher(f *substate.TenantFilter, cutoff time.Time) func(*substate.TenantView) bool {
+	return func(v *substate.TenantView) bool {
+		return (f.SubState == "" || v.WorkflowSubState == f.SubState) &&
+			(!f.HasError || v.WorkflowErrorMessage != "") &&
+			v.WorkflowRetryCount >= f.MinRetryCount &&
+			(f.Provider == "" || v.Provider == f.Provider) &&
+			strings.HasPrefix(v.TenantID, f.TenantPrefix) &&
+			(f.Fingerprint == "" || v.WorkflowErrorFingerprint == f.Fingerprint) &&
+			(f.Verb == "" || v.WorkflowVerb == f.Verb) &&
+			(cutoff.IsZero() || v.WorkflowSubStateSince.Before(cutoff))
+	}
+}
