@@ -90,6 +90,7 @@ type Worker struct {
 	forwarder *consumers.Forwarder  // nil without --eventbridge-bus
 	caughtUp  atomic.Bool           // the view has caught up once; see checkDurable
 	streamErr atomic.Pointer[error] // the stream loss watchStream found
+	natsStall atomic.Pointer[error] // NATS did not answer the last ping, see watchNATS
 	backlog   atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
 	gapFirst  atomic.Uint64         // the first sequence of the last gap watchStream reported
 	reconcile reconcile
@@ -312,10 +313,10 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 // Ready is the readiness check: NATS connected, streams and consumers in
 // place, view open and caught up once.
 func (w *Worker) Ready() error {
-	if err := w.Bus.Health(); err != nil {
+	if err := w.natsHealth(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 	for _, d := range w.durables() {
 		if err := w.checkDurable(ctx, d); err != nil {
