@@ -235,24 +235,6 @@ func TestSlowClientFlood(t *testing.T) {
 	}
 }
 
-func eventuallyOK(tb testing.TB, url string) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s never answered 200: %v", url, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // eventuallyServed waits until a GET of url is served: answered by a
 // route or the router, not refused 503.
 func eventuallyServed(tb testing.TB, url string) {
