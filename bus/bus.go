@@ -78,6 +78,7 @@ type Bus struct {
 
 	storeDir string                // the embedded server's store directory
 	storeErr atomic.Pointer[error] // the store's write error, see WatchStore
+	dirs     storeDirs             // the store's directories as first seen, see WatchStore
 
 	closing atomic.Bool   // Close was called: a closed connection is expected
 	lost    chan struct{} // closed when the connection closed on its own
@@ -124,6 +125,7 @@ func (b *Bus) startServer(c Config) error {
 		return err
 	}
 	b.creds, b.tls, b.storeDir = creds, c.ServerTLS.enabled(), storePath(c)
+	b.dirs.remember(b.storeDir)
 	if b.tls {
 		// The worker reaches its own server in process: the certificate
 		// is for remote clients, whose names it carries.

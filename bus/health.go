@@ -35,24 +35,43 @@ func (b *Bus) Health() error {
 // consumers resume. A restart that fails leaves the server without
 // JetStream, which nothing short of a new process mends: WatchStore then
 // returns the error, for the worker to exit non-zero.
+//
+// A store directory removed or replaced under the running server (see
+// storeDirs) is fatal too: the bus reports itself unhealthy at once, so
+// nothing more is acknowledged, logs why, and WatchStore returns the
+// error.
 func (b *Bus) WatchStore(ctx context.Context, period time.Duration) error {
 	if b.server == nil {
 		<-ctx.Done()
 		return nil
 	}
-	t := time.NewTicker(period)
+	t := time.NewTicker(min(period, StoreDirsEvery))
 	defer t.Stop()
+	var health time.Time // when checkStore last ran
 	for {
+		if err := b.checkStoreDirs(ctx); err != nil {
+			b.storeErr.Store(&err)
+			b.logger.Error("nats store gone under the running server; exiting", "err", err)
+			return err
+		}
+		if time.Since(health) >= period {
+			if err := b.checkStore(); err != nil {
+				return err
+			}
+			health = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		if err := b.checkStore(); err != nil {
-			return err
-		}
 	}
 }
+
+// StoreDirsEvery is how often WatchStore looks at the store's directories
+// (a few stat calls): a store removed under the server is noticed within
+// it, and the server acknowledges for no longer.
+const StoreDirsEvery = 100 * time.Millisecond
 
 // checkStore runs one health check of the embedded server's JetStream; it
 // returns an error only when restarting JetStream failed.

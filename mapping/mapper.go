@@ -17,9 +17,11 @@ import (
 // the mapping of an existing payload changes. Version 2 adds the step to
 // engine events and Step Functions polls, and maps Restate rows as a real
 // server sends them (revision, retry count, error text). Version 3 adds
-// the error fingerprint. Version 4 redacts secrets in the error text
-// (redact.Text), before the fingerprint is taken.
-const Version = 4
+// the error fingerprint, counts a failed Restate invocation's retries from
+// its journal, words a stop's cause as every provider does
+// (substate.StopMessage: "Stopped: <cause>"), and redacts secrets in the
+// error text (redact.Text) before the fingerprint is taken.
+const Version = 3
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.

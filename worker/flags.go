@@ -35,7 +35,8 @@ func DefaultFlags() Flags {
 		},
 		ReconcileFlags: ReconcileFlags{
 			ReconcileInterval: 15 * time.Second, ReconcileQPS: 10, SFNReconcile: "auto",
-			SFNHistoryInterval: 15 * time.Second, SFNAPIBudget: 4, RestatePollEvery: 15 * time.Second,
+			SFNHistoryInterval: 15 * time.Second, SFNAPIBudget: 4, SFNRedriveCheck: time.Hour,
+			RestatePollEvery: 15 * time.Second,
 		},
 	}
 }
