@@ -18,6 +18,10 @@ import (
 	"github.com/substatehq/substate"
 )
 
+// RedriveWindow is how long after an execution stopped Step Functions lets
+// it be redriven.
+const RedriveWindow = 14 * 24 * time.Hour
+
 // describeHistoryEvents is how many of the newest history events
 // DescribeExecution reads to find the current state and its attempts.
 const describeHistoryEvents = 100
