@@ -24,10 +24,10 @@ type EventsCmd struct {
 
 // EventsTailCmd is "substate events tail".
 type EventsTailCmd struct {
-	Tenant      string        `help:"Only this tenant's events."`
-	Since       string        `help:"Start from this time (RFC 3339) or this long ago (e.g. 1h); default: new events only."`
-	FromStart   bool          `help:"Start from the oldest retained event."`
-	Count       int           `help:"Exit after this many events (0 = run until interrupted)."`
+	Tenant      string `help:"Only this tenant's events."`
+	Since       string `help:"Start from this time (RFC 3339) or this long ago (e.g. 1h); default: new events only."`
+	FromStart   bool   `help:"Start from the oldest retained event."`
+	Count       int    `help:"Exit after this many events (0 = run until interrupted)."`
 	OutputFlags `embed:""`
 	IdleTimeout time.Duration `help:"Exit when no event arrives for this long (0 = never)."`
 	ClientFlags `embed:""`

@@ -24,8 +24,8 @@ type ExecutionsCmd struct {
 // ExecutionFlags say which worker to ask and with which key: ServerFlags,
 // with the scopes the execution routes need in --api-key's help.
 type ExecutionFlags struct {
-	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
-	APIKey string `name:"api-key" help:"API key, sent as Authorization: Bearer (needed once the worker has keys): admin scope to stop, retry or restart, read:raw to describe."`
+	Server      string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
+	APIKey      string `name:"api-key" help:"API key, sent as Authorization: Bearer (needed once the worker has keys): admin scope to stop, retry or restart, read:raw to describe."`
 	OutputFlags `embed:""`
 }
 
