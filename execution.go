@@ -3,6 +3,7 @@ package substate
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -52,14 +53,20 @@ type ExecutionInfo struct {
 	StartedAt time.Time `json:"startedAt,omitzero"`
 	StoppedAt time.Time `json:"stoppedAt,omitzero"`
 	// Attempts is how many times the current step ran (engine, Step
-	// Functions: since the step was entered; Restate: the invocation's
-	// attempts).
+	// Functions: since the step was entered); on Restate, the retry count
+	// the view shows, by the same mapping: the failed attempts retried or
+	// waiting for a retry.
 	Attempts int `json:"attempts"`
 	// Redrives is how many times the execution was redriven or resumed,
 	// where the provider counts it.
 	Redrives int `json:"redrives,omitempty"`
 	// Ended reports whether the execution is over (stopping it is refused).
 	Ended bool `json:"ended"`
+	// Stopped reports an ended execution that a stop ended (Step
+	// Functions' ABORTED, Restate's killed or cancelled, the engine's
+	// stopped): what tells a stop that took effect from one that came
+	// after the execution had ended.
+	Stopped bool `json:"stopped,omitempty"`
 	// Retryable reports whether retry may act on it; RetryRefusal says why
 	// not when it may not.
 	Retryable    bool   `json:"retryable"`
@@ -102,6 +109,12 @@ type ExecutionRequest struct {
 	Kill bool `json:"kill,omitempty"`
 	// DryRun checks that the action would be accepted without taking it.
 	DryRun bool `json:"dryRun,omitempty"`
+	// ExecutionID and SubState, when set, are what the caller saw of the
+	// tenant (a fleet action's frozen member): if the tenant's execution
+	// or sub-state is no longer that, the action is skipped (AuditSkipped)
+	// and nothing reaches the provider.
+	ExecutionID string   `json:"executionId,omitempty"`
+	SubState    SubState `json:"subState,omitempty"`
 	// Who asked: an API key's name, or "loopback".
 	Who string `json:"who"`
 }
@@ -121,22 +134,43 @@ type ExecutionResult struct {
 	Execution ExecutionInfo `json:"execution"`
 	// AuditID is the id of the audit event that records the action.
 	AuditID string `json:"auditId,omitempty"`
+	// Outcome is what the provider's state, read back after the action,
+	// shows of it: AuditDone, AuditPending, AuditRefused, AuditUnknown or
+	// AuditSkipped; empty for a dry run.
+	Outcome string `json:"outcome,omitempty"`
+	// Next says, for a pending action, what substate does next about it
+	// (and what the caller may do).
+	Next string `json:"next,omitempty"`
 }
 
-// Outcomes of an audited action.
+// Outcomes of an action, per execution acted on: an action's result and
+// its audit event say one of these, and a fleet action reports one per
+// member. Only what the provider's state, read back, shows is done.
 const (
-	// AuditDone: the provider took the action.
+	// AuditDone: the provider's state read back confirms the action took
+	// effect (a stopped execution ended as stopped, a retried one left
+	// the state it was retried in, a restart's new execution exists).
 	AuditDone = "done"
-	// AuditRefused: the provider answered no (not allowed, not in a state
-	// that permits it, not found, throttled); nothing was done.
+	// AuditPending: the provider accepted the action, and its effect is
+	// not seen yet (Restate delivers a cancel when the handler next runs);
+	// it is re-checked until known, and a follow-up audit event records
+	// the outcome then.
+	AuditPending = "pending"
+	// AuditRefused: the provider or substate said no (not allowed, not in
+	// a state that permits it, not found, throttled, or the execution had
+	// already ended when the stop reached it); nothing was done.
 	AuditRefused = "refused"
 	// AuditUnknown: the call failed without the provider's answer (it was
 	// unreachable, timed out, or answered an error of its own), so the
 	// action may or may not have been taken; describing the execution tells.
 	AuditUnknown = "unknown"
+	// AuditSkipped: the tenant's execution or sub-state was no longer what
+	// the caller acted on, so nothing was asked of the provider.
+	AuditSkipped = "skipped"
 )
 
-// AuditOutcome is the outcome of an action that ended with err.
+// AuditOutcome is the outcome of an action whose provider call ended with
+// err; nil is AuditDone only as far as the call goes: the read-back decides.
 func AuditOutcome(err error) string {
 	switch ErrorCode(err) {
 	case "":
@@ -163,6 +197,12 @@ type AuditEvent struct {
 	Outcome        string          `json:"outcome"`
 	ErrorCode      string          `json:"errorCode,omitempty"`
 	Error          string          `json:"error,omitempty"`
+	// Detail says what the outcome rests on: for pending, what substate
+	// does next; for skipped, what changed.
+	Detail string `json:"detail,omitempty"`
+	// Settles, on a follow-up event, is the id of the audit event of the
+	// pending action whose outcome this event records.
+	Settles string `json:"settles,omitempty"`
 }
 
 // AuditPublisher records audit events durably (SUBSTATE_AUDIT) and returns
@@ -176,4 +216,20 @@ type AuditPublisher interface {
 type ExecutionService interface {
 	Describe(ctx context.Context, tenantID string) (ExecutionInfo, error)
 	Act(ctx context.Context, req ExecutionRequest) (ExecutionResult, error)
+}
+
+// StopErrorType is the error type of an execution a stop ended: Step
+// Functions' StopExecution is given it as its error, the engine records it.
+const StopErrorType = "Stopped"
+
+// StopMessage is how a stop's cause reads as the view's error message,
+// whichever provider ran the execution: "Stopped: " and the cause's first
+// line, or "Stopped" without a cause.
+func StopMessage(cause string) string {
+	for line := range strings.Lines(cause) {
+		if line = strings.TrimSpace(line); line != "" {
+			return StopErrorType + ": " + line
+		}
+	}
+	return StopErrorType
 }

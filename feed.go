@@ -64,8 +64,9 @@ var ChangeTypes = []string{ChangeTypeSubState, ChangeTypeExecution, ChangeTypeRe
 
 // ChangeType returns the CloudEvents type of a change: a new sub-state
 // (or verb), else a new execution, else a new retry count, else a new
-// error message, else a new step; a change of the execution the view
-// keeps internally only is an execution change.
+// error (message, type or fingerprint), else a new step; any other
+// change (the workflow type or provider of the same execution, the
+// execution the view keeps internally) is an execution change.
 func ChangeType(c *Change) string {
 	o, n := &c.Old, &c.New
 	switch {
@@ -75,7 +76,8 @@ func ChangeType(c *Change) string {
 		return ChangeTypeExecution
 	case o.WorkflowRetryCount != n.WorkflowRetryCount:
 		return ChangeTypeRetry
-	case o.WorkflowErrorMessage != n.WorkflowErrorMessage:
+	case o.WorkflowErrorMessage != n.WorkflowErrorMessage || o.WorkflowErrorType != n.WorkflowErrorType ||
+		o.WorkflowErrorFingerprint != n.WorkflowErrorFingerprint:
 		return ChangeTypeError
 	case o.WorkflowStep != n.WorkflowStep:
 		return ChangeTypeStep

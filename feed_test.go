@@ -49,6 +49,9 @@ func TestChangeType(t *testing.T) {
 		{"Retry", func(v *substate.TenantView) { v.WorkflowRetryCount, v.WorkflowErrorMessage = 2, "again" }, substate.ChangeTypeRetry},
 		{"Error", func(v *substate.TenantView) { v.WorkflowErrorMessage = "other" }, substate.ChangeTypeError},
 		{"Step", func(v *substate.TenantView) { v.WorkflowStep = "b" }, substate.ChangeTypeStep},
+		{"Fingerprint", func(v *substate.TenantView) { v.WorkflowErrorFingerprint = "engine/x/other" }, substate.ChangeTypeError},
+		{"ErrorType", func(v *substate.TenantView) { v.WorkflowErrorType = "Other" }, substate.ChangeTypeError},
+		{"WorkflowType", func(v *substate.TenantView) { v.WorkflowType = "billing" }, substate.ChangeTypeExecution},
 		{"Internal", func(*substate.TenantView) {}, substate.ChangeTypeExecution},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,14 @@ type ActiveLister interface {
 	Active(ctx context.Context, lastEventBefore time.Time) iter.Seq2[TenantView, error]
 }
 
+// TenantQuerier reads the tenant view: one tenant, or a page of those a
+// filter selects (the read API's queries). The reconciler lists failed
+// tenants with it.
+type TenantQuerier interface {
+	Tenant(ctx context.Context, id string) (TenantView, error)
+	Tenants(ctx context.Context, f TenantFilter) (TenantPage, error)
+}
+
 // StatusPoller reads the current status of one execution from its provider
 // and returns it as raw evidence, ready to publish on SUBSTATE_RAW and
 // mapped by the normalizer like any other raw event. withHistory asks for

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/substatehq/substate"
 )
 
 // ValidationError is one problem in a workflow definition, with the position
@@ -67,7 +69,7 @@ const (
 	// ErrNoChoiceMatched is raised by a Choice state with no matching rule and no default.
 	ErrNoChoiceMatched = "NoChoiceMatched"
 	// ErrStopped is the error type of an execution stopped without one.
-	ErrStopped = "Stopped"
+	ErrStopped = substate.StopErrorType
 )
 
 // TaskError is an error raised while executing a state: a task's error reply

@@ -28,7 +28,7 @@ func (e *Engine) DescribeExecution(ctx context.Context, id string) (substate.Exe
 		Attempts: rec.Attempt, Ended: rec.Phase == phaseDone,
 	}
 	if rec.Stopped {
-		info.ProviderState = "stopped"
+		info.ProviderState, info.Stopped = "stopped", true
 	}
 	switch {
 	case rec.Phase != phaseDone:

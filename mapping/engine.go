@@ -36,6 +36,9 @@ func (m *Mapper) MapEngineEvent(ev substate.EngineEvent) (substate.EventData, er
 	cond := CondNone
 	if ev.Status == substate.EngineFailed && ev.Stopped {
 		cond = CondEngineStopped
+		if ev.ErrorType == substate.StopErrorType {
+			out.ErrorMessage = substate.StopMessage(ev.Error)
+		}
 	}
 	apply(&out, m.resolve(substate.ProviderEngine, ev.Status, cond))
 	src := tenantSource{execution: ev.ExecutionID, name: ev.ExecutionID, engineTenant: ev.TenantID}

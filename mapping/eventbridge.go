@@ -148,10 +148,14 @@ func arnField(arn string, i int) string {
 	return field
 }
 
-// sfnErrorMessage is the human message of a Step Functions error: the
+// sfnErrorMessage is the human message of a Step Functions error: a
+// stop's cause as every provider words it (substate.StopMessage), the
 // errorMessage inside cause when cause is JSON, else "error: cause", or
 // whichever of the two is set.
 func sfnErrorMessage(errName, cause string) string {
+	if errName == substate.StopErrorType {
+		return substate.StopMessage(cause)
+	}
 	if msg := firstLine(causeMessage(cause)); msg != "" {
 		return msg
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/redact"
 )
 
 // Version is the version of the mapping. It is part of every canonical event
@@ -16,7 +17,10 @@ import (
 // the mapping of an existing payload changes. Version 2 adds the step to
 // engine events and Step Functions polls, and maps Restate rows as a real
 // server sends them (revision, retry count, error text). Version 3 adds
-// the error fingerprint.
+// the error fingerprint, counts a failed Restate invocation's retries from
+// its journal, words a stop's cause as every provider does
+// (substate.StopMessage: "Stopped: <cause>"), and redacts secrets in the
+// error text (redact.Text) before the fingerprint is taken.
 const Version = 3
 
 // EventID returns the deterministic id of the index-th canonical event mapped
@@ -83,11 +87,20 @@ func New(c Config) *Mapper {
 // Map decodes raw and maps it to canonical events, dispatching on its kind,
 // each stamped with the mapping Version and given its error fingerprint.
 // Undecodable payloads are EINVALID errors, unresolvable tenants ENOTENANT.
+//
+// The providers' error text (a Step Functions cause, a Restate
+// last_failure, an engine task's error) is redacted here, the one place
+// every canonical event passes, with redact.Text, before the fingerprint
+// is taken: a value its words name as a secret ("password hunter2") is
+// "[redacted]" in the event, and so in the view, the change feed, the
+// logs, the fingerprint and everything derived from the message. The raw
+// message keeps it, as evidence for read:raw and admin.
 func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
 	events, err := m.mapKind(raw)
 	for i := range events {
 		ev := &events[i]
 		ev.MappingVersion = Version
+		ev.ErrorMessage = redact.Text(ev.ErrorMessage)
 		ev.ErrorFingerprint = Fingerprint(ev.Provider, ev.ErrorType, ev.ErrorMessage)
 	}
 	return events, err

@@ -172,14 +172,20 @@ policy has no ` + "`retry_count`" + `: its spell's attempts are the handler's
 and at least its ` + "`TransientError`" + ` journal events plus the one in its ` + "`Paused`" + ` event
 (` + "`sys_journal_events`" + `; Restate records a ` + "`TransientError`" + ` only when it differs from
 the one before); without them the count is unknown. A row paused by hand keeps its
-` + "`retry_count`" + `. With the journal attached, the attempts of every spell an earlier pause
+` + "`retry_count`" + `. A completed row has no ` + "`retry_count`" + ` either: with the journal, a failed
+one counts the ` + "`TransientError`" + ` events of its last spell (the attempt that ended it was
+not retried; when the policy kills and the completion repeats the last failure, the
+spell made ` + "`max_attempts`" + ` attempts); without it the view keeps its count. With the
+journal attached, the attempts of every spell an earlier pause
 ended are added: after a resume ` + "`retry_count`" + ` starts again at 1. Journal events appended
 after the row's ` + "`modified_at`" + ` are left out (the journal is read after the row). A ` + "`ready`" + `
 row has no ` + "`retry_count`" + ` (no attempt in flight): it reports the count of those spells, 0
 without them, so the attempt that follows is not taken for one more retry. ` + "`errorMessage`" + ` is the first
 line of ` + "`completion_failure`" + `, else of ` + "`last_failure`" + `, else of the newest journal
 failure, without Restate's ` + "`[500 Internal]`" + ` prefix (the code is ` + "`errorType`" + `, or
-` + "`last_failure_error_code`" + `); the stack trace stays in the raw row. A row with
+` + "`last_failure_error_code`" + `); the stack trace stays in the raw row. A cancelled or killed
+row that substate published after its own stop carries the cause, which becomes the
+error as every provider words a stop: ` + "`Stopped: <cause>`" + `. A row with
 ` + "`next_retry_at`" + ` later than its ` + "`modified_at`" + ` has a retry scheduled: it is backing
 off even when its status says running (Restate itself reports such a row as
 ` + "`backing-off`" + `; a webhook may not). Restate does not move ` + "`modified_at`" + ` while an
@@ -190,6 +196,10 @@ newer than running.
 **Engine** (` + "`engine.status`" + `): the engine's status names are the sub-state names;
 the retry count is always known and the revision is the event's ` + "`seq`" + `. The step is
 the event's ` + "`state`" + `. A stopped execution's failed event is marked ` + "`stopped`" + `.
+
+**A stop's cause** reads the same on every provider (` + "`substate.StopMessage`" + `):
+` + "`Stopped: <first line of the cause>`" + `, from Step Functions' error ` + "`Stopped`" + ` and its cause,
+the engine's stopped event, and the Restate row substate publishes after its own stop.
 
 **Step** (` + "`step`" + ` in the canonical event, ` + "`workflowStep`" + ` in the view): the workflow state
 the execution is in. The engine says it in every event. Step Functions says it only in a

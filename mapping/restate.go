@@ -79,6 +79,21 @@ func decodeRestateRows(body []byte) ([]restateRow, error) {
 }
 
 func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
+	out, err := m.restateStatus(r)
+	if err != nil {
+		return substate.EventData{}, err
+	}
+	src := tenantSource{execution: r.ID, name: r.TargetServiceKey, serviceKey: r.TargetServiceKey}
+	tenant, err := m.tenants.resolve(&src)
+	if err != nil {
+		return substate.EventData{}, err
+	}
+	out.TenantID = tenant
+	return out, nil
+}
+
+// restateStatus maps a row to its canonical event, all but the tenant.
+func (m *Mapper) restateStatus(r *restateRow) (substate.EventData, error) {
 	if r.ID == "" || r.Status == "" {
 		return substate.EventData{}, substate.Errorf(substate.EINVALID, "restate row %q has no id or status", r.ID)
 	}
@@ -110,13 +125,19 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	}
 	restateRetries(&out, r, attempt)
 	restateError(&out, r)
-	src := tenantSource{execution: r.ID, name: r.TargetServiceKey, serviceKey: r.TargetServiceKey}
-	tenant, err := m.tenants.resolve(&src)
+	return out, nil
+}
+
+// MapRestateStatus maps one sys_invocation row (with what the poller
+// attaches to it) as the view's events map it, without resolving its
+// tenant: what describing an invocation shows, so that it agrees with the
+// view.
+func (m *Mapper) MapRestateStatus(body []byte) (substate.EventData, error) {
+	rows, err := decodeRestateRows(body)
 	if err != nil {
 		return substate.EventData{}, err
 	}
-	out.TenantID = tenant
-	return out, nil
+	return m.restateStatus(&rows[0])
 }
 
 // maxRestateCount bounds each count a row carries (retry_count, the
@@ -157,7 +178,10 @@ func restateRank(status string, cond Condition) int {
 // journal the poller attaches adds the attempts of the spells a pause
 // ended (retry_count starts again at 1 after a resume). A paused row has
 // no retry_count when its retry policy paused it: its spell's attempts
-// come from the journal and the policy; paused by hand, it keeps it.
+// come from the journal and the policy; paused by hand, it keeps it. A
+// completed row has none either: a failed one counts its last spell's
+// retried failures from the journal (see endedAttempts); without the
+// journal its count is not known and the view keeps the one it has.
 func restateRetries(out *substate.EventData, r *restateRow, attempt int) {
 	paused := r.Status == "paused"
 	before, spell := 0, 0
@@ -173,6 +197,9 @@ func restateRetries(out *substate.EventData, r *restateRow, attempt int) {
 		out.RetryCount, out.RetryCountKnown = before+attempt, true
 	case r.RetryCount != nil && out.SubState == substate.StateRunning:
 		out.RetryCount, out.RetryCountKnown = before+max(attempt-1, 0), true
+	case r.Status == "completed" && r.hasJournal() && out.SubState == substate.StateFailed:
+		_, msg := restateFailure(r.CompletionFailure)
+		out.RetryCount, out.RetryCountKnown = before+r.endedAttempts(spell, msg), true
 	case (before > 0 || r.Status == "ready") && (out.SubState == substate.StateRunning || out.SubState == substate.StateBackingOff):
 		// No attempt in flight (a ready row, between two attempts, has no
 		// retry_count): no failure since the spells before, if any. Known,
@@ -213,8 +240,9 @@ func restateState(r *restateRow, occurred time.Time) (string, Condition) {
 	return r.Status + "/" + result, CondNone
 }
 
-// withStopCause makes the cause substate stopped an invocation for the
-// error of its cancelled or killed row, at a revision above the same row
+// withStopCause makes the cause substate stopped an invocation for, as
+// every provider words it (substate.StopMessage), the error of its
+// cancelled or killed row, at a revision above the same row
 // without it (RestateStopCauseRevision). Restate's own failure
 // text stays in the raw evidence.
 func withStopCause(ev *substate.EventData, r *restateRow, cause string) {
@@ -222,7 +250,7 @@ func withStopCause(ev *substate.EventData, r *restateRow, cause string) {
 	if cause == "" || r.Status != "completed" || !killed(r.CompletionFailure) {
 		return
 	}
-	ev.ErrorMessage = firstLine(cause)
+	ev.ErrorMessage = substate.StopMessage(cause)
 	ev.Revision = RestateStopCauseRevision(ev.OccurredAt)
 }
 

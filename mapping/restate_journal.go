@@ -105,16 +105,15 @@ func (j *restateJournal) pausedAttempts(transientErrors int) int {
 }
 
 // failedBefore is how many attempts failed in the spells that a pause
-// ended, before the spell the row is in; the row's own spell is the last
-// paused one when the row itself is paused.
+// ended, before the spell the row is in, and the TransientError events of
+// the row's own spell: the last paused one when the row itself is paused,
+// else those since the last pause.
 func (j *restateJournal) failedBefore(rowPaused bool) (before, lastSpell int) {
 	paused, open := j.spells()
-	if rowPaused {
-		lastSpell = open
-		if len(paused) > 0 {
-			lastSpell += paused[len(paused)-1]
-			paused = paused[:len(paused)-1]
-		}
+	lastSpell = open
+	if rowPaused && len(paused) > 0 {
+		lastSpell += paused[len(paused)-1]
+		paused = paused[:len(paused)-1]
 	}
 	for _, te := range paused {
 		before += j.pausedAttempts(te)
@@ -125,27 +124,66 @@ func (j *restateJournal) failedBefore(rowPaused bool) (before, lastSpell int) {
 	return before, lastSpell
 }
 
+// endedAttempts is how many failed attempts of the last spell of a
+// completed invocation were followed by a retry: each TransientError
+// event of the spell is one, and the attempt that ended it (its failure is
+// the completion failure) had none. When the handler's retry policy kills
+// and the completion failure repeats the spell's last TransientError,
+// the attempts failed alike until the policy killed the invocation
+// (Restate journals one TransientError for failures alike): max_attempts
+// attempts, all but the last retried.
+func (j *restateJournal) endedAttempts(transientErrors int, completion string) int {
+	p := j.RetryPolicy
+	if p == nil || p.MaxAttempts == nil || !strings.EqualFold(p.OnMaxAttempts, "kill") || transientErrors == 0 {
+		return transientErrors
+	}
+	if _, last := j.lastTransient(); last != "" && last == completion {
+		return max(transientErrors, *p.MaxAttempts-1)
+	}
+	return transientErrors
+}
+
+// lastTransient returns the code and message of the newest TransientError.
+func (j *restateJournal) lastTransient() (code, message string) {
+	events := j.sorted()
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].EventType == "TransientError" {
+			return failureOf(events[i])
+		}
+	}
+	return "", ""
+}
+
+// failureOf returns the code and message of a TransientError or Paused
+// event: Restate's documentation code (RT0007) when it gives one, else the
+// error code; "" when the event carries no message.
+func failureOf(ev restateJournalEvent) (code, message string) {
+	var e restateErrorEvent
+	if decode([]byte(ev.EventJSON), &e) != nil {
+		return "", ""
+	}
+	if e.LastFailure != nil {
+		e = *e.LastFailure
+	}
+	if e.Message == "" {
+		return "", ""
+	}
+	code = e.DocCode
+	if code == "" && e.Code != 0 {
+		code = strconv.Itoa(e.Code)
+	}
+	return code, firstLine(e.Message)
+}
+
 // lastFailure returns the code and message of the newest failure in the
 // journal: Restate's documentation code (RT0007) when it gives one, else
 // the error code.
 func (j *restateJournal) lastFailure() (code, message string) {
 	events := j.sorted()
 	for i := len(events) - 1; i >= 0; i-- {
-		var e restateErrorEvent
-		if decode([]byte(events[i].EventJSON), &e) != nil {
-			continue
+		if code, message = failureOf(events[i]); message != "" {
+			return code, message
 		}
-		if e.LastFailure != nil {
-			e = *e.LastFailure
-		}
-		if e.Message == "" {
-			continue
-		}
-		code = e.DocCode
-		if code == "" && e.Code != 0 {
-			code = strconv.Itoa(e.Code)
-		}
-		return code, firstLine(e.Message)
 	}
 	return "", ""
 }

@@ -117,6 +117,48 @@ func TestMapRestateJournalRetryCount(t *testing.T) {
 	})
 }
 
+// TestMapRestateJournalCompleted counts a failed invocation's retries
+// from its journal: a completed row has no retry_count, so without the
+// journal the count would be whatever a poll last saw. The attempt that
+// ended it was not retried.
+func TestMapRestateJournalCompleted(t *testing.T) {
+	m := newMapper(t)
+	kills4 := map[string]any{"max_attempts": 4, "on_max_attempts": "Kill"}
+	pauses3 := map[string]any{"max_attempts": 3, "on_max_attempts": "Pause"}
+	tests := []struct {
+		name     string
+		failure  string
+		events   []string
+		policy   any
+		want     int
+		wantMsg  string
+		wantVerb substate.Verb
+	}{
+		{"KilledByPolicy", "[500] a4", []string{"T:a1", "T:a2", "T:a3"}, kills4, 3, "a4", substate.VerbFailed},
+		{"KilledByPolicyAlike", "[500] busy", []string{"T:busy"}, kills4, 3, "busy", substate.VerbFailed},
+		{"KilledByPolicyNoPolicyKnown", "[500] a4", []string{"T:a1", "T:a2", "T:a3"}, nil, 3, "a4", substate.VerbFailed},
+		{"TerminalAfterRetries", "[402] card declined", []string{"T:a1", "T:a2"}, kills4, 2, "card declined", substate.VerbFailed},
+		{"KilledByHandBackingOff", "[409] killed", []string{"T:a1", "T:a2", "T:a3", "T:a4", "T:a5"}, nil, 5, "killed", substate.VerbCancelled},
+		{"PausedResumedThenKilled", "[409] killed", []string{"T:a1", "T:a2", "P:a3", "T:a4", "T:a5"}, pauses3, 5, "killed", substate.VerbCancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := map[string]any{"completion_result": "failure", "completion_failure": tt.failure,
+				"sys_journal_events": journal(t, tt.events...), "handler_retry_policy": tt.policy}
+			ev := mustMap(t, m, substate.RawRestate, restateRow(t, "completed", set))[0]
+			if ev.RetryCount != tt.want || !ev.RetryCountKnown || ev.ErrorMessage != tt.wantMsg || ev.Verb != tt.wantVerb {
+				t.Errorf("retries %d (known %v), error %q, verb %s; want %d, %q, %s", ev.RetryCount, ev.RetryCountKnown, ev.ErrorMessage, ev.Verb, tt.want, tt.wantMsg, tt.wantVerb)
+			}
+		})
+	}
+	t.Run("NoJournalKeepsTheCount", func(t *testing.T) {
+		set := map[string]any{"completion_result": "failure", "completion_failure": "[500] a4"}
+		if ev := mustMap(t, m, substate.RawRestate, restateRow(t, "completed", set))[0]; ev.RetryCountKnown {
+			t.Errorf("a completed row without its journal claims %d retries", ev.RetryCount)
+		}
+	})
+}
+
 // TestMapEngineErrorFirstLine keeps a task's stack trace out of the
 // engine's errorMessage: the raw event keeps it.
 func TestMapEngineErrorFirstLine(t *testing.T) {

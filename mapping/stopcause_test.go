@@ -20,8 +20,8 @@ func TestRestateStopCause(t *testing.T) {
 		wantError string
 		outranks  bool
 	}{
-		{"Cancelled", restateRow(t, "completed", killed), "customer closed the account\nticket 42", "customer closed the account", true},
-		{"Killed", restateRow(t, "completed", map[string]any{"completion_result": "failure", "completion_failure": "[409] killed"}), "stuck for good", "stuck for good", true},
+		{"Cancelled", restateRow(t, "completed", killed), "customer closed the account\nticket 42", "Stopped: customer closed the account", true},
+		{"Killed", restateRow(t, "completed", map[string]any{"completion_result": "failure", "completion_failure": "[409] killed"}), "stuck for good", "Stopped: stuck for good", true},
 		{"NoCause", restateRow(t, "completed", killed), "  ", "canceled", false},
 		{"FailedOtherwise", restateRow(t, "completed", map[string]any{"completion_result": "failure", "completion_failure": "[500] boom"}), "not needed", "boom", false},
 		{"Succeeded", restateRow(t, "completed", map[string]any{"completion_result": "success"}), "not needed", "", false},
@@ -46,6 +46,31 @@ func TestRestateStopCause(t *testing.T) {
 				t.Errorf("revision %d is not below a row modified a millisecond later (%d)", got.Revision, later)
 			}
 		})
+	}
+}
+
+// TestStopCauseReadsTheSame: a stop's cause is the same error message on
+// every provider: Step Functions' ABORTED event (error Stopped, the cause),
+// Restate's cancelled row that substate published with the cause, and the
+// engine's stopped event.
+func TestStopCauseReadsTheSame(t *testing.T) {
+	m := newMapper(t)
+	cause := "customer left\nticket 42"
+	want := substate.StopMessage(cause)
+	if want != "Stopped: customer left" {
+		t.Fatalf("StopMessage = %q", want)
+	}
+	sfn := mapOne(t, m, substate.RawEvent{Kind: substate.RawEventBridge, ID: "e", Body: sfnEvent(t, "ABORTED", map[string]any{"error": substate.StopErrorType, "cause": cause})})
+	rs := mapOne(t, m, substate.RawEvent{Kind: substate.RawRestate, ID: "r/stopped",
+		Body:   restateRow(t, "completed", map[string]any{"completion_result": "failure", "completion_failure": "[409] canceled"}),
+		Header: map[string]string{substate.HeaderStopCause: cause}})
+	eng := mapOne(t, m, substate.RawEvent{Kind: substate.RawEngine, ID: "g", Body: mustJSON(t, substate.EngineEvent{
+		ID: "acme-1/3", TenantID: "acme", ExecutionID: "acme-1", Seq: 3, Status: substate.EngineFailed,
+		ErrorType: substate.StopErrorType, Error: cause, Stopped: true})})
+	for name, ev := range map[string]substate.EventData{"stepfunctions": sfn, "restate": rs, "engine": eng} {
+		if ev.ErrorMessage != want || ev.Verb != substate.VerbCancelled {
+			t.Errorf("%s: error %q, verb %s; want %q, cancelled", name, ev.ErrorMessage, ev.Verb, want)
+		}
 	}
 }
 

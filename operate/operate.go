@@ -1,9 +1,12 @@
 // Package operate acts on tenants' executions from one place, whichever
 // provider runs them: it finds a tenant's current execution in the view,
 // asks that provider's substate.ExecutionOperator to describe, stop, retry
-// or restart it, checks first what the provider would refuse, records every
-// action on the audit stream, and publishes the provider's fresh status as
-// raw evidence so the view shows the result without waiting for a poll.
+// or restart it, checks first what the provider would refuse, reads the
+// provider's state back after acting so that an action is done only when
+// that state shows it, records every action on the audit stream (and a
+// pending action's outcome once it is known), and publishes the provider's
+// fresh status as raw evidence so the view shows the result without
+// waiting for a poll.
 package operate
 
 import (
@@ -44,38 +47,56 @@ type Service struct {
 	Audit  substate.AuditPublisher
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Settle bounds how long an action waits for its effect to show
+	// before it reports pending; zero means DefaultSettle.
+	Settle time.Duration
+	// Watch bounds how long a pending action is re-checked in the
+	// background for its follow-up audit event, and Every how often; zero
+	// means DefaultWatch and WatchEvery.
+	Watch, Every time.Duration
+
+	watch watcher
 }
 
 var _ substate.ExecutionService = (*Service)(nil)
 
 // Describe describes the tenant's current execution.
 func (s *Service) Describe(ctx context.Context, tenantID string) (substate.ExecutionInfo, error) {
-	_, info, err := s.current(ctx, tenantID)
+	_, _, info, err := s.current(ctx, tenantID)
 	return info, err
 }
 
-// current returns the operator of the tenant's current execution and its
-// description.
-func (s *Service) current(ctx context.Context, tenantID string) (substate.ExecutionOperator, substate.ExecutionInfo, error) {
+// current returns the tenant's view, the operator of its current
+// execution and the execution's description.
+func (s *Service) current(ctx context.Context, tenantID string) (substate.TenantView, substate.ExecutionOperator, substate.ExecutionInfo, error) {
 	v, err := s.Views.Tenant(ctx, tenantID)
 	if err != nil {
-		return nil, substate.ExecutionInfo{}, err
+		return v, nil, substate.ExecutionInfo{}, err
 	}
 	if v.WorkflowExecutionID == "" {
-		return nil, substate.ExecutionInfo{}, substate.Errorf(substate.ENOTFOUND,
+		return v, nil, substate.ExecutionInfo{}, substate.Errorf(substate.ENOTFOUND,
 			"tenant %q has no execution to act on (it is %s; a succeeded execution is not kept)", tenantID, v.WorkflowSubState)
 	}
-	op := s.Operators[v.Provider]
-	if op == nil {
-		return nil, substate.ExecutionInfo{}, substate.Errorf(substate.EUNAVAILABLE,
-			"tenant %q runs on %s, which this worker cannot act on: %s", tenantID, v.Provider, configHint(v.Provider))
+	op, err := s.operator(v.Provider, tenantID)
+	if err != nil {
+		return v, nil, substate.ExecutionInfo{}, err
 	}
 	info, err := op.DescribeExecution(ctx, v.WorkflowExecutionID)
 	if err != nil {
-		return nil, substate.ExecutionInfo{}, err
+		return v, nil, substate.ExecutionInfo{}, err
 	}
 	info.TenantID = tenantID
-	return op, info, nil
+	return v, op, info, nil
+}
+
+// operator returns the operator of a provider.
+func (s *Service) operator(p substate.Provider, tenantID string) (substate.ExecutionOperator, error) {
+	op := s.Operators[p]
+	if op == nil {
+		return nil, substate.Errorf(substate.EUNAVAILABLE,
+			"tenant %q runs on %s, which this worker cannot act on: %s", tenantID, p, configHint(p))
+	}
+	return op, nil
 }
 
 // configHint says what configures the operator of a provider.
@@ -92,19 +113,28 @@ func configHint(p substate.Provider) string {
 // Act takes (or, in a dry run, checks) one action on the tenant's current
 // execution. What the provider would refuse is refused before any call:
 // stopping an ended execution, retrying one that is not retryable,
-// restarting one still running. Every action taken is recorded as an audit
-// event, refused ones included, with the error.
+// restarting one still running; an action on an execution or sub-state the
+// request no longer matches is skipped. Once the provider took the action,
+// its state is read back (for up to Settle): the outcome is done only when
+// it shows the effect, refused when the execution had ended otherwise
+// (ECONFLICT), and pending while the effect is not seen, with what happens
+// next; a pending action is re-checked in the background, and its outcome
+// recorded by a follow-up audit event. Every action taken is recorded as
+// an audit event, refused ones included, with the error.
 func (s *Service) Act(ctx context.Context, req substate.ExecutionRequest) (substate.ExecutionResult, error) {
 	if err := checkRequest(req); err != nil {
 		return substate.ExecutionResult{}, err
 	}
-	op, info, err := s.current(ctx, req.TenantID)
+	v, op, info, err := s.current(ctx, req.TenantID)
 	if err != nil {
 		return substate.ExecutionResult{}, err
 	}
 	res := substate.ExecutionResult{
 		Action: req.Action, DryRun: req.DryRun, TenantID: req.TenantID, Provider: info.Provider,
 		ExecutionID: info.ExecutionID, Who: req.Who, Reason: req.Reason, At: s.now(), Execution: info,
+	}
+	if changed := changedSince(req, v); changed != "" {
+		return s.skip(ctx, req, res, changed)
 	}
 	if err := precondition(req, info); err != nil || req.DryRun {
 		return res, err
@@ -114,24 +144,56 @@ func (s *Service) Act(ctx context.Context, req substate.ExecutionRequest) (subst
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ActionTimeout)
 	defer cancel()
 	res.NewExecutionID, err = s.perform(ctx, op, req, info)
+	if err == nil {
+		res.Outcome, res.Next, err = s.readBack(ctx, op, req, res)
+	} else {
+		res.Outcome = substate.AuditOutcome(err)
+	}
 	ev := s.auditEvent(req, res, err)
 	res.AuditID = ev.ID
 	if aerr := s.Audit.PublishAudit(ctx, ev); aerr != nil {
 		s.logger().Error("audit event not recorded", "action", req.Action, "tenant", req.TenantID, "who", req.Who, "err", aerr)
 		if err == nil {
-			err = substate.WrapError(substate.EUNAVAILABLE, aerr, "%s of %s was done, but its audit event could not be recorded", req.Action, info.ExecutionID)
+			err = substate.WrapError(substate.EUNAVAILABLE, aerr, "%s of %s was %s, but its audit event could not be recorded", req.Action, info.ExecutionID, res.Outcome)
 		}
 	}
 	if err != nil {
 		return res, err
 	}
 	s.logger().Info("execution action", "action", req.Action, "tenant", req.TenantID, "provider", info.Provider,
-		"execution", info.ExecutionID, "new_execution", res.NewExecutionID, "who", req.Who, "reason", req.Reason)
-	if req.Action == substate.ActionStop {
-		s.publishStop(ctx, op, info.Provider, info.ExecutionID, stopCause(req))
+		"execution", info.ExecutionID, "new_execution", res.NewExecutionID, "outcome", res.Outcome, "who", req.Who, "reason", req.Reason)
+	if res.Outcome == substate.AuditPending {
+		s.watch.start(s, req, res)
 		return res, nil
 	}
-	s.refresh(ctx, info.Provider, info.ExecutionID, res.NewExecutionID)
+	s.publishResult(ctx, req, res)
+	return res, nil
+}
+
+// changedSince returns why the tenant no longer matches what the request
+// acted on, or "".
+func changedSince(req substate.ExecutionRequest, v substate.TenantView) string {
+	switch {
+	case req.ExecutionID != "" && req.ExecutionID != v.WorkflowExecutionID:
+		return fmt.Sprintf("changed: the tenant's execution is now %s, not %s", v.WorkflowExecutionID, req.ExecutionID)
+	case req.SubState != "" && req.SubState != v.WorkflowSubState:
+		return fmt.Sprintf("changed: the tenant is now %s, not %s", v.WorkflowSubState, req.SubState)
+	}
+	return ""
+}
+
+// skip records an action skipped because the tenant changed, and returns
+// its result (not an error: skipping is an outcome).
+func (s *Service) skip(ctx context.Context, req substate.ExecutionRequest, res substate.ExecutionResult, why string) (substate.ExecutionResult, error) {
+	res.Outcome, res.Next = substate.AuditSkipped, why
+	if req.DryRun {
+		return res, nil
+	}
+	ev := s.auditEvent(req, res, nil)
+	res.AuditID = ev.ID
+	if err := s.Audit.PublishAudit(context.WithoutCancel(ctx), ev); err != nil {
+		return res, substate.WrapError(substate.EUNAVAILABLE, err, "%s of %s skipped, but its audit event could not be recorded", req.Action, res.ExecutionID)
+	}
 	return res, nil
 }
 
@@ -199,89 +261,12 @@ func (s *Service) auditEvent(req substate.ExecutionRequest, res substate.Executi
 	ev := substate.AuditEvent{
 		ID: newID(), Time: res.At, Action: req.Action, Who: req.Who, Reason: req.Reason, Kill: req.Kill,
 		TenantID: req.TenantID, Provider: res.Provider, ExecutionID: res.ExecutionID,
-		NewExecutionID: res.NewExecutionID, Outcome: substate.AuditDone,
+		NewExecutionID: res.NewExecutionID, Outcome: res.Outcome, Detail: res.Next,
 	}
 	if err != nil {
-		ev.Outcome, ev.ErrorCode, ev.Error = substate.AuditOutcome(err), substate.ErrorCode(err), substate.ErrorMessage(err)
+		ev.ErrorCode, ev.Error = substate.ErrorCode(err), substate.ErrorMessage(err)
 	}
 	return ev
-}
-
-// refresh publishes the provider's status of the executions acted on, when
-// it has a poller; a failure only delays the view until the next poll.
-func (s *Service) refresh(ctx context.Context, p substate.Provider, ids ...string) {
-	poller := s.Pollers[p]
-	if poller == nil || s.Raw == nil {
-		return
-	}
-	for _, id := range ids {
-		if id == "" {
-			continue
-		}
-		raw, err := poller.Poll(ctx, id, true)
-		if err == nil {
-			err = s.Raw.PublishRaw(ctx, raw)
-		}
-		if err != nil {
-			s.logger().Warn("status after the action not published; the next poll will show it", "execution", id, "err", err)
-		}
-	}
-}
-
-// StopSettle bounds how long a stop waits for the provider to report the
-// execution ended (Restate completes a cancelled invocation once its
-// handler has run its compensations), and StopPoll how often it asks.
-const (
-	StopSettle = 30 * time.Second
-	StopPoll   = 250 * time.Millisecond
-)
-
-// publishStop publishes the provider's status of a stopped execution once
-// it has ended, with the cause in substate.HeaderStopCause: a provider that
-// keeps no cause (Restate) then shows it as the view's error. The raw
-// event's id is the status's own with "/stopped" appended, so the stream
-// keeps it beside the same status published without the cause. An
-// execution that does not end within StopSettle is published as it is:
-// the view then shows the provider's own text, and the audit event the
-// cause.
-func (s *Service) publishStop(ctx context.Context, op substate.ExecutionOperator, p substate.Provider, id, cause string) {
-	poller := s.Pollers[p]
-	if poller == nil || s.Raw == nil {
-		return
-	}
-	s.awaitEnd(ctx, op, id)
-	raw, err := poller.Poll(ctx, id, true)
-	if err == nil {
-		if raw.Header == nil {
-			raw.Header = map[string]string{}
-		}
-		raw.Header[substate.HeaderStopCause] = cause
-		raw.ID += "/stopped"
-		err = s.Raw.PublishRaw(ctx, raw)
-	}
-	if err != nil {
-		s.logger().Warn("status after the stop not published; the next poll will show it, without the cause", "execution", id, "err", err)
-	}
-}
-
-// awaitEnd waits until the provider describes the execution as ended, for
-// at most StopSettle.
-func (s *Service) awaitEnd(ctx context.Context, op substate.ExecutionOperator, id string) {
-	ctx, cancel := context.WithTimeout(ctx, StopSettle)
-	defer cancel()
-	t := time.NewTicker(StopPoll)
-	defer t.Stop()
-	for {
-		if info, err := op.DescribeExecution(ctx, id); err == nil && info.Ended {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			s.logger().Warn("stopped execution has not ended yet", "execution", id, "waited", StopSettle)
-			return
-		case <-t.C:
-		}
-	}
 }
 
 func (s *Service) now() time.Time {

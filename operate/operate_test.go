@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/operate"
@@ -28,14 +30,27 @@ func (v views) Tenant(_ context.Context, id string) (substate.TenantView, error)
 }
 
 type operator struct {
+	mu     sync.Mutex
 	info   substate.ExecutionInfo
 	calls  []string
 	fail   error
 	onCall func() // called as a call reaches the provider
+	// afterStop, when set, is what a stop that returns nil leaves the
+	// execution as; nil: stopped at once.
+	afterStop *substate.ExecutionInfo
 }
 
 func (o *operator) DescribeExecution(context.Context, string) (substate.ExecutionInfo, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	return o.info, nil
+}
+
+// set changes what the provider describes.
+func (o *operator) set(info substate.ExecutionInfo) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.info = info
 }
 
 func (o *operator) StopExecution(ctx context.Context, _ string, opts substate.StopOptions) error {
@@ -45,6 +60,14 @@ func (o *operator) StopExecution(ctx context.Context, _ string, opts substate.St
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if o.fail == nil {
+		after := o.info
+		after.Ended, after.Stopped, after.ProviderState = true, true, "stopped"
+		if o.afterStop != nil {
+			after = *o.afterStop
+		}
+		o.set(after)
 	}
 	return o.fail
 }
@@ -61,13 +84,24 @@ func (o *operator) RestartExecution(context.Context, string) (string, error) {
 
 type audit []substate.AuditEvent
 
+var auditMu sync.Mutex
+
 // PublishAudit records ev; as a JetStream publish, not on a done context.
 func (a *audit) PublishAudit(ctx context.Context, ev substate.AuditEvent) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	auditMu.Lock()
+	defer auditMu.Unlock()
 	*a = append(*a, ev)
 	return nil
+}
+
+// events returns the events recorded so far.
+func (a *audit) events() []substate.AuditEvent {
+	auditMu.Lock()
+	defer auditMu.Unlock()
+	return append([]substate.AuditEvent(nil), *a...)
 }
 
 func newService(info substate.ExecutionInfo) (*operate.Service, *operator, *audit) {
@@ -80,7 +114,7 @@ func newService(info substate.ExecutionInfo) (*operate.Service, *operator, *audi
 			"sfn":  {TenantID: "sfn", Provider: substate.ProviderStepFunctions, WorkflowExecutionID: "arn:x"},
 		},
 		Operators: map[substate.Provider]substate.ExecutionOperator{substate.ProviderEngine: op},
-		Audit:     a,
+		Audit:     a, Settle: 50 * time.Millisecond, Every: 10 * time.Millisecond,
 	}, op, a
 }
 
@@ -184,4 +218,80 @@ func TestActRecords(t *testing.T) {
 			t.Fatalf("audit %+v for %+v", *a, res)
 		}
 	})
+}
+
+// TestActReadsBack: an action is done only when the provider's state read
+// back shows it; a stop the provider accepted without effect is pending,
+// says what happens next, and its outcome is recorded once known by a
+// follow-up audit event; a stop that found the execution ended meanwhile
+// is refused.
+func TestActReadsBack(t *testing.T) {
+	running := substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "running"}
+	stop := substate.ExecutionRequest{TenantID: "t1", Action: substate.ActionStop, Reason: "r", Who: "ops"}
+	t.Run("Pending", func(t *testing.T) {
+		s, op, a := newService(running)
+		defer s.Close()
+		op.afterStop = &running
+		res, err := s.Act(context.Background(), stop)
+		if err != nil || res.Outcome != substate.AuditPending || !strings.Contains(res.Next, "follow-up audit event") {
+			t.Fatalf("stop without effect: %+v, %v; want pending, saying what happens next", res, err)
+		}
+		if ev := a.events(); len(ev) != 1 || ev[0].Outcome != substate.AuditPending || ev[0].Detail != res.Next {
+			t.Fatalf("audit %+v", ev)
+		}
+		op.set(substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "stopped", Ended: true, Stopped: true})
+		pipelineWait(t, "the follow-up audit event", func() bool { return len(a.events()) == 2 })
+		if ev := a.events()[1]; ev.Outcome != substate.AuditDone || ev.Settles != res.AuditID || ev.Who != "ops" || ev.Reason != "r" {
+			t.Fatalf("follow-up %+v, want done settling %s", ev, res.AuditID)
+		}
+	})
+	t.Run("EndedMeanwhile", func(t *testing.T) {
+		s, op, a := newService(running)
+		op.afterStop = &substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "succeeded", Ended: true}
+		res, err := s.Act(context.Background(), stop)
+		if substate.ErrorCode(err) != substate.ECONFLICT || res.Outcome != substate.AuditRefused || !strings.Contains(substate.ErrorMessage(err), "changed nothing") {
+			t.Fatalf("stop of an execution that ended meanwhile: %+v, %v; want refused", res, err)
+		}
+		if ev := a.events(); len(ev) != 1 || ev[0].Outcome != substate.AuditRefused || ev[0].ErrorCode != substate.ECONFLICT {
+			t.Fatalf("audit %+v", ev)
+		}
+	})
+	t.Run("Recheck", func(t *testing.T) {
+		s, op, a := newService(running)
+		s.Watch = time.Nanosecond // the background check gives up at once
+		op.afterStop = &running
+		res, _ := s.Act(context.Background(), stop)
+		s.Close()
+		op.set(substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, Ended: true, Stopped: true})
+		got, err := s.Recheck(context.Background(), res, stop)
+		if err != nil || got.Outcome != substate.AuditDone {
+			t.Fatalf("recheck %+v, %v", got, err)
+		}
+		ev := a.events()
+		if last := ev[len(ev)-1]; last.Outcome != substate.AuditDone || last.Settles != res.AuditID || last.ID != got.AuditID {
+			t.Fatalf("audit %+v", ev)
+		}
+	})
+	t.Run("Skipped", func(t *testing.T) {
+		s, op, a := newService(running)
+		req := stop
+		req.ExecutionID = "x0"
+		res, err := s.Act(context.Background(), req)
+		if err != nil || res.Outcome != substate.AuditSkipped || len(op.calls) != 0 {
+			t.Fatalf("skip %+v, %v, calls %v", res, err, op.calls)
+		}
+		if ev := a.events(); len(ev) != 1 || ev[0].Outcome != substate.AuditSkipped || !strings.Contains(ev[0].Detail, "changed") {
+			t.Fatalf("audit %+v", ev)
+		}
+	})
+}
+
+// pipelineWait waits up to 10 s for cond.
+func pipelineWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 10 s", what)
+		}
+	}
 }

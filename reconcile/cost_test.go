@@ -38,14 +38,19 @@ func documentedCost(s costSettings) (histories, describes int) {
 	return polls - 1 + firstPages, 1
 }
 
+// kindCost is the calls per hour one execution of a kind cost.
+type kindCost struct{ histories, describes int }
+
 // simulatedCost runs the reconciler for one hour of an injected clock over
-// quiet running and terminal tenants, and returns the calls Step Functions
-// received per running tenant.
-func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, describes int) {
+// quiet running, succeeded and failed tenants (the failed ones from before
+// the reconciler started, inside their redrive window), and returns the
+// calls Step Functions received per tenant of each kind.
+func simulatedCost(t *testing.T, s costSettings, perKind int) map[substate.SubState]kindCost {
 	t.Helper()
 	ctx := context.Background()
 	view := pipelinetest.OpenView(t)
 	clock := pipelinetest.NewClock(time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC))
+	view.Now = clock.Now
 	srv := awstest.New(t)
 	srv.Now = clock.Now
 	metrics := reconcile.NewMetrics(nil)
@@ -54,19 +59,25 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, descri
 	}))
 	sfn.Now = clock.Now
 
+	kinds := []substate.SubState{substate.StateRunning, substate.StateSucceeded, substate.StateFailed}
+	kindOf := map[string]substate.SubState{}
 	var seq uint64
-	for i := range 2 * perKind {
+	for i := range len(kinds) * perKind {
 		name := fmt.Sprintf("t%03d", i)
+		kind := kinds[i%len(kinds)]
 		arn := seedQuiet(t, srv, name, clock.Now().Add(-time.Hour), s.events)
+		kindOf[arn] = kind
 		seq++
 		applyRunning(t, view, name, arn, seq, clock.Now().Add(-10*time.Minute))
-		if i%2 == 1 { // terminal
+		if kind != substate.StateRunning {
 			seq++
-			applyStatus(t, view, name, arn, seq, substate.StateSucceeded, clock.Now().Add(-5*time.Minute))
+			applyStatus(t, view, name, arn, seq, kind, clock.Now().Add(-5*time.Minute))
 		}
 	}
+	clock.Advance(time.Minute)
 	r := newReconciler(view, sfn, publishers.NewJetStream(bustest.Open(t).JetStream), clock)
 	r.Every, r.Metrics, r.QPS = s.every, metrics, 0
+	r.Failed, r.RecheckWindow, r.RecheckEvery, r.FailedQPS = view, stepfunctions.RedriveWindow, time.Hour, 0.5
 	end := clock.Now().Add(time.Hour)
 	for next := clock.Now(); next.Before(end); next = next.Add(time.Second) {
 		clock.Set(next)
@@ -79,11 +90,31 @@ func simulatedCost(t *testing.T, s costSettings, perKind int) (histories, descri
 			t.Errorf("metric counted %v %s calls, the server received %v", got, op, want)
 		}
 	}
-	h, d := srv.Calls("GetExecutionHistory"), srv.Calls("DescribeExecution")
-	if d%perKind != 0 || h%perKind != 0 {
-		t.Errorf("%d and %d calls are not shared evenly by %d running tenants: a terminal one was polled", h, d, perKind)
+	perArn := map[string]*kindCost{}
+	for _, c := range srv.Log() {
+		k := perArn[c.ExecutionARN]
+		if k == nil {
+			k = &kindCost{}
+			perArn[c.ExecutionARN] = k
+		}
+		if c.Op == "GetExecutionHistory" {
+			k.histories++
+		} else {
+			k.describes++
+		}
 	}
-	return h / perKind, d / perKind
+	costs := map[substate.SubState]kindCost{}
+	for arn, kind := range kindOf {
+		got := kindCost{}
+		if k := perArn[arn]; k != nil {
+			got = *k
+		}
+		if want, seen := costs[kind]; seen && want != got {
+			t.Errorf("%s executions cost %+v and %+v: not the same for each", kind, want, got)
+		}
+		costs[kind] = got
+	}
+	return costs
 }
 
 // seedQuiet stores a running execution whose history has the given number
@@ -150,8 +181,8 @@ func docCostTable(t *testing.T) [][]int {
 			rows = append(rows, row)
 		}
 	}
-	if len(rows) != 2 {
-		t.Fatalf("cost table has %d rows, want 2 (terminal, running)", len(rows))
+	if len(rows) != 3 {
+		t.Fatalf("cost table has %d rows, want 3 (succeeded, failed, running)", len(rows))
 	}
 	return rows
 }
@@ -172,20 +203,20 @@ func TestReconcilerCostMatchesDocs(t *testing.T) {
 		}
 	}
 	h, d := documentedCost(defaults)
-	if running := table[1]; running[0] != h || running[1] != d {
+	if running := table[2]; running[0] != h || running[1] != d {
 		t.Errorf("documented running execution = %d + %d calls, the formula gives %d + %d", running[0], running[1], h, d)
 	}
-	if sh, sd := simulatedCost(t, defaults, 3); sh != table[1][0] || sd != table[1][1] {
-		t.Errorf("simulated hour: %d + %d calls per running execution, documented %d + %d", sh, sd, table[1][0], table[1][1])
-	}
-	if table[0][2] != 0 {
-		t.Errorf("documented terminal execution costs %d, want 0", table[0][2])
+	sim := simulatedCost(t, defaults, 3)
+	for i, kind := range []substate.SubState{substate.StateSucceeded, substate.StateFailed, substate.StateRunning} {
+		if got := sim[kind]; got.histories != table[i][0] || got.describes != table[i][1] {
+			t.Errorf("simulated hour: %d + %d calls per %s execution, documented %d + %d", got.histories, got.describes, kind, table[i][0], table[i][1])
+		}
 	}
 	// Other settings follow the same formula: polls every 40 s, a history
 	// of 2,500 events read in three pages by the first poll.
 	other := costSettings{every: 40 * time.Second, events: 2500}
 	h, d = documentedCost(other)
-	if sh, sd := simulatedCost(t, other, 2); sh != h || sd != d {
-		t.Errorf("%+v: simulated %d + %d calls, the formula gives %d + %d", other, sh, sd, h, d)
+	if got := simulatedCost(t, other, 2)[substate.StateRunning]; got.histories != h || got.describes != d {
+		t.Errorf("%+v: simulated %d + %d calls, the formula gives %d + %d", other, got.histories, got.describes, h, d)
 	}
 }

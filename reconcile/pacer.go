@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/timex"
 )
 
 // Pacer spaces the calls to one provider with a token bucket that reads
@@ -43,10 +46,44 @@ func (p *Pacer) Wait(ctx context.Context, n int) error {
 	return nil
 }
 
+// Allow takes a token if one is there now, without waiting, and reports
+// whether it did.
+func (p *Pacer) Allow() bool { return p.lim.AllowN(p.now(), 1) }
+
 // DefaultBurst is the burst of a rate: one second's worth, at least n.
 func DefaultBurst(qps float64, n int) int {
 	if qps <= 0 || math.IsInf(qps, 1) {
 		return max(n, 1)
 	}
 	return max(int(math.Ceil(qps)), n, 1)
+}
+
+// hold is a provider that refused polls: none is sent before until.
+type hold struct {
+	until   time.Time
+	refused int // refusals in a row
+}
+
+// holdProvider holds a provider that refused a poll with err: for the wait
+// err asks for, else for a backoff with jitter that grows with each
+// refusal in a row, up to Every. It returns the wait.
+func (r *Reconciler) holdProvider(p substate.Provider, err error) time.Duration {
+	h := r.holds[p]
+	if h == nil {
+		h = &hold{}
+		r.holds[p] = h
+	}
+	h.refused++
+	wait := substate.RetryAfter(err)
+	if wait <= 0 {
+		wait = timex.Backoff{Base: time.Second, Max: r.Every, Rand: r.Rand}.Delay(h.refused)
+	}
+	h.until = r.Now().Add(wait)
+	return wait
+}
+
+// held reports whether a provider is held now.
+func (r *Reconciler) held(p substate.Provider) bool {
+	h := r.holds[p]
+	return h != nil && r.Now().Before(h.until)
 }

@@ -85,6 +85,25 @@ type Reconciler struct {
 	// Rand returns a number in [0,1) that spreads the backoff of a
 	// provider that refused polls; nil is math/rand/v2's.
 	Rand func() float64
+	// Failed, when set, lists the failed tenants of the providers in
+	// Pollers. An execution the view shows failed while the reconciler
+	// runs is read once, with its history (a terminal event says nothing of
+	// the retries before it); with RecheckWindow, failed executions are
+	// checked again, for a retry done outside substate whose event was
+	// lost. Both go at FailedQPS a second per provider, after the sweep's
+	// polls.
+	Failed substate.TenantQuerier
+	// RecheckWindow is how long after its failure an execution is checked
+	// again (Step Functions: 14 days, while it can be redriven); 0 checks
+	// none.
+	RecheckWindow time.Duration
+	// RecheckEvery is how often each failed execution inside
+	// RecheckWindow is checked (its status only); 0 means
+	// DefaultRecheckEvery.
+	RecheckEvery time.Duration
+	// FailedQPS is how many reads and checks of failed executions a
+	// second each provider gets; 0 or less means no limit.
+	FailedQPS float64
 	// Metrics receives poll outcomes; nil disables them.
 	Metrics *Metrics
 	// Logger receives the reconciler's logs; nil discards them.
@@ -94,15 +113,15 @@ type Reconciler struct {
 	tracked map[trackKey]*tracked
 	pacers  map[substate.Provider]*Pacer
 	holds   map[substate.Provider]*hold
-	warned  map[substate.Provider]bool // providers without a poller, logged once
-	lagging map[substate.Provider]bool // providers whose polls lag, logged on change
-	nextDue time.Time                  // when the next tracked execution is due
-}
+	started time.Time // when the first sweep began
 
-// hold is a provider that refused polls: none is sent before until.
-type hold struct {
-	until   time.Time
-	refused int // refusals in a row
+	failures     map[trackKey]*failure
+	failedListed map[substate.Provider]time.Time // the last full listing of failed tenants
+	failedMark   map[substate.Provider]time.Time // the newest view change a listing saw
+	failedPacers map[substate.Provider]*Pacer
+	warned       map[substate.Provider]bool // providers without a poller, logged once
+	lagging      map[substate.Provider]bool // providers whose polls lag, logged on change
+	nextDue      time.Time                  // when the next tracked execution is due
 }
 
 // NewReconciler returns a reconciler with the default settings.
@@ -123,6 +142,7 @@ type SweepResult struct {
 	NotDue    int // executions polled less than Every ago
 	Deferred  int // due executions left for the next sweep: their provider refused
 	Unpolled  int // stale tenants no poller asks about (no poller, or given up)
+	Rechecked int // failed executions read or checked again
 }
 
 // trackKey names one execution of one provider.
@@ -176,7 +196,7 @@ func (r *Reconciler) next(res SweepResult, err error, took time.Duration) time.D
 		r.logger().Error("reconcile sweep failed; the next sweep retries", "err", err)
 	}
 	r.logger().Debug("reconcile sweep", "stale", res.Stale, "polled", res.Polled, "published", res.Published,
-		"failed", res.Failed, "deferred", res.Deferred, "took", took)
+		"failed", res.Failed, "deferred", res.Deferred, "rechecked", res.Rechecked, "took", took)
 	return r.wait(took)
 }
 
@@ -201,6 +221,9 @@ func (r *Reconciler) Sweep(ctx context.Context) (SweepResult, error) {
 		if err := r.pollDue(ctx, &s, &s.due[i]); err != nil {
 			return s.res, err
 		}
+	}
+	if err := r.sweepFailed(ctx, &s); err != nil {
+		return s.res, err
 	}
 	for p := range r.Pollers {
 		r.Metrics.SetStale(p, s.stale[p])
@@ -307,57 +330,6 @@ func (r *Reconciler) track(k trackKey, now time.Time) *tracked {
 	return t
 }
 
-// measureLag sets the lag metric of each provider, how late its most
-// overdue execution is, notes when the next execution is due, and logs
-// when a provider starts or stops lagging by more than Every.
-func (r *Reconciler) measureLag() {
-	now := r.Now()
-	lag := map[substate.Provider]time.Duration{}
-	r.nextDue = now.Add(r.Interval)
-	for k, t := range r.tracked {
-		if t.gaveUp != "" {
-			continue
-		}
-		late := t.firstSeen
-		if !t.lastPoll.IsZero() {
-			late = t.lastPoll.Add(r.Every)
-		}
-		lag[k.provider] = max(lag[k.provider], now.Sub(late))
-		next := t.firstSeen
-		if !t.lastTry.IsZero() {
-			next = t.lastTry.Add(r.Every)
-		}
-		if h := r.holds[k.provider]; h != nil && h.until.After(next) {
-			next = h.until
-		}
-		if next.Before(r.nextDue) {
-			r.nextDue = next
-		}
-	}
-	for p := range r.Pollers {
-		r.Metrics.setLag(p, lag[p])
-		if late := lag[p] > r.Every; late != r.lagging[p] {
-			r.lagging[p] = late
-			if late {
-				r.logger().Warn("polls lag: the provider's API budget does not cover every running execution each interval; they are polled in turn",
-					"provider", string(p), "lag", lag[p].Round(time.Second), "every", r.Every)
-			} else {
-				r.logger().Info("polls keep up again", "provider", string(p))
-			}
-		}
-	}
-}
-
-// wait is how long Run sleeps after a sweep that took took: until the next
-// execution is due, at most Interval and at least a short pause.
-func (r *Reconciler) wait(took time.Duration) time.Duration {
-	d := min(r.nextDue.Sub(r.Now()), r.Interval-took)
-	if r.nextDue.IsZero() {
-		d = r.Interval - took
-	}
-	return max(d, minSweepWait)
-}
-
 // forget drops the executions the last sweep did not list: they ended,
 // were replaced, or had an event since.
 func (r *Reconciler) forget() {
@@ -399,6 +371,11 @@ func (r *Reconciler) init() {
 		r.tracked = map[trackKey]*tracked{}
 		r.pacers = map[substate.Provider]*Pacer{}
 		r.holds = map[substate.Provider]*hold{}
+		r.failures = map[trackKey]*failure{}
+		r.failedListed = map[substate.Provider]time.Time{}
+		r.failedMark = map[substate.Provider]time.Time{}
+		r.failedPacers = map[substate.Provider]*Pacer{}
+		r.started = r.Now()
 		r.warned = map[substate.Provider]bool{}
 		r.lagging = map[substate.Provider]bool{}
 	}
@@ -406,28 +383,4 @@ func (r *Reconciler) init() {
 
 func (r *Reconciler) logger() *slog.Logger {
 	return cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
-}
-
-// holdProvider holds a provider that refused a poll with err: for the wait
-// err asks for, else for a backoff with jitter that grows with each
-// refusal in a row, up to Every. It returns the wait.
-func (r *Reconciler) holdProvider(p substate.Provider, err error) time.Duration {
-	h := r.holds[p]
-	if h == nil {
-		h = &hold{}
-		r.holds[p] = h
-	}
-	h.refused++
-	wait := substate.RetryAfter(err)
-	if wait <= 0 {
-		wait = timex.Backoff{Base: time.Second, Max: r.Every, Rand: r.Rand}.Delay(h.refused)
-	}
-	h.until = r.Now().Add(wait)
-	return wait
-}
-
-// held reports whether a provider is held now.
-func (r *Reconciler) held(p substate.Provider) bool {
-	h := r.holds[p]
-	return h != nil && r.Now().Before(h.until)
 }

@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -195,4 +196,52 @@ func BenchmarkRecordCodec(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkGroupMigration opens a view of 100,000 tenants written before
+// the group buckets existed (schema 1), which builds them from its
+// records, and reports the cost per tenant.
+func BenchmarkGroupMigration(b *testing.B) {
+	const tenants = 100_000
+	db := openDB(b, func(db *state.DB) { db.NoSync = true })
+	faultPopulationFast(b, db, tenants)
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := state.ForgetGroups(db.Path); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Open(); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tenants), "ns/tenant")
+}
+
+// faultPopulationFast applies n tenants with faults, steps and workflow
+// types in large batches.
+func faultPopulationFast(tb testing.TB, db *state.DB, n int) {
+	tb.Helper()
+	s := newStream(tb, db)
+	batch := make([]substate.EventData, 0, 5000)
+	for i := range n {
+		st := substate.SubStates[i%len(substate.SubStates)]
+		opts := []evOpt{provider(providerOf(i)), step(fmt.Sprintf("Step%d", i%20)), workflow(fmt.Sprintf("wf-%d", i%8))}
+		if st == backingOff || st == errored || st == failed {
+			opts = append(opts, fault("boom", "T", fmt.Sprintf("engine/t/fault %d", i%300)))
+		}
+		batch = append(batch, ev(fmt.Sprintf("tenant-%07d", i), "x", st, 1, opts...))
+		if len(batch) == cap(batch) {
+			s.apply(batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		s.apply(batch...)
+	}
 }

@@ -254,3 +254,14 @@ func memberString(k []byte, name func(dim byte, id valueID) string) string {
 	dim, id, rest := k[0], valueID(binary.BigEndian.Uint64(k[1:])), k[1+idLen:]
 	return fmt.Sprintf("%d/%s/%v/%s/%q", dim, name(dim, id), rest[:cellLen], sinceAt(rest[cellLen:]).Format(time.RFC3339Nano), rest[cellLen+sinceLen:])
 }
+
+// ForgetGroups moves a closed view file back to schema 1, as an earlier
+// release left it, so that the next Open builds its group buckets again.
+func ForgetGroups(path string) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte{schemaVersion1}) })
+	return errors.Join(err, db.Close())
+}

@@ -44,28 +44,36 @@ func (d *DB) Groups(ctx context.Context, q substate.GroupQuery) (substate.GroupP
 	if err != nil {
 		return substate.GroupPage{}, err
 	}
+	g := groupQuery{q: q, limit: limit, cutoff: d.cutoff(&q.Filter)}
+	g.dim, g.valued = dimOf(q.By)
+	var page substate.GroupPage
+	if countersServe(&q) {
+		page, err = d.countGroups(&g)
+	} else {
+		page, err = d.walkGroups(ctx, &g)
+	}
+	if err != nil {
+		return substate.GroupPage{}, fmt.Errorf("group tenants: %w", err)
+	}
+	page.By = q.By
+	return page, nil
+}
+
+// countGroups answers g from the counters in one short read transaction.
+func (d *DB) countGroups(g *groupQuery) (substate.GroupPage, error) {
 	d.pmu.RLock()
 	defer d.pmu.RUnlock()
 	if d.db == nil {
 		return substate.GroupPage{}, ErrClosed
 	}
 	var page substate.GroupPage
-	err = d.view(func(tx *bolt.Tx) error {
-		g := groupQuery{q: q, tx: tx, limit: limit, cutoff: d.cutoff(&q.Filter)}
-		g.dim, g.valued = dimOf(q.By)
+	err := d.view(func(tx *bolt.Tx) error {
+		g.tx = tx
 		var err error
-		if countersServe(&q) {
-			page, err = g.fromCounters()
-		} else {
-			page, err = d.walkGroups(ctx, &g)
-		}
+		page, err = g.fromCounters()
 		return err
 	})
-	if err != nil {
-		return substate.GroupPage{}, fmt.Errorf("group tenants: %w", err)
-	}
-	page.By = q.By
-	return page, nil
+	return page, err
 }
 
 // groupLimit checks q and returns how many groups to answer.

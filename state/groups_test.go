@@ -292,3 +292,48 @@ func TestGroupsSeePending(t *testing.T) {
 	}
 	check("written")
 }
+
+// TestGroupsWhileApplying runs walks and counter queries while batches
+// commit (under -race, the check that a walk reads its own snapshot).
+func TestGroupsWhileApplying(t *testing.T) {
+	c := &clock{now: t0}
+	db := openDB(t, func(db *state.DB) { db.Now, db.PendingLimit = c.Now, 64 })
+	faultPopulation(t, db, c, 200, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			for _, q := range []substate.GroupQuery{{By: substate.GroupByStep, Filter: substate.TenantFilter{MinRetryCount: 1}},
+				{By: substate.GroupByFingerprint}} {
+				page, err := db.Groups(ctx, q)
+				if err != nil && ctx.Err() == nil {
+					done <- err
+					return
+				}
+				var n int64
+				for _, g := range page.Groups {
+					n += g.Count
+				}
+				if err == nil && n+page.Ungrouped > page.Total {
+					done <- fmt.Errorf("%d in groups and %d ungrouped of %d", n, page.Ungrouped, page.Total)
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	s := newStream(t, db)
+	s.seq = 1 << 20
+	r := rand.New(rand.NewPCG(9, 9))
+	for round := range 20 {
+		var batch []substate.EventData
+		for i := range 50 {
+			batch = append(batch, faultEvent(r, (round*50+i)%200, substate.Revision(100+round), round))
+		}
+		s.apply(batch...)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

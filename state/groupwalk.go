@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"maps"
 	"strings"
 	"time"
 
@@ -13,8 +14,43 @@ import (
 )
 
 // walkGroups answers a group query the counters cannot, by reading the
-// matching tenants from the narrowest index that holds them all.
+// matching tenants from the narrowest index that holds them all. A walk
+// can read a million tenants: it holds the view's lock only while it
+// opens its read transaction and copies the records unchanged events
+// hold, which together are one consistent state, so commits go on while
+// it reads.
 func (d *DB) walkGroups(ctx context.Context, g *groupQuery) (substate.GroupPage, error) {
+	var page substate.GroupPage
+	err := d.guard(OpRead, func() error {
+		tx, pending, err := d.snapshot()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		g.tx = tx
+		page, err = d.walk(ctx, g, pending)
+		return err
+	})
+	return page, err
+}
+
+// snapshot opens a read transaction and copies the pending records, both
+// as of the same commit.
+func (d *DB) snapshot() (*bolt.Tx, map[string]Record, error) {
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return nil, nil, ErrClosed
+	}
+	tx, err := d.db.Begin(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx, maps.Clone(d.pending), nil
+}
+
+// walk reads the tenants g's filter may match and counts those it does.
+func (d *DB) walk(ctx context.Context, g *groupQuery, pending map[string]Record) (substate.GroupPage, error) {
 	f := &g.q.Filter
 	src, err := g.source(cmp.Or(d.ScanLimit, DefaultScanLimit))
 	if err != nil || src == nil {
@@ -33,7 +69,7 @@ func (d *DB) walkGroups(ctx context.Context, g *groupQuery) (substate.GroupPage,
 		if scanned%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		v, err := d.viewAt(tenants, id)
+		v, err := viewIn(pending, tenants, id)
 		if err != nil || !match(&v) {
 			return err
 		}

@@ -260,7 +260,13 @@ func (d *DB) list(ctx context.Context, s scan, after []byte, limit int, match fu
 // viewAt returns the view of the tenant an index key names, with what
 // pending unchanged events moved. d.pmu must be held.
 func (d *DB) viewAt(tenants *bolt.Bucket, id []byte) (substate.TenantView, error) {
-	if p, ok := d.pending[string(id)]; ok {
+	return viewIn(d.pending, tenants, id)
+}
+
+// viewIn returns the view of the tenant an index key names from pending,
+// else from tenants.
+func viewIn(pending map[string]Record, tenants *bolt.Bucket, id []byte) (substate.TenantView, error) {
+	if p, ok := pending[string(id)]; ok {
 		return p.View, nil
 	}
 	v := tenants.Get(id)

@@ -28,6 +28,7 @@ func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, err
 		Pollers: map[substate.Provider]substate.StatusPoller{}, Raw: pub, Audit: pub,
 		Logger: w.Logger.With("component", "executions"),
 	}
+	w.closers = append(w.closers, svc.Close)
 	if w.Engine != nil {
 		svc.Operators[substate.ProviderEngine] = w.Engine
 	} else { // --role project: the engine runs in another process

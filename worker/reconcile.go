@@ -22,6 +22,7 @@ type ReconcileFlags struct {
 	SFNReconcile       string        `name:"sfn-reconcile" enum:"auto,on,off" default:"auto" help:"Poll Step Functions running executions: auto when an AWS region is configured, on (fail without one), off."`
 	SFNHistoryInterval time.Duration `name:"sfn-history-interval" default:"15s" help:"How often each running Step Functions execution's history is read (only its new events), so retries and backing-off show within this interval."`
 	SFNAPIBudget       float64       `name:"sfn-api-budget" default:"4" help:"Step Functions API calls per second the poller may spend (the account's quotas are shared with every other caller); past it, polls are spread evenly and lag (0 = no limit)."`
+	SFNRedriveCheck    time.Duration `name:"sfn-redrive-check-interval" default:"1h" help:"How often each failed Step Functions execution is checked (one DescribeExecution) for a redrive done outside substate, during the 14 days it can be redriven, at an eighth of --sfn-api-budget at most (0 = never)."`
 	AWSRegion          string        `name:"aws-region" help:"AWS region of the Step Functions executions; default from AWS_REGION or the shared AWS config. Credentials and AWS_ENDPOINT_URL(_SFN) come from the standard AWS chain."`
 	RestateAdminURL    string        `name:"restate-admin-url" help:"Restate admin API (such as http://restate:9070); when set, the sys_invocation rows of the tracked invocations are polled."`
 	RestateServices    []string      `name:"restate-services" help:"Restate services whose new and changed invocations the admin-API poller discovers (comma-separated); without it only invocations already in the view are polled."`
@@ -65,6 +66,15 @@ func (w *Worker) openReconciler(ctx context.Context) error {
 		r := recon.NewReconciler(w.View, pollers, pub)
 		// The Step Functions provider spends its own API budget, call by call.
 		r.After, r.Interval, r.Every, r.QPS = f.ReconcileAfter, f.ReconcileInterval, f.SFNHistoryInterval, 0
+		// Failed executions are read once after they fail, and checked for
+		// a redrive done elsewhere, with an eighth of the budget.
+		r.Failed, r.FailedQPS = w.View, f.SFNAPIBudget/8
+		if f.SFNAPIBudget == 0 {
+			r.FailedQPS = recon.DefaultFailedQPS
+		}
+		if f.SFNRedriveCheck > 0 {
+			r.RecheckWindow, r.RecheckEvery = stepfunctions.RedriveWindow, f.SFNRedriveCheck
+		}
 		r.Metrics, r.Logger = m, w.Logger.With("component", "reconciler")
 		w.reconcile.reconciler = r
 	}
@@ -97,11 +107,16 @@ func (f *ReconcileFlags) validate() error {
 	if len(f.RestateServices) > 0 && f.RestateAdminURL == "" {
 		return substate.Errorf(substate.EINVALID, "--restate-services needs --restate-admin-url")
 	}
-	if f.ReconcileAfter < 0 || f.SFNAPIBudget < 0 {
-		return substate.Errorf(substate.EINVALID, "--reconcile-after and --sfn-api-budget must not be negative")
-	}
-	if f.RestatePollAfter < 0 {
-		return substate.Errorf(substate.EINVALID, "--restate-poll-after must not be negative")
+	for _, n := range []struct {
+		name     string
+		negative bool
+	}{
+		{"--reconcile-after", f.ReconcileAfter < 0}, {"--sfn-api-budget", f.SFNAPIBudget < 0},
+		{"--sfn-redrive-check-interval", f.SFNRedriveCheck < 0}, {"--restate-poll-after", f.RestatePollAfter < 0},
+	} {
+		if n.negative {
+			return substate.Errorf(substate.EINVALID, "%s must not be negative", n.name)
+		}
 	}
 	if f.RestateAdminURL != "" {
 		u, err := url.Parse(f.RestateAdminURL)

@@ -21,6 +21,7 @@ type BenchCmd struct {
 	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open, or of the flat-cost scenario."`
 
 	FlatFlags    `embed:""`
+	Groups       int `help:"Run only the groups scenario: GET /v1/groups's latency over a view of N tenants with a realistic spread of faults (1,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
 	worker.Flags `embed:""`
 }
 
@@ -39,7 +40,7 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 	err := bench.Run(ctx, bench.Config{
 		Events: c.Events, Tenants: c.Tenants, Rate: c.Rate, Duration: c.Duration,
 		JSON: c.JSON, Keep: c.Keep, Profile: c.Profile, MemProfile: c.MemProfile,
-		Flat: c.Flat, FlatLimit: c.FlatLimit, Flags: c.Flags,
+		Flat: c.Flat, FlatLimit: c.FlatLimit, Groups: c.Groups, Flags: c.Flags,
 	}, m.Stdout, m.Stderr)
 	if errors.Is(err, bench.ErrWrongView) {
 		return exitError{1}

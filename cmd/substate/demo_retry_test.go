@@ -88,7 +88,7 @@ func TestDemoStayRetry(t *testing.T) {
 	}
 	workertest.Eventually(t, func() string {
 		_, got, _ := runCLI(t, "tenants", "get", "initech", "--server", server, "--json")
-		for _, want := range []string{`"workflowSubState": "failed"`, `"workflowVerb": "cancelled"`, `"workflowErrorMessage": "the customer left"`} {
+		for _, want := range []string{`"workflowSubState": "failed"`, `"workflowVerb": "cancelled"`, `"workflowErrorMessage": "Stopped: the customer left"`} {
 			if !strings.Contains(got, want) {
 				return "initech after the stop lacks " + want + ":\n" + got
 			}

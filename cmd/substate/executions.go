@@ -17,7 +17,7 @@ import (
 // execution through a running worker, whichever provider runs it.
 type ExecutionsCmd struct {
 	Describe ExecutionsDescribeCmd `cmd:"" help:"Describe a tenant's current execution: provider, id, step, input and output, times, attempts."`
-	Stop     ExecutionsStopCmd     `cmd:"" help:"Stop a tenant's running execution with a cause (Step Functions StopExecution, Restate cancel or --kill, engine stop)."`
+	Stop     ExecutionsStopCmd     `cmd:"" help:"Stop a tenant's running execution with a cause (Step Functions StopExecution, Restate cancel or --kill, engine stop). Exit status 0 once the execution is seen stopped, 3 when the provider accepted the stop but it has not taken effect yet (pending: the audit stream records the outcome later), 1 when it was refused or its outcome is unknown."`
 	Retry    ExecutionsRetryCmd    `cmd:"" help:"Retry a tenant's failed execution from where it failed (Step Functions redrive, Restate resume of a paused invocation, engine redrive)."`
 	Restart  ExecutionsRestartCmd  `cmd:"" help:"Start a new execution of a tenant's ended execution, with the same input."`
 }
@@ -56,7 +56,7 @@ func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
 // ExecutionActFlags are the flags of every action.
 type ExecutionActFlags struct {
 	Tenant         string `arg:"" help:"Tenant id."`
-	Reason         string `help:"Why: recorded in the audit event; a stop's cause, which becomes the view's error (not on Restate, whose cancel and kill take no reason)."`
+	Reason         string `help:"Why: recorded in the audit event; a stop's cause, which becomes the view's error as \"Stopped: <reason>\" on every provider."`
 	DryRun         bool   `name:"dry-run" help:"Check that the provider would accept the action, without taking it."`
 	ExecutionFlags `embed:""`
 }
@@ -100,18 +100,38 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 		return err
 	}
 	if c.JSON {
-		return termtext.WriteJSON(m.Stdout, res)
+		if err := termtext.WriteJSON(m.Stdout, res); err != nil || res.Outcome != substate.AuditPending {
+			return err
+		}
+		return exitError{ExitPending}
 	}
+	printResult(m.Stdout, action, res)
+	if res.Outcome == substate.AuditPending {
+		return exitError{ExitPending}
+	}
+	return nil
+}
+
+// ExitPending is the exit status of an action the provider accepted whose
+// effect is not seen yet: not a failure, not done.
+const ExitPending = 3
+
+// printResult says what an action did: done only for an outcome the
+// provider's state showed.
+func printResult(w io.Writer, action substate.ExecutionAction, res substate.ExecutionResult) {
 	verb := map[substate.ExecutionAction]string{substate.ActionStop: "stopped", substate.ActionRetry: "retried", substate.ActionRestart: "restarted"}[action]
 	switch {
 	case res.DryRun:
-		fmt.Fprintf(m.Stdout, "dry run: %s of %s execution %s (tenant %s) would be accepted\n", action, res.Provider, res.ExecutionID, res.TenantID)
+		fmt.Fprintf(w, "dry run: %s of %s execution %s (tenant %s) passes substate's checks; the provider decides when it is taken\n", action, res.Provider, res.ExecutionID, res.TenantID)
+	case res.Outcome == substate.AuditPending:
+		fmt.Fprintf(w, "%s of %s execution %s is pending, not yet effective (tenant %s, audit %s): %s\n", action, res.Provider, res.ExecutionID, res.TenantID, res.AuditID, res.Next)
+	case res.Outcome == substate.AuditSkipped:
+		fmt.Fprintf(w, "%s of %s execution %s skipped (tenant %s, audit %s): %s\n", action, res.Provider, res.ExecutionID, res.TenantID, res.AuditID, res.Next)
 	case res.NewExecutionID != "":
-		fmt.Fprintf(m.Stdout, "%s %s execution %s as %s (tenant %s, audit %s)\n", verb, res.Provider, res.ExecutionID, res.NewExecutionID, res.TenantID, res.AuditID)
+		fmt.Fprintf(w, "%s %s execution %s as %s (tenant %s, audit %s)\n", verb, res.Provider, res.ExecutionID, res.NewExecutionID, res.TenantID, res.AuditID)
 	default:
-		fmt.Fprintf(m.Stdout, "%s %s execution %s (tenant %s, audit %s)\n", verb, res.Provider, res.ExecutionID, res.TenantID, res.AuditID)
+		fmt.Fprintf(w, "%s %s execution %s (tenant %s, audit %s)\n", verb, res.Provider, res.ExecutionID, res.TenantID, res.AuditID)
 	}
-	return nil
 }
 
 // printExecution prints a described execution, one field a line.

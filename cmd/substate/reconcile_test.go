@@ -16,7 +16,8 @@ func TestRunReconcileFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--sfn-reconcile", "on"}, "no AWS region"},
-		{[]string{"--reconcile-after=-1s"}, "--reconcile-after and --sfn-api-budget must not be negative"},
+		{[]string{"--reconcile-after=-1s"}, "--reconcile-after must not be negative"},
+		{[]string{"--sfn-redrive-check-interval=-1h"}, "--sfn-redrive-check-interval must not be negative"},
 		{[]string{"--restate-services", "Provision"}, "--restate-services needs --restate-admin-url"},
 		{[]string{"--restate-admin-url", "restate:9070"}, "not an http(s) URL"},
 	} {

@@ -58,29 +58,53 @@ func (p *Poller) pollIDs(ctx context.Context, s *restateSweep, ids []string) err
 }
 
 // publishRow publishes one row, with its journal's failure events and its
-// handler's retry policy attached when it needs them (see withFailures),
-// and returns its invocation id. A row the poller published last time
-// for its invocation is not sent again. A row without an id is logged and
-// skipped.
+// handler's retry policy attached when it needs them, after the rows of
+// the pauses no poll saw (see withFailures), and returns its invocation
+// id. A row the poller published last time for its invocation is not sent
+// again. A row without an id is logged and skipped.
 func (p *Poller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
-	id, modifiedAt, status, err := restateRowID(row)
+	f, err := factsOf(row)
 	if err != nil {
 		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
 		return "", nil
 	}
-	row = p.withFailures(ctx, id, modifiedAt, status, row)
-	if raw := restateRaw(id, modifiedAt, row); p.sent[id] != raw.ID {
-		if err := p.Publisher.PublishRaw(ctx, raw); err != nil {
-			p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomePublishFailed, 1)
-			return "", fmt.Errorf("restate poller: publish the row of %s: %w", id, err)
+	row, derived := p.withFailures(ctx, f, row)
+	for _, d := range derived {
+		df, err := factsOf(d)
+		if err != nil {
+			continue
 		}
-		p.sent[id] = raw.ID
-		s.res.Published++
+		if err := p.publish(ctx, s, restateRaw(f.ID, df.ModifiedAt, d)); err != nil {
+			return "", err
+		}
 	}
-	delete(p.missing, id)
-	s.published[id] = true
+	if raw := restateRaw(f.ID, f.ModifiedAt, row); p.sent[f.ID] != raw.ID {
+		if err := p.publish(ctx, s, raw); err != nil {
+			return "", err
+		}
+		p.sent[f.ID] = raw.ID
+	}
+	if e, ok := p.journals[f.ID]; ok {
+		if t, err := parseRestateTime(f.ModifiedAt); err == nil && t.After(e.shown) {
+			e.shown = t
+			p.journals[f.ID] = e
+		}
+	}
+	delete(p.missing, f.ID)
+	delete(p.refusals, f.ID)
+	s.published[f.ID] = true
 	p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomeOK, 1)
-	return id, nil
+	return f.ID, nil
+}
+
+// publish puts one raw event on SUBSTATE_RAW.
+func (p *Poller) publish(ctx context.Context, s *restateSweep, raw substate.RawEvent) error {
+	if err := p.Publisher.PublishRaw(ctx, raw); err != nil {
+		p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomePublishFailed, 1)
+		return fmt.Errorf("restate poller: publish the row of %s: %w", raw.ID, err)
+	}
+	s.res.Published++
+	return nil
 }
 
 // settleRefused decides about the ids the admin API refused alone: when
@@ -96,6 +120,11 @@ func (p *Poller) settleRefused(ctx context.Context, s *restateSweep, tenants map
 			continue
 		}
 		p.Metrics.CountPolls(substate.ProviderRestate, substate.EINVALID, 1)
+		if r, ok := p.refusals[id]; ok || len(p.refusals) < maxRefusals {
+			r.count++
+			r.until = p.Now().Add(p.refusedFor(r.count))
+			p.refusals[id] = r
+		}
 		reason := fmt.Sprintf("the restate admin api refuses to query invocation %q while it answers for others: %v", id, err)
 		if err := p.giveUp(ctx, id, tenants[id], substate.EINVALID, reason); err != nil {
 			return err
@@ -147,6 +176,11 @@ func (p *Poller) forget(tracked map[string]string, published map[string]bool) {
 	for id := range p.missing {
 		if _, ok := tracked[id]; !ok {
 			delete(p.missing, id)
+		}
+	}
+	for id := range p.refusals {
+		if _, ok := tracked[id]; !ok {
+			delete(p.refusals, id)
 		}
 	}
 	for id := range p.journals {

@@ -7,10 +7,16 @@ import (
 	"time"
 )
 
-// discoveryOverlap is how far before its cursor each discovery reads again:
-// a row may become visible after rows with a later (modified_at, id) were
-// read (another partition, the same millisecond). Rows read twice are
-// deduplicated by their raw event id.
+// discoveryOverlap is how far before the start of the last discovery the
+// next one reads again: a row may become visible after rows with a later
+// (modified_at, id) were read (another partition, the same millisecond),
+// but not later than this after its modified_at. So a discovery goes on
+// from its cursor, or from discoveryOverlap before the last discovery
+// started when the cursor is later than that: the rows of those 2 s are
+// read twice, once, and not on every sweep. Rows read twice are
+// deduplicated by their raw event id. The overlap is measured on this
+// process's clock against Restate's modified_at: a Restate clock more than
+// the overlap behind this one may leave a late row to the polls by id.
 const discoveryOverlap = 2 * time.Second
 
 // discover publishes the Services' rows changed since the cursor, page by
@@ -23,7 +29,10 @@ func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) e
 	var cur discoveryCursor
 	var since time.Time
 	if p.cursor != nil {
-		cur = discoveryCursor{ModifiedAt: p.cursor.ModifiedAt.Add(-discoveryOverlap)}
+		cur = *p.cursor
+		if again := p.discovered.Add(-discoveryOverlap); !cur.ModifiedAt.Before(again) {
+			cur = discoveryCursor{ModifiedAt: again}
+		}
 	} else {
 		since = now.Add(-p.Lookback)
 		cur.ModifiedAt = time.UnixMilli(0).UTC()
@@ -50,7 +59,7 @@ func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) e
 			case p.cursor != nil && cur.ModifiedAt.Before(p.cursor.ModifiedAt):
 				cur = *p.cursor // the overlap found nothing newer
 			}
-			p.cursor = &cur
+			p.cursor, p.discovered = &cur, now
 			return nil
 		}
 	}
@@ -59,15 +68,15 @@ func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) e
 // advance moves the cursor to a row read in (modified_at, id) order; a row
 // whose time cannot be read leaves it where it is.
 func advance(cur discoveryCursor, row json.RawMessage) discoveryCursor {
-	id, modifiedAt, _, err := restateRowID(row)
+	f, err := factsOf(row)
 	if err != nil {
 		return cur
 	}
-	t, err := parseRestateTime(modifiedAt)
+	t, err := parseRestateTime(f.ModifiedAt)
 	if err != nil || t.Before(cur.ModifiedAt) {
 		return cur
 	}
-	return discoveryCursor{ModifiedAt: t, ID: id}
+	return discoveryCursor{ModifiedAt: t, ID: f.ID}
 }
 
 // parseRestateTime reads a modified_at as the admin API writes it: RFC 3339

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
 )
 
 // Operator acts on Restate invocations through the admin API:
 // describe (a sys_invocation query), stop (PATCH …/cancel, or …/kill),
 // retry (PATCH …/resume, for a paused or backing-off invocation) and
 // restart (PATCH …/restart-as-new). Its Poll reads an invocation's row as
-// the poller does, so the view shows an action's result at once.
+// the poller does (with its journal's failures where the row needs them),
+// so the view shows an action's result at once.
 type Operator struct {
 	// Admin is the admin API client, the poller's own.
 	Admin *Client
@@ -36,10 +38,7 @@ type restateInvocation struct {
 	CreatedAt         json.RawMessage `json:"created_at"`
 	CompletedAt       json.RawMessage `json:"completed_at"`
 	ModifiedAt        json.RawMessage `json:"modified_at"`
-	RetryCount        int             `json:"retry_count"`
-	LastFailure       *string         `json:"last_failure"`
 	CompletionResult  *string         `json:"completion_result"`
-	CompletionFailure *string         `json:"completion_failure"`
 }
 
 // row returns the sys_invocation row of one invocation, every column.
@@ -57,7 +56,14 @@ func (o *Operator) row(ctx context.Context, id string) (json.RawMessage, error) 
 	return rows[0], nil
 }
 
-// DescribeExecution describes an invocation from its sys_invocation row.
+// statusMapper maps a row as the view's events map it, for describe.
+var statusMapper = mapping.New(mapping.Config{})
+
+// DescribeExecution describes an invocation from its sys_invocation row,
+// read with its journal's failures and its handler's retry policy where
+// the row needs them, as the poller reads it, and mapped by the view's
+// mapping: Attempts is the retry count the view shows and Error its
+// message (the first line of the failure, the stack trace left out).
 // Restate does not expose an invocation's input there: Input stays empty.
 func (o *Operator) DescribeExecution(ctx context.Context, id string) (substate.ExecutionInfo, error) {
 	raw, err := o.row(ctx, id)
@@ -68,17 +74,19 @@ func (o *Operator) DescribeExecution(ctx context.Context, id string) (substate.E
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return substate.ExecutionInfo{}, substate.WrapError(substate.EINVALID, err, "decode restate row")
 	}
+	ev, err := statusMapper.MapRestateStatus(readFailures(ctx, o.Admin, raw))
+	if err != nil {
+		return substate.ExecutionInfo{}, err
+	}
 	info := substate.ExecutionInfo{
 		Provider: substate.ProviderRestate, ExecutionID: r.ID, Workflow: r.Target, ProviderState: r.Status,
-		Step: r.TargetHandlerName, StartedAt: restateTime(r.CreatedAt), Attempts: r.RetryCount,
-		Ended: r.Status == "completed",
+		Step: r.TargetHandlerName, StartedAt: restateTime(r.CreatedAt), Attempts: ev.RetryCount,
+		Ended: r.Status == "completed", Error: ev.ErrorMessage,
 	}
 	if info.Ended {
 		info.StoppedAt = restateTime(r.CompletedAt)
 		info.ProviderState = "completed: " + deref(r.CompletionResult)
-		info.Error = deref(r.CompletionFailure)
-	} else {
-		info.Error = deref(r.LastFailure)
+		info.Stopped = ev.Verb == substate.VerbCancelled
 	}
 	switch r.Status {
 	case "paused", "backing-off", "suspended":
@@ -164,9 +172,10 @@ func (o *Operator) Poll(ctx context.Context, id string, _ bool) (substate.RawEve
 	if len(rows) == 0 {
 		return substate.RawEvent{}, substate.Errorf(substate.ENOTFOUND, "restate: invocation %s not found", id)
 	}
-	rid, modifiedAt, _, err := restateRowID(rows[0])
+	f, err := factsOf(rows[0])
 	if err != nil {
 		return substate.RawEvent{}, err
 	}
-	return restateRaw(rid, modifiedAt, rows[0]), nil
+	row := readFailures(ctx, o.Admin, rows[0])
+	return restateRaw(f.ID, f.ModifiedAt, row), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -22,7 +23,7 @@ func wantCauseKept(t *testing.T, r *realRestate, id, tenant, cause string) {
 	if n := rawRowsOf(t, r.Pipeline, id); n.plain == 0 || n.withCause != 1 {
 		t.Fatalf("raw rows of %s: %+v, want the stop's with its cause and the poller's without", id, n)
 	}
-	if row.Status != "completed" || v.WorkflowErrorMessage != cause || v.WorkflowVerb != substate.VerbCancelled {
+	if row.Status != "completed" || v.WorkflowErrorMessage != substate.StopMessage(cause) || v.WorkflowVerb != substate.VerbCancelled {
 		t.Fatalf("after the poller's row %s: view %+v, want the cause %q kept", row, v, cause)
 	}
 }
@@ -110,6 +111,25 @@ func TestOperateRestate(t *testing.T) {
 		}
 		operatortest.WantStopped(t, r.Pipeline, "t-op-kill", id, "stuck for good")
 		wantCauseKept(t, r, id, "t-op-kill", "stuck for good")
+	})
+	t.Run("CancelBackingOff", func(t *testing.T) {
+		// Restate takes the cancel (202) but delivers it when the handler
+		// next runs, a minute away, and this handler fails before it reads
+		// its context: the stop is pending, never done, until the kill.
+		id := rs.Send(t, "Provision", "t-op-backoff", "backoff", nil, 0)
+		r.follow(t, id, "t-op-backoff", func(s rowState) bool { return s.Status == "backing-off" && s.RetryCount == 2 })
+		s.Settle = 2 * time.Second
+		res, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-op-backoff", Action: substate.ActionStop, Reason: "customer left", Who: "ops"})
+		if err != nil || res.Outcome != substate.AuditPending || !strings.Contains(res.Next, "--kill") {
+			t.Fatalf("cancel of a backing-off invocation: %+v, %v; want pending, naming --kill", res, err)
+		}
+		operatortest.WantAudit(t, r.Pipeline, res, substate.AuditPending)
+		if row := rowStateOf(rs.Row(t, id)); row.Status != "backing-off" {
+			t.Fatalf("the cancel had an effect after all: %s; the test no longer shows a pending stop", row)
+		}
+		res = operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-op-backoff", Action: substate.ActionStop, Kill: true, Reason: "customer left"})
+		operatortest.WantAudit(t, r.Pipeline, res, substate.AuditDone)
+		operatortest.WantStopped(t, r.Pipeline, "t-op-backoff", id, "customer left")
 	})
 	t.Run("RestartAsNew", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-op-again", "terminal", nil, 0)

@@ -103,14 +103,38 @@ type Poller struct {
 	// Logger receives the poller's logs; nil discards them.
 	Logger *slog.Logger
 
-	mu       sync.Mutex // one sweep at a time
-	pacer    *reconcile.Pacer
-	missing  map[string]bool // ids Restate did not return (or refused), logged once
-	failures int             // consecutive failed sweeps
-	cursor   *discoveryCursor
-	journals map[string]journalEntry // attached journal events, by invocation id
-	policies map[string]policyEntry  // retry policies, by service
-	sent     map[string]string       // the raw event id last published, by invocation id
+	mu         sync.Mutex // one sweep at a time
+	pacer      *reconcile.Pacer
+	missing    map[string]bool // ids Restate did not return (or refused), logged once
+	failures   int             // consecutive failed sweeps
+	cursor     *discoveryCursor
+	discovered time.Time               // when the last discovery started
+	journals   map[string]journalEntry // attached journal events, by invocation id
+	policies   map[string]policyEntry  // retry policies, by service
+	sent       map[string]string       // the raw event id last published, by invocation id
+	refusals   map[string]refusal      // ids the admin API refused alone, by invocation id
+}
+
+// refusal is an invocation id the admin API refused to query while it
+// answered for others: it is asked about again only after a delay that
+// doubles with each refusal.
+type refusal struct {
+	count int
+	until time.Time
+}
+
+// maxRefusals bounds the refused ids the poller remembers; past it, a
+// refused id is asked about every sweep again.
+const maxRefusals = 10000
+
+// refusedFor is how long an id refused count times is not asked about:
+// Interval, doubled for each refusal after the first, capped at an hour.
+func (p *Poller) refusedFor(count int) time.Duration {
+	d := p.Interval
+	for i := 1; i < count && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
 }
 
 // NewPoller returns a poller of the admin API through admin with the
@@ -233,6 +257,9 @@ func (p *Poller) tracked(ctx context.Context, s *restateSweep, now time.Time) (i
 		if !v.LastEventAt.Before(quiet) {
 			continue
 		}
+		if r, ok := p.refusals[id]; ok && now.Before(r.until) {
+			continue // refused alone before: asked again after its delay
+		}
 		s.res.Stale++
 		if !validInvocationID(id) {
 			reason := fmt.Sprintf("the execution id %q is not a Restate invocation id (inv_1 and 33 base62 characters); the restate poller does not query it", id)
@@ -269,6 +296,7 @@ func (p *Poller) init() {
 		p.journals = map[string]journalEntry{}
 		p.policies = map[string]policyEntry{}
 		p.sent = map[string]string{}
+		p.refusals = map[string]refusal{}
 	}
 }
 

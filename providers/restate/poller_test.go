@@ -39,6 +39,8 @@ type restateAdmin struct {
 	queries []string
 	fail    func() (status int, body []byte) // nil: answer
 	refuse  string                           // an id whose every query fails, as Restate fails one it cannot parse
+	// discovered answers the next discovery query.
+	discovered []json.RawMessage
 }
 
 func newRestateAdmin(tb testing.TB) *restateAdmin {
@@ -72,6 +74,14 @@ func (a *restateAdmin) setFail(f func() (int, []byte)) {
 }
 
 // Queries returns the SQL received so far.
+// discover makes the next discovery query answer rows, and the later
+// ones none.
+func (a *restateAdmin) discover(rows ...json.RawMessage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.discovered = rows
+}
+
 func (a *restateAdmin) Queries() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -98,6 +108,12 @@ func (a *restateAdmin) serve(w http.ResponseWriter, r *http.Request) {
 		status, body := a.fail()
 		w.WriteHeader(status)
 		w.Write(body)
+		return
+	}
+	if strings.Contains(req["query"], "target_service_name IN") {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"rows": a.discovered})
+		a.discovered = nil
 		return
 	}
 	_, in, _ := strings.Cut(req["query"], " WHERE id IN (")
@@ -176,13 +192,22 @@ func TestRestatePollerFixtureRowsReachTheView(t *testing.T) {
 		t.Fatalf("succeeded view = retries %d, error %q; want both cleared", v.WorkflowRetryCount, v.WorkflowErrorMessage)
 	}
 
+	// The row with a retry_count, first seen, has its journal read once
+	// (a pause and resume before it would restart its retry_count).
 	want := "FROM sys_invocation WHERE id IN ('" + restateInvocation + "')"
+	journal := "FROM sys_journal_events WHERE id = '" + restateInvocation + "'"
+	journals := 0
 	for _, q := range admin.Queries() {
-		if !strings.Contains(q, want) {
+		if strings.Contains(q, journal) {
+			journals++
+		} else if !strings.Contains(q, want) {
 			t.Fatalf("query %q does not ask for the tracked invocation", q)
 		}
 	}
-	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 4 {
+	if journals != 1 {
+		t.Fatalf("the journal was read %d times, want once", journals)
+	}
+	if res, err := poller.Sweep(ctx); err != nil || res.Stale != 0 || len(admin.Queries()) != 5 {
 		t.Fatalf("sweep after success = %+v, %v; want no query for a finished invocation", res, err)
 	}
 }
@@ -233,6 +258,31 @@ func TestRestatePollerIsolatesARefusedID(t *testing.T) {
 	}
 	if !dlqHas(t, p, validID(3), "refuses to query invocation") || !dlqHas(t, p, "t3", "refuses") {
 		t.Fatal("no dead letter for the refused invocation's tenant")
+	}
+	// The refused id is not asked about again until its delay has passed
+	// (an interval, doubling with each refusal); the others are. Asked
+	// again, it is in the 4 queries that split the batch down to it.
+	asked := func() (refused, others int) {
+		for _, q := range admin.Queries() {
+			if strings.Contains(q, validID(3)) {
+				refused++
+			} else {
+				others++
+			}
+		}
+		return refused, others
+	}
+	for _, step := range []struct {
+		advance     time.Duration
+		wantRefused int
+	}{{time.Second, 4}, {poller.Interval, 8}, {poller.Interval, 8}, {poller.Interval, 12}} {
+		clock.Advance(step.advance)
+		if _, err := poller.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if refused, _ := asked(); refused != step.wantRefused {
+			t.Fatalf("after %s: the refused id was in %d queries, want %d", step.advance, refused, step.wantRefused)
+		}
 	}
 }
 
@@ -378,10 +428,47 @@ func TestRestatePollerDiscoveryCursor(t *testing.T) {
 			t.Errorf("first discovery %q lacks %q", q[0], want)
 		}
 	}
-	// Nothing was found: the cursor stays at the lookback's start, read again with a 2 s overlap.
+	// Nothing was found: the cursor stays at the lookback's start, and the
+	// next discoveries go on from it, reading nothing twice.
 	for _, sql := range q[1:] {
-		if !strings.Contains(sql, "modified_at > '2026-11-23T21:59:58.000Z'") || strings.Contains(sql, "status <> 'completed'") {
+		if !strings.Contains(sql, "modified_at > '2026-11-23T22:00:00.000Z'") || strings.Contains(sql, "status <> 'completed'") {
 			t.Errorf("later discovery %q does not go on from the cursor", sql)
 		}
+	}
+}
+
+// TestRestatePollerDiscoveryOverlap: a row changed just before a discovery
+// may become visible just after it, so the next discovery reads the 2 s
+// before the last one started once more; the one after goes on from the
+// newest row read, and reads none of them again.
+func TestRestatePollerDiscoveryOverlap(t *testing.T) {
+	ctx := context.Background()
+	admin := newRestateAdmin(t)
+	start := time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC)
+	clock := pipelinetest.NewClock(start)
+	poller := newRestatePoller(admin.URL, pipelinetest.OpenView(t), publishers.NewJetStream(bustest.Open(t).JetStream), clock)
+	poller.Services = []string{"Provision"}
+	id := validID(7)
+	admin.discover(json.RawMessage(`{"id":"` + id + `","target":"Provision/acme/run","target_service_name":"Provision","target_service_key":"acme","status":"running","created_at":"2026-11-23T22:59:59.000Z","modified_at":"2026-11-23T22:59:59.500Z"}`))
+	for range 3 {
+		if _, err := poller.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(poller.Interval)
+	}
+	var discoveries []string
+	for _, q := range admin.Queries() {
+		if strings.Contains(q, "target_service_name IN") {
+			discoveries = append(discoveries, q)
+		}
+	}
+	if len(discoveries) != 3 {
+		t.Fatalf("%d discoveries, want 3: %q", len(discoveries), discoveries)
+	}
+	if want := "modified_at > '2026-11-23T22:59:58.000Z' OR (modified_at = '2026-11-23T22:59:58.000Z' AND id > '')"; !strings.Contains(discoveries[1], want) {
+		t.Errorf("second discovery %q does not read again from 2 s before the first one: want %q", discoveries[1], want)
+	}
+	if want := "modified_at > '2026-11-23T22:59:59.500Z' OR (modified_at = '2026-11-23T22:59:59.500Z' AND id > '" + id + "')"; !strings.Contains(discoveries[2], want) {
+		t.Errorf("third discovery %q does not go on from the newest row: want %q", discoveries[2], want)
 	}
 }

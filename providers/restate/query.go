@@ -109,20 +109,40 @@ func base62Within(s string, limit *big.Int) bool {
 	return v.Cmp(limit) <= 0
 }
 
-// restateRowID returns the invocation id and modified_at of a row.
-func restateRowID(row json.RawMessage) (id, modifiedAt, status string, err error) {
+// rowFacts are what the poller reads of a row: which invocation, when it
+// last changed, its status, its attempt, and how it completed.
+type rowFacts struct {
+	ID               string
+	ModifiedAt       string
+	Status           string
+	RetryCount       *int
+	CompletionResult string
+	HasFailure       bool // the row has a completion_failure
+}
+
+// failed reports a completed invocation that did not succeed.
+func (f rowFacts) failed() bool {
+	return f.Status == "completed" && f.CompletionResult != "success" && (f.CompletionResult != "" || f.HasFailure)
+}
+
+// factsOf reads the facts of a row; a row without an id is EINVALID.
+func factsOf(row json.RawMessage) (rowFacts, error) {
 	var r struct {
-		ID         string          `json:"id"`
-		ModifiedAt json.RawMessage `json:"modified_at"`
-		Status     string          `json:"status"`
+		ID                string          `json:"id"`
+		ModifiedAt        json.RawMessage `json:"modified_at"`
+		Status            string          `json:"status"`
+		RetryCount        *int            `json:"retry_count"`
+		CompletionResult  string          `json:"completion_result"`
+		CompletionFailure string          `json:"completion_failure"`
 	}
 	if err := json.Unmarshal(row, &r); err != nil {
-		return "", "", "", substate.WrapError(substate.EINVALID, err, "decode restate row")
+		return rowFacts{}, substate.WrapError(substate.EINVALID, err, "decode restate row")
 	}
 	if r.ID == "" {
-		return "", "", "", substate.Errorf(substate.EINVALID, "restate row has no id")
+		return rowFacts{}, substate.Errorf(substate.EINVALID, "restate row has no id")
 	}
-	return r.ID, strings.Trim(string(r.ModifiedAt), `"`), r.Status, nil
+	return rowFacts{ID: r.ID, ModifiedAt: strings.Trim(string(r.ModifiedAt), `"`), Status: r.Status,
+		RetryCount: r.RetryCount, CompletionResult: r.CompletionResult, HasFailure: r.CompletionFailure != ""}, nil
 }
 
 // restateRaw returns the raw event of one row (with whatever the poller

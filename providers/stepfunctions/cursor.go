@@ -27,19 +27,21 @@ func (p *Provider) cursorOf(arn string) *cursor {
 	return c
 }
 
-// keep remembers the execution's cursor after a poll, or forgets it when
-// the execution ended: nothing will be added to its history but a redrive,
-// which the next poll reads from the start.
+// keep remembers the execution's cursor after a poll, ended executions'
+// too: the reconciler reads an execution once more after it fails, and a
+// redrive adds to its history, so the next read of either costs one call
+// when nothing is new. Idle cursors are dropped after cursorIdle.
 func (p *Provider) keep(arn string, c *cursor, payload *PollPayload) {
 	// An execution the poll could not describe keeps no cursor: the next
 	// poll reads its history from the start.
-	status := statusOf(payload.Execution)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if status != "RUNNING" && status != "PENDING_REDRIVE" {
+	if statusOf(payload.Execution) == "" {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		delete(p.cursors, arn)
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.cursors == nil {
 		p.cursors = map[string]*cursor{}
 	}

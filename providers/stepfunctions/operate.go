@@ -18,6 +18,10 @@ import (
 	"github.com/substatehq/substate"
 )
 
+// RedriveWindow is how long after an execution stopped Step Functions lets
+// it be redriven.
+const RedriveWindow = 14 * 24 * time.Hour
+
 // describeHistoryEvents is how many of the newest history events
 // DescribeExecution reads to find the current state and its attempts.
 const describeHistoryEvents = 100
@@ -40,6 +44,7 @@ func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.E
 		StartedAt: aws.ToTime(out.StartDate), StoppedAt: aws.ToTime(out.StopDate),
 		Redrives: int(aws.ToInt32(out.RedriveCount)),
 		Ended:    out.Status != types.ExecutionStatusRunning && out.Status != types.ExecutionStatusPendingRedrive,
+		Stopped:  out.Status == types.ExecutionStatusAborted,
 	}
 	info.Retryable, info.RetryRefusal = redrivable(out)
 	hist, err := p.client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{
@@ -102,7 +107,7 @@ func (p *Provider) StopExecution(ctx context.Context, id string, opts substate.S
 		return substate.Errorf(substate.EINVALID, "stepfunctions: an execution can be stopped but not killed (--kill is for Restate)")
 	}
 	_, err := p.client.StopExecution(ctx, &sfn.StopExecutionInput{
-		ExecutionArn: aws.String(id), Error: aws.String("Stopped"), Cause: aws.String(substate.Truncate(opts.Cause, maxStopCause)),
+		ExecutionArn: aws.String(id), Error: aws.String(substate.StopErrorType), Cause: aws.String(substate.Truncate(opts.Cause, maxStopCause)),
 	})
 	return wrapAction("stop execution", "StopExecution", err)
 }

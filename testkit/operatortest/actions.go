@@ -26,6 +26,9 @@ func (s *suite) stopped(t *testing.T, id string, pending bool) {
 	if info.StoppedAt.IsZero() {
 		t.Errorf("stopped execution without a stop time: %+v", info)
 	}
+	if !info.Stopped {
+		t.Errorf("stopped execution not described as stopped: a read-back cannot tell the stop took effect: %+v", info)
+	}
 	if got := info.Error + " " + info.Cause; s.f.StopCause && !strings.Contains(got, stopCause) {
 		t.Errorf("stopped execution's error and cause %q do not hold the cause %q", got, stopCause)
 	}
@@ -38,6 +41,41 @@ func (s *suite) stop(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	s.stopped(t, id, s.f.StopPending)
+}
+
+// stopOutcome stops a running execution through operate.Service, as the
+// worker does, and checks its outcome against the provider's state: done
+// only when a describe shows the execution stopped, pending only while it
+// does not, and the audit event says the same.
+func (s *suite) stopOutcome(t *testing.T) {
+	id := s.p.Running(t)
+	svc, audit := s.service(id)
+	svc.Settle = 0
+	res, err := svc.Act(context.Background(), substate.ExecutionRequest{TenantID: "contract", Action: substate.ActionStop, Reason: stopCause, Who: "contract"})
+	if err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	info := s.describe(t, id)
+	switch res.Outcome {
+	case substate.AuditDone:
+		if !info.Ended || !info.Stopped {
+			t.Errorf("the stop is reported done, but the execution is %s (ended %v, stopped %v): an over-claim", info.ProviderState, info.Ended, info.Stopped)
+		}
+	case substate.AuditPending:
+		if !s.f.StopPending {
+			t.Errorf("the stop is pending, but the provider stops at once")
+		}
+		if res.Next == "" {
+			t.Errorf("a pending stop does not say what happens next")
+		}
+	default:
+		t.Errorf("stop outcome %q, want done or pending", res.Outcome)
+	}
+	if ev := audit.last(t); ev.Outcome != res.Outcome || ev.ID != res.AuditID {
+		t.Errorf("audit event %+v does not record the outcome %s", ev, res.Outcome)
+	}
+	svc.Close()
+	s.await(t, id, "ended", ended)
 }
 
 func (s *suite) kill(t *testing.T) {
@@ -69,6 +107,9 @@ func (s *suite) stopEnded(t *testing.T) {
 		after := s.describe(t, id)
 		if after.ProviderState != before.ProviderState || after.Error != before.Error || after.Cause != before.Cause {
 			t.Errorf("stop of a %s execution changed it: %+v, before %+v", name, after, before)
+		}
+		if after.Stopped {
+			t.Errorf("a %s execution a stop reached after it ended is described as stopped: a read-back would call the stop done: %+v", name, after)
 		}
 	}
 }

@@ -58,8 +58,9 @@ type Features struct {
 	// StopPending: a stop returns once the provider accepted it, before a
 	// describe shows the execution ended (Restate answers a cancel with
 	// 202 Accepted and completes the invocation once its handler has run
-	// its compensations). Without it, the next describe shows it ended. A
-	// kill always ends the execution before it returns.
+	// its compensations): operate.Service may then report it pending,
+	// never done. Without it, the next describe shows it ended. A kill
+	// always ends the execution before it returns.
 	StopPending bool
 	// RetryPending: a retry returns once the provider accepted it, before
 	// a describe shows the execution taken up. Without it, the next
@@ -116,6 +117,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) Provider) {
 		{"ErrNotFound", s.notFound},
 		{"ErrInvalid", s.invalid},
 		{"Stop", s.stop},
+		{"StopOutcome", s.stopOutcome},
 		{"Kill", s.kill},
 		{"StopEnded", s.stopEnded},
 		{"Retry", s.retry},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/substatehq/substate"
@@ -92,4 +93,52 @@ func WantStopped(t *testing.T, p *pipelinetest.Pipeline, tenant, exec, cause str
 	if v.WorkflowVerb != substate.VerbCancelled || v.WorkflowExecutionID != exec {
 		t.Fatalf("stopped: view %+v, want failed/cancelled with %q", v, cause)
 	}
+}
+
+// auditLog keeps the audit events of the contract's own service.
+type auditLog struct {
+	mu     sync.Mutex
+	events []substate.AuditEvent
+}
+
+func (a *auditLog) PublishAudit(_ context.Context, ev substate.AuditEvent) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = append(a.events, ev)
+	return nil
+}
+
+// last returns the newest audit event.
+func (a *auditLog) last(t *testing.T) substate.AuditEvent {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.events) == 0 {
+		t.Fatal("no audit event")
+	}
+	return a.events[len(a.events)-1]
+}
+
+// oneTenant is a view of one tenant, "contract", whose execution is id.
+type oneTenant struct {
+	provider substate.Provider
+	id       string
+}
+
+func (v oneTenant) Tenant(_ context.Context, tenant string) (substate.TenantView, error) {
+	if tenant != "contract" {
+		return substate.TenantView{}, substate.Errorf(substate.ENOTFOUND, "tenant %q not found", tenant)
+	}
+	return substate.TenantView{TenantID: tenant, Provider: v.provider, WorkflowExecutionID: v.id, WorkflowSubState: substate.StateRunning}, nil
+}
+
+// service returns an operate.Service over the operator under test whose
+// one tenant, "contract", runs the execution id.
+func (s *suite) service(id string) (*operate.Service, *auditLog) {
+	a := &auditLog{}
+	return &operate.Service{
+		Views:     oneTenant{provider: s.f.Provider, id: id},
+		Operators: map[substate.Provider]substate.ExecutionOperator{s.f.Provider: s.p.Operator},
+		Audit:     a,
+	}, a
 }

@@ -34,6 +34,7 @@ type Config struct {
 	MemProfile string        // write a heap profile to this file (large-view or flat-cost scenario)
 	Flat       int           // run only the flat-cost scenario with this many events; 0 runs the others
 	FlatLimit  time.Duration // stop the flat-cost scenario after this long (0 = no limit)
+	Groups     int           // run only the groups scenario over a view of this many tenants; 0 runs the others
 
 	worker.Flags
 }
@@ -82,6 +83,9 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	if c.Flat > 0 {
 		return b.runFlat(ctx, stdout, progress)
 	}
+	if c.Groups > 0 {
+		return b.runGroups(ctx, stdout, progress)
+	}
 	rep, err := b.run(ctx, progress)
 	if err != nil {
 		return err
@@ -116,6 +120,19 @@ func (b *benchRun) runFlat(ctx context.Context, stdout io.Writer, progress func(
 	return nil
 }
 
+// runGroups runs the groups scenario alone and prints its report.
+func (b *benchRun) runGroups(ctx context.Context, stdout io.Writer, progress func(string)) error {
+	rep, err := b.groups(ctx, progress)
+	if err != nil {
+		return err
+	}
+	if b.JSON {
+		return termtext.WriteJSON(stdout, rep)
+	}
+	rep.print(stdout)
+	return nil
+}
+
 // spread is the number of tenants a scenario of n events runs over:
 // benchSpread, and fewer for a short run so that every tenant still gets
 // ten events (five executions).
@@ -132,6 +149,8 @@ func (c *Config) validate() error {
 		return substate.Errorf(substate.EINVALID, "--rate and --duration must be positive")
 	case c.BatchSize < 1:
 		return substate.Errorf(substate.EINVALID, "--batch-size must be positive")
+	case c.Groups < 0 || c.Groups > 10_000_000:
+		return substate.Errorf(substate.EINVALID, "--groups must be between 0 and 10,000,000")
 	}
 	return nil
 }

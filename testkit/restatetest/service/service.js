@@ -96,8 +96,40 @@ const provision = restate.object({
         if (gates.get(ctx.key) !== "open") throw new Error("downstream unavailable");
         return "ok";
       }),
+    // Fail fast: every attempt fails (its message names the attempt) while
+    // the gate is not "open", 0.5 s apart; the retry policy ends the run
+    // after 4 attempts, within a default poll interval, by killing it.
+    burstKill: restate.handlers.object.exclusive({ retryPolicy: burst("kill") }, failing),
+    // Like burstKill, but the retry policy pauses it after 4 attempts.
+    burstPause: restate.handlers.object.exclusive({ retryPolicy: burst("pause") }, failing),
+    // Like burstPause, but waiting 0.25 s, 1 s, then 4 s between attempts:
+    // paused after 4 attempts within 6 s, and, resumed, backing off for
+    // seconds before it pauses again after 4 more.
+    relapse: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 250, exponentiationFactor: 4, maxInterval: 4000, maxAttempts: 4, onMaxAttempts: "pause" } },
+      failing),
+    // Fails while its gate is not "open", waiting 0.05 s, 1 min, 1 min…
+    // between attempts: backing off for a minute after its second attempt.
+    // It fails before it calls the context, so it never sees a cancel.
+    backoff: restate.handlers.object.exclusive(
+      { retryPolicy: { initialInterval: 50, exponentiationFactor: 1200, maxInterval: 60000, maxAttempts: 1000, onMaxAttempts: "pause" } },
+      failing),
   },
 });
+
+// burst is the retry policy of the fail-fast handlers: 4 attempts, 0.5 s
+// apart, then onMax.
+function burst(onMax) {
+  return { initialInterval: 500, maxInterval: 500, exponentiationFactor: 1, maxAttempts: 4, onMaxAttempts: onMax };
+}
+
+// failing fails while the gate of its key is not "open", with a message
+// naming the attempt.
+async function failing(ctx) {
+  const n = attempt(ctx);
+  if (gates.get(ctx.key) !== "open") throw new Error(`downstream unavailable (attempt ${n})`);
+  return `ok after ${n}`;
+}
 
 // A keyless service.
 const notify = restate.service({
