@@ -63,9 +63,9 @@ func TestStreamLossAfterStoreRemoved(t *testing.T) {
 }
 
 // SUBSTATE_EVENTS deleted under a running worker: it stops with an error
-// saying so ("substate run" exits non-zero with it; its restart then
-// rebuilds); it never idles on a consumer positioned past the new
-// stream's end.
+// saying so ("substate run" exits non-zero with it; its restart then maps
+// SUBSTATE_RAW again into the new stream and rebuilds); it never idles on
+// a consumer positioned past the new stream's end.
 func TestStreamDeletedUnderRunningView(t *testing.T) {
 	dir := t.TempDir()
 	w := workertest.Start(t, workertest.DataDir(dir), func(f *worker.Flags) { f.StreamCheckEvery = 100 * time.Millisecond })
@@ -79,9 +79,11 @@ func TestStreamDeletedUnderRunningView(t *testing.T) {
 	}
 	w2 := workertest.Start(t, workertest.DataDir(dir))
 	workertest.PostRows(t, w2.HTTP.URL(), "u", 100)
-	waitApplied(t, w2, 100)
-	if _, err := w2.View.Tenant(context.Background(), "u0099"); err != nil {
-		t.Fatalf("tenant u0099 after the restart: %v", err)
+	waitApplied(t, w2, 200)
+	for _, id := range []string{"t0000", "t0099", "u0099"} {
+		if _, err := w2.View.Tenant(context.Background(), id); err != nil {
+			t.Fatalf("tenant %s after the restart: %v", id, err)
+		}
 	}
 	verifyEqual(t, w2)
 }
