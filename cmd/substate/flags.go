@@ -77,7 +77,6 @@ func (f ClientFlags) ConnectAs(id bus.Identity) (*nats.Conn, jetstream.JetStream
 type ServerFlags struct {
 	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
 	APIKey string `name:"api-key" help:"Read-API key, sent as Authorization: Bearer (needed once the worker has keys)."`
-	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
 }
 
 // Client is the API client of the worker the flags name.

@@ -69,17 +69,14 @@ func (p *Printer) PrintTable(v any, table func(wide bool) Table) error {
 }
 
 // Item prints one record of a stream as it arrives: one compact JSON
-// object on a line (JSON lines), a YAML document after "---", or the line
-// text returns.
+// object on a line (JSON lines, with <, > and & as they are), a YAML
+// document after "---", or the line text returns.
 func (p *Printer) Item(v any, text func(wide bool) string) error {
 	switch p.Format {
 	case FormatJSON:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(p.W, JSON(string(b)))
-		return err
+		enc := json.NewEncoder(jsonWriter{p.W})
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
 	case FormatYAML:
 		if _, err := io.WriteString(p.W, "---\n"); err != nil {
 			return err
