@@ -90,3 +90,10 @@ type GroupPage struct {
 	// the view keeps answered.
 	Scanned int64 `json:"scanned"`
 }
+
+// TenantCount is how many tenants of one provider are in one sub-state.
+type TenantCount struct {
+	SubState SubState `json:"subState"`
+	Provider Provider `json:"provider"`
+	Count    int64    `json:"count"`
+}
