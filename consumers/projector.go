@@ -34,6 +34,11 @@ type Projector struct {
 	Linger      time.Duration // 0 means 2 ms
 	Metrics     *Metrics
 	Logger      *slog.Logger
+	// HistoryUpTo is the stream sequence up to which the view fills from
+	// nothing (a new replica, a view rebuilt after a stream loss): those
+	// events' changes are history the view never lagged behind, and
+	// their age is not observed as its freshness. 0 for none.
+	HistoryUpTo uint64
 
 	next     uint64 // the stream sequence the view expects next
 	ackAll   bool   // the consumer's acks are cumulative
@@ -151,6 +156,7 @@ func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) erro
 		return err
 	}
 	p.observe(res)
+	p.Metrics.observeApplied(res.Changes, time.Now(), p.HistoryUpTo)
 	return nil
 }
 
