@@ -40,11 +40,7 @@ func benchApply(b *testing.B, sync bool, mix string, outbox bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		seqs := make([]uint64, len(pending))
-		for i := range pending {
-			seqs[i] = pending[i].Seq
-		}
-		if err := db.RemoveChanges(ctx, seqs); err != nil {
+		if err := db.RemoveChanges(ctx, pending); err != nil {
 			b.Fatal(err)
 		}
 	}
