@@ -85,16 +85,32 @@ func (p *Projector) readStreamEnd(ctx context.Context) error {
 	return nil
 }
 
-// runDeadlines is the deadline loop; it returns when ctx is done.
+// runDeadlines is the deadline loop; it returns when ctx is done. New
+// SLOs are recomputed beside it, so deadlines go on firing meanwhile.
 func (p *Projector) runDeadlines(ctx context.Context, ds substate.DeadlineStore) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var recheck time.Time // when the stream's end was last read while behind
+	var recheck time.Time                 // when the stream's end was last read while behind
+	recomputed := make(chan struct{}, 1) // a recompute ended
+	recomputing := false
+	defer func() {
+		if recomputing {
+			<-recomputed
+		}
+	}()
 	for ctx.Err() == nil {
 		next, stale := ds.NextDeadline()
-		if stale {
-			p.recompute(ctx, ds)
-			continue
+		select {
+		case <-recomputed:
+			recomputing = false
+		default:
+		}
+		if stale && !recomputing {
+			recomputing = true
+			go func() {
+				p.recompute(ctx, ds)
+				recomputed <- struct{}{}
+			}()
 		}
 		wait := time.Duration(-1) // until signalled
 		now := time.Now()
@@ -118,6 +134,9 @@ func (p *Projector) runDeadlines(ctx context.Context, ds substate.DeadlineStore)
 			if n, _ := ds.NextDeadline(); !n.Equal(next) {
 				continue
 			}
+		}
+		if recomputing && (wait < 0 || wait > deadlineRetry) {
+			wait = deadlineRetry // look whether it ended
 		}
 		p.sleep(ctx, timer, wait, ds.DeadlinesChanged(), wait == behindPoll)
 	}
