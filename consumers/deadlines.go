@@ -90,7 +90,7 @@ func (p *Projector) readStreamEnd(ctx context.Context) error {
 func (p *Projector) runDeadlines(ctx context.Context, ds substate.DeadlineStore) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var recheck time.Time                 // when the stream's end was last read while behind
+	var recheck time.Time                // when the stream's end was last read while behind
 	recomputed := make(chan struct{}, 1) // a recompute ended
 	recomputing := false
 	defer func() {
