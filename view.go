@@ -37,13 +37,16 @@ type TenantView struct {
 	// the worker's SLOs, from WorkflowSubStateSince and the execution's
 	// start; zero when no SLO applies or the tenant is terminal.
 	// DeadlineSLO says which SLO it is: the sub-state's name, or run.
-	Deadline    time.Time `json:"deadline,omitzero"`
-	DeadlineSLO SLO       `json:"deadlineSlo,omitzero"`
+	// (Unset times are written as the zero time, as every time of the
+	// view is: leaving them out would cost the JSON encoder an allocation
+	// per field and view.)
+	Deadline    time.Time `json:"deadline"`
+	DeadlineSLO SLO       `json:"deadlineSlo"`
 	// Stuck says the deadline passed and the view has not changed since;
 	// StuckSince is that deadline. A change that moves the deadline (a new
 	// sub-state, a new execution, the end) ends it.
 	Stuck      bool      `json:"stuck"`
-	StuckSince time.Time `json:"stuckSince,omitzero"`
+	StuckSince time.Time `json:"stuckSince"`
 }
 
 // Sequenced is a canonical event together with its stream sequence number in
