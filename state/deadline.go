@@ -15,15 +15,17 @@ import (
 // The deadline indexes, kept in the same transactions as the records:
 //
 //   - deadlines: the timer index, deadline (12 bytes, see appendSince),
-//     tenant id → nil, for every tenant with a deadline that is not stuck
-//     yet; its first key is the next deadline to pass;
+//     tenant id → the SLO it is for (deadlineByte), for every tenant with
+//     a deadline that is not stuck yet; its first key is the next
+//     deadline to pass;
 //   - stuck: stuck since (12 bytes), tenant id → nil, for every stuck
 //     tenant, the longest stuck first;
 //   - stuck-counts: sub-state code, provider code, workflow type →
 //     tenants (8 bytes, big-endian): how many stuck tenants each
 //     combination has, for the metric and the console's counts.
 //
-// The record holds which SLO the deadline is for (deadlineByte).
+// The record holds the deadline and its SLO too (deadlineByte), so a
+// reader of the index needs the record only to act.
 var (
 	bucketDeadlines   = []byte("deadlines")
 	bucketStuck       = []byte("stuck")
@@ -125,8 +127,17 @@ func (b *buckets) trackDeadlines(old, next *Record) error {
 	if ov != nil {
 		fromD, fromS = deadlineKey(ov), stuckKey(ov)
 	}
-	if err := move(b.deadlines, fromD, deadlineKey(nv)); err != nil {
-		return err
+	if toD := deadlineKey(nv); !bytes.Equal(fromD, toD) || (toD != nil && ov.DeadlineSLO != nv.DeadlineSLO) {
+		if fromD != nil {
+			if err := b.deadlines.Delete(fromD); err != nil {
+				return err
+			}
+		}
+		if toD != nil {
+			if err := b.deadlines.Put(toD, []byte{deadlineByte(nv)}); err != nil {
+				return err
+			}
+		}
 	}
 	if err := move(b.stuck, fromS, stuckKey(nv)); err != nil {
 		return err

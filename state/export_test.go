@@ -287,6 +287,9 @@ func verifyDeadlines(tx *bolt.Tx) error {
 		}
 		if dk := deadlineKey(view); dk != nil {
 			want[string(bucketDeadlines)][string(dk)] = true
+			if v := tx.Bucket(bucketDeadlines).Get(dk); len(v) != 1 || v[0] != deadlineByte(view) {
+				return fmt.Errorf("timer index entry of %q says SLO %x, the record %q", k, v, view.DeadlineSLO)
+			}
 		}
 		if sk := stuckKey(view); sk != nil {
 			want[string(bucketStuck)][string(sk)] = true
