@@ -76,7 +76,7 @@ func Load(path string) (*substate.SLOs, error) {
 	if err != nil {
 		return nil, substate.WrapError(substate.EINVALID, err, "read SLO file")
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: closing cannot lose anything
 	src, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
 		return nil, substate.WrapError(substate.EINVALID, err, "read SLO file %s", path)

@@ -26,7 +26,7 @@ func (d *DB) walkGroups(ctx context.Context, g *groupQuery) (substate.GroupPage,
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
+		defer func() { _ = tx.Rollback() }() // a read transaction: nothing to undo
 		g.tx = tx
 		page, err = d.walk(ctx, g, pending)
 		return err
@@ -150,11 +150,10 @@ func (s *groupSource) walk(tx *bolt.Tx, cutoff time.Time, fn func(id []byte) err
 	c := tx.Bucket(s.bucket).Cursor()
 	for _, prefix := range s.prefixes {
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			id := k
 			if len(k) < s.skip {
 				continue
 			}
-			id = k[s.skip:]
+			id := k[s.skip:]
 			if s.members {
 				tenant, since, ok := memberTenant(k)
 				if !ok {

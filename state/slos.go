@@ -161,7 +161,7 @@ func (d *DB) recomputeBatch(slos *substate.SLOs, after []byte) (int, []byte, err
 				k, _ = c.Next()
 			}
 		}
-		for ; k != nil && len(k) > 1 && k[0] <= lastActiveCode; k, _ = c.Next() {
+		for ; len(k) > 1 && k[0] <= lastActiveCode; k, _ = c.Next() {
 			if n == DefaultRecomputeBatch {
 				last = append([]byte(nil), k...)
 				return nil
