@@ -60,7 +60,7 @@ type ExecutionActFlags struct {
 // ExecutionsStopCmd is "substate executions stop TENANT".
 type ExecutionsStopCmd struct {
 	ExecutionActFlags `embed:""`
-	Kill              bool `help:"Kill a Restate invocation at once, without running its compensations."`
+	Kill              bool `help:"Kill a Restate invocation at once, without running its compensations. The engine's stop is immediate anyway; Step Functions has no kill and refuses it (a --dry-run says so too)."`
 }
 
 // Run stops the execution.
@@ -156,6 +156,9 @@ func executionTable(x substate.ExecutionInfo, wide bool) termtext.Table {
 		retry = "no: " + termtext.Text(x.RetryRefusal)
 	}
 	row("retryable", retry)
+	if x.KillRefusal != "" && !x.Ended {
+		row("killable", "no: "+termtext.Text(x.KillRefusal))
+	}
 	return t
 }
 
