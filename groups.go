@@ -97,3 +97,12 @@ type TenantCount struct {
 	Provider Provider `json:"provider"`
 	Count    int64    `json:"count"`
 }
+
+// StuckCount is how many stuck tenants share a sub-state, a provider and
+// a workflow type.
+type StuckCount struct {
+	SubState     SubState `json:"subState"`
+	Provider     Provider `json:"provider"`
+	WorkflowType string   `json:"workflowType"`
+	Count        int64    `json:"count"`
+}

@@ -27,7 +27,8 @@ type Metrics struct {
 	BatchSize      *prometheus.HistogramVec // stage
 	ConsumerLag    *prometheus.GaugeVec     // consumer
 	ChangesEmitted prometheus.Counter
-	StreamLosses   prometheus.Counter // SUBSTATE_EVENTS found not to hold what the view expects
+	StreamLosses   prometheus.Counter     // SUBSTATE_EVENTS found not to hold what the view expects
+	SLOEvents      *prometheus.CounterVec // slo, outcome (SLOMet, SLOMissed)
 	// Freshness is, by provider, how long after the provider's own time
 	// of an event (its occurredAt) the view committed the change it made.
 	Freshness *prometheus.HistogramVec
@@ -79,6 +80,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "substate_consumer_lag", Help: "Messages not yet delivered to a durable consumer.",
 		}, []string{"consumer"}),
+		SLOEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_slo_events_total",
+			Help: "Deadlines that ended, by SLO (a sub-state or run) and outcome: met (a change ended it before it passed) or missed (it passed: the tenant became stuck).",
+		}, []string{"slo", "outcome"}),
 		Freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "substate_view_freshness_seconds", Help: "Time from the provider's own time of an event (its occurredAt: Step Functions' start, redrive or stop date, Restate's modified_at, the engine's emission) to the view's commit of the change it made, by provider.",
 			Buckets: FreshnessBuckets,
@@ -100,7 +105,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Normalized, m.DeadLettered, m.Naks,
 			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
 			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag,
-			m.Freshness, m.LastApplied, m.ChangesLastPublished, m.ConsumerAges)
+			m.Freshness, m.LastApplied, m.ChangesLastPublished, m.ConsumerAges, m.SLOEvents)
 	}
 	return m
 }

@@ -56,6 +56,7 @@ type Flags struct {
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
+	DeadlineFlags        `embed:""`
 }
 
 // Worker is a running substate worker: NATS (embedded or not), the streams,
@@ -85,6 +86,7 @@ type Worker struct {
 	Changes    *publishers.ChangeFeed
 
 	evidence *replay.CheckMetrics // what the evidence check found
+	slos     *substate.SLOs       // from --slo-file; nil without one
 
 	registry  *prometheus.Registry
 	forwarder *consumers.Forwarder  // nil without --eventbridge-bus
@@ -114,6 +116,9 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
+		return err
+	}
+	if err := w.openSLOs(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(w.Flags.DataDir, 0o755); err != nil {
@@ -203,6 +208,7 @@ func (w *Worker) openView(context.Context) error {
 	}
 	w.closers = append(w.closers, w.View.Close)
 	w.registry.MustRegister(&consumers.TenantsCollector{Counts: w.View.TenantCounts})
+	w.useSLOs()
 	return nil
 }
 
@@ -299,6 +305,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
 		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
+		Events: replay.NewEventFeed(&replay.Reader{JS: w.Bus.JetStream}), DeadLetters: replay.DeadLetters{Reader: &replay.Reader{JS: w.Bus.JetStream}},
 	}
 	if w.View != nil { // a role without a view has none of these
 		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View
