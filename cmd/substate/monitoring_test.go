@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
 )
 
 // The tests in this file keep deploy/'s alert rules and dashboard honest:
@@ -250,4 +255,78 @@ func monitoringMetrics(t *testing.T) map[string]string {
 		t.Fatal("the rules and the dashboard read no substate metric")
 	}
 	return out
+}
+
+// scrapedNames returns the sample names and the metric families (# TYPE
+// lines) of a Prometheus text exposition.
+func scrapedNames(body string) (samples, families map[string]bool) {
+	samples, families = map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			families[name] = true
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.IndexAny(line, "{ "); i > 0 {
+			samples[line[:i]] = true
+		}
+	}
+	return samples, families
+}
+
+// TestMonitoringMetricsExported runs a worker with an SLO file and the
+// evidence check on, and gives it a failed tenant, a running one that
+// overstays its SLO and a body that is not JSON. Its /metrics then has a
+// sample of every metric the rules and the dashboard read, so neither can
+// name one the worker does not export; and docs/metrics.md describes each
+// substate metric it exports.
+func TestMonitoringMetricsExported(t *testing.T) {
+	want := monitoringMetrics(t)
+	slos := filepath.Join(t.TempDir(), "slo.yaml")
+	if err := os.WriteFile(slos, []byte("workflows:\n  \"*\": {running: 1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := workertest.Start(t, func(f *worker.Flags) {
+		f.SLOFile, f.EvidenceCheckInterval = slos, 100*time.Millisecond
+	})
+	url := w.HTTP.URL()
+	workertest.IngestTenant(t, url, "metrics-failed", "")
+	if err := workertest.DeliverRow(url, "metrics-running-0", workertest.RestateRow("metrics-running", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if code := workertest.Post(t, url+"/v1/ingest/eventbridge", []byte(`{"id": "x",`), nil); code != http.StatusBadRequest {
+		t.Fatalf("a body that is not JSON: %d, want 400", code)
+	}
+	var families map[string]bool
+	workertest.EventuallyWithin(t, 20*time.Second, func() string {
+		code, body := workertest.Get(t, url+"/metrics")
+		if code != http.StatusOK {
+			return fmt.Sprintf("GET /metrics: %d %s", code, body)
+		}
+		var samples map[string]bool
+		samples, families = scrapedNames(body)
+		var missing []string
+		for name, where := range want {
+			if !samples[name] {
+				missing = append(missing, name+" (read by "+where+")")
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			return "the worker does not export:\n" + strings.Join(missing, "\n")
+		}
+		return ""
+	})
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range families {
+		if strings.HasPrefix(name, "substate_") && !regexp.MustCompile("`"+name+"[`{]").Match(doc) {
+			t.Errorf("docs/metrics.md does not describe %s", name)
+		}
+	}
 }
