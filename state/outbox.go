@@ -21,11 +21,13 @@ var bucketOutbox = []byte("change-outbox")
 // Compile-time check that DB is a change outbox.
 var _ substate.ChangeOutbox = (*DB)(nil)
 
-// outboxEntry is the value of a change in the outbox: the change and the
-// traceparent of the event that made it.
+// outboxEntry is the value of a change in the outbox: the change, the
+// traceparent of the event that made it and, when tracing is on, of the
+// span that applied it.
 type outboxEntry struct {
 	Change      substate.Change `json:"change"`
 	TraceParent string          `json:"traceparent,omitempty"`
+	Hop         string          `json:"hop,omitempty"`
 }
 
 // writeOutbox stores the batch's changes in the outbox.
@@ -33,7 +35,7 @@ func (w *work) writeOutbox(tx *bolt.Tx) error {
 	b := tx.Bucket(bucketOutbox)
 	for i := range w.res.Changes {
 		c := &w.res.Changes[i]
-		v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent})
+		v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent, Hop: c.Hop})
 		if err != nil {
 			return fmt.Errorf("encode change %d: %w", c.Seq, err)
 		}
@@ -78,7 +80,7 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode outbox change %x: %w", k, err)
 			}
-			e.Change.TraceParent = e.TraceParent
+			e.Change.TraceParent, e.Change.Hop = e.TraceParent, e.Hop
 			out = append(out, e.Change)
 		}
 		return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/netx"
+	"github.com/substatehq/substate/internal/tracing"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/redact"
@@ -53,6 +54,7 @@ type Flags struct {
 	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
+	TraceFlags           `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
@@ -76,6 +78,9 @@ type Worker struct {
 	Auth        *httpapi.Authorizer
 	Redaction   *redact.Policy
 	MetricsHTTP *httpapi.Server // on --metrics-addr; nil without it
+	// Tracer makes the pipeline's spans; nil when tracing is off (no
+	// OTEL_* exporter configured).
+	Tracer *tracing.Tracer
 
 	// The pipeline's stages, each nil when the role does not run it: the
 	// normalizer, the projector and the change feed that drains the
@@ -114,6 +119,9 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
+		return err
+	}
+	if err := w.openTracing(ctx); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(w.Flags.DataDir, 0o755); err != nil {
@@ -236,7 +244,7 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 	w.Normalizer = &consumers.Normalizer{
 		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
 		Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries}, BatchSize: w.Flags.BatchSize,
-		Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
+		Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "normalizer"),
 	}
 	return nil
 }
@@ -261,7 +269,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 	w.Projector = &consumers.Projector{
 		Consumer: c, Stream: stream, Store: w.View,
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
-		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
+		Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "projector"),
 	}
 	return nil
 }
@@ -295,6 +303,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
 		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
+		TraceUI: w.Flags.TraceUIURL,
 	}
 	if w.View != nil { // a role without a view has none of these
 		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View
