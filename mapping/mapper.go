@@ -20,8 +20,11 @@ import (
 // the error fingerprint, counts a failed Restate invocation's retries from
 // its journal, words a stop's cause as every provider does
 // (substate.StopMessage: "Stopped: <cause>"), and redacts secrets in the
-// error text (redact.Text) before the fingerprint is taken.
-const Version = 3
+// error text (redact.Text) before the fingerprint is taken. Version 4
+// counts a Task state entered again after its failure was caught as a
+// retry (Step Functions polls) and gives an error without a message its
+// type as the message.
+const Version = 4
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
@@ -100,10 +103,23 @@ func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
 	for i := range events {
 		ev := &events[i]
 		ev.MappingVersion = Version
+		typeAsMessage(ev)
 		ev.ErrorMessage = redact.Text(ev.ErrorMessage)
 		ev.ErrorFingerprint = Fingerprint(ev.Provider, ev.ErrorType, ev.ErrorMessage)
 	}
 	return events, err
+}
+
+// typeAsMessage gives a failing event with an error type and no message
+// (a Fail state with only its error, a task error without text) its type
+// as the message, so the view shows that it has an error.
+func typeAsMessage(ev *substate.EventData) {
+	switch ev.SubState {
+	case substate.StateFailed, substate.StateError, substate.StateBackingOff:
+		if ev.ErrorMessage == "" && ev.ErrorType != "" {
+			ev.ErrorMessage = firstLine(ev.ErrorType)
+		}
+	}
 }
 
 func (m *Mapper) mapKind(raw substate.RawEvent) ([]substate.EventData, error) {

@@ -34,6 +34,14 @@ type TenantReader interface {
 	Tenant(ctx context.Context, id string) (substate.TenantView, error)
 }
 
+// LastExecutionReader names a tenant's last execution when the view no
+// longer shows it (the view clears a succeeded execution's id); the view
+// store has it. A Service whose Views have it describes a finished
+// execution too.
+type LastExecutionReader interface {
+	LastExecution(ctx context.Context, id string) (string, error)
+}
+
 // Service is the substate.ExecutionService of a worker. Set the fields
 // before use; Views, Operators and Audit are required.
 type Service struct {
@@ -60,9 +68,21 @@ type Service struct {
 
 var _ substate.ExecutionService = (*Service)(nil)
 
-// Describe describes the tenant's current execution.
+// Describe describes the tenant's current execution, or its last one when
+// it succeeded (the view keeps no id for it): its output is there to read,
+// redacted below the admin scope like any description.
 func (s *Service) Describe(ctx context.Context, tenantID string) (substate.ExecutionInfo, error) {
-	_, _, info, err := s.current(ctx, tenantID)
+	v, err := s.Views.Tenant(ctx, tenantID)
+	if err != nil {
+		return substate.ExecutionInfo{}, err
+	}
+	v.TenantID = tenantID
+	if last, ok := s.Views.(LastExecutionReader); ok && v.WorkflowExecutionID == "" {
+		if v.WorkflowExecutionID, err = last.LastExecution(ctx, tenantID); err != nil {
+			return substate.ExecutionInfo{}, err
+		}
+	}
+	_, info, err := s.describe(ctx, v)
 	return info, err
 }
 
@@ -73,20 +93,27 @@ func (s *Service) current(ctx context.Context, tenantID string) (substate.Tenant
 	if err != nil {
 		return v, nil, substate.ExecutionInfo{}, err
 	}
+	v.TenantID = tenantID
+	op, info, err := s.describe(ctx, v)
+	return v, op, info, err
+}
+
+// describe describes the execution the view names, with its operator.
+func (s *Service) describe(ctx context.Context, v substate.TenantView) (substate.ExecutionOperator, substate.ExecutionInfo, error) {
 	if v.WorkflowExecutionID == "" {
-		return v, nil, substate.ExecutionInfo{}, substate.Errorf(substate.ENOTFOUND,
-			"tenant %q has no execution to act on (it is %s; a succeeded execution is not kept)", tenantID, v.WorkflowSubState)
+		return nil, substate.ExecutionInfo{}, substate.Errorf(substate.ENOTFOUND,
+			"tenant %q has no execution to act on (it is %s; a succeeded execution is not kept)", v.TenantID, v.WorkflowSubState)
 	}
-	op, err := s.operator(v.Provider, tenantID)
+	op, err := s.operator(v.Provider, v.TenantID)
 	if err != nil {
-		return v, nil, substate.ExecutionInfo{}, err
+		return nil, substate.ExecutionInfo{}, err
 	}
 	info, err := op.DescribeExecution(ctx, v.WorkflowExecutionID)
 	if err != nil {
-		return v, nil, substate.ExecutionInfo{}, err
+		return nil, substate.ExecutionInfo{}, err
 	}
-	info.TenantID = tenantID
-	return v, op, info, nil
+	info.TenantID = v.TenantID
+	return op, info, nil
 }
 
 // operator returns the operator of a provider.
@@ -223,6 +250,9 @@ func precondition(req substate.ExecutionRequest, info substate.ExecutionInfo) er
 	case substate.ActionStop:
 		if info.Ended {
 			return substate.Errorf(substate.ECONFLICT, "execution %s already ended (%s): there is nothing to stop", info.ExecutionID, info.ProviderState)
+		}
+		if req.Kill && info.KillRefusal != "" {
+			return substate.Errorf(substate.EINVALID, "execution %s cannot be killed: %s", info.ExecutionID, info.KillRefusal)
 		}
 	case substate.ActionRetry:
 		if !info.Retryable {
