@@ -81,6 +81,7 @@ type DB struct {
 	pmu        sync.RWMutex
 	pending    map[string]Record   // unchanged-but-newer records not yet written
 	removed    map[uint64]struct{} // outbox changes the feed removed, still in the file
+	fresh      map[uint64]substate.Change // see keepFresh
 	seq        uint64              // highest sequence applied, in memory
 	checkpoint uint64              // highest sequence committed
 	stats      Stats
@@ -141,6 +142,7 @@ func (d *DB) Open() error {
 		d.outboxReady = make(chan struct{}, 1)
 	}
 	d.db, d.pending, d.removed, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), make(map[uint64]struct{}), cp, cp, Stats{}
+	d.fresh = make(map[uint64]substate.Change)
 	d.allocated = pageAlloc(db)
 	d.corrupt.Store(nil)
 	d.pmu.Unlock()

@@ -44,6 +44,24 @@ func (w *work) writeOutbox(tx *bolt.Tx) error {
 	return nil
 }
 
+// maxFresh bounds the changes kept in memory beside the outbox: a feed
+// that lags further reads the rest from the file.
+const maxFresh = 16384
+
+// keepFresh keeps the changes a commit just wrote to the outbox in memory,
+// up to maxFresh, so that the change feed, which publishes them right
+// after, takes them as they are instead of decoding them back from the
+// file; the file stays the record (after a restart, or beyond maxFresh,
+// PendingChanges decodes them). d.pmu must be held for writing.
+func (d *DB) keepFresh(changes []substate.Change) {
+	for _, c := range changes {
+		if len(d.fresh) >= maxFresh {
+			return
+		}
+		d.fresh[c.Seq] = c
+	}
+}
+
 // signalOutbox wakes the change feed after a commit that wrote changes.
 func (d *DB) signalOutbox() {
 	select {
@@ -72,6 +90,10 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
 			if _, gone := d.removed[binary.BigEndian.Uint64(k)]; gone {
+				continue
+			}
+			if c, ok := d.fresh[binary.BigEndian.Uint64(k)]; ok {
+				out = append(out, c)
 				continue
 			}
 			var e outboxEntry
@@ -110,6 +132,7 @@ func (d *DB) RemoveChanges(ctx context.Context, seqs []uint64) error {
 	}
 	for _, s := range seqs {
 		d.removed[s] = struct{}{}
+		delete(d.fresh, s)
 	}
 	delay := removeDelay
 	if len(d.removed) >= removeBatch {
