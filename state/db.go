@@ -79,11 +79,11 @@ type DB struct {
 	// pmu guards what readers see besides the file: pending, removed, seq,
 	// checkpoint, stats. Apply takes it for writing only around a commit.
 	pmu        sync.RWMutex
-	pending    map[string]Record   // unchanged-but-newer records not yet written
-	removed    map[uint64]struct{} // outbox changes the feed removed, still in the file
+	pending    map[string]Record          // unchanged-but-newer records not yet written
+	removed    map[uint64]struct{}        // outbox changes the feed removed, still in the file
 	fresh      map[uint64]substate.Change // see keepFresh
-	seq        uint64              // highest sequence applied, in memory
-	checkpoint uint64              // highest sequence committed
+	seq        uint64                     // highest sequence applied, in memory
+	checkpoint uint64                     // highest sequence committed
 	stats      Stats
 	allocated  int64 // bbolt's page bytes allocated as of the last commit
 }
