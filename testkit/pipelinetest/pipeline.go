@@ -36,8 +36,15 @@ type Pipeline struct {
 // New starts a pipeline that runs until the test ends.
 func New(tb testing.TB) *Pipeline {
 	tb.Helper()
+	return NewWith(tb, nil)
+}
+
+// NewWith starts a pipeline whose normalizer configure changes (its
+// tenant rules, say) before it starts, as RunNormalizer does.
+func NewWith(tb testing.TB, configure func(*consumers.Normalizer)) *Pipeline {
+	tb.Helper()
 	b := bustest.Open(tb)
-	RunNormalizer(tb, b, nil)
+	RunNormalizer(tb, b, configure)
 	view := OpenView(tb)
 	ctx := context.Background()
 	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, bus.ProjectorConsumerConfig("", 30*time.Second, 1), 0)
