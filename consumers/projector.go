@@ -125,7 +125,7 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substa
 		seqs = append(seqs, meta.Sequence.Stream)
 		e, err := substate.UnmarshalEvent(m.Data())
 		if err != nil {
-			if err := p.dlq.store(ctx, m, err); err != nil {
+			if err := p.dlq.store(ctx, m, err, ""); err != nil {
 				return nil, nil, err
 			}
 			continue

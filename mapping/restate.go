@@ -3,6 +3,7 @@ package mapping
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"strings"
 	"time"
 
@@ -55,7 +56,7 @@ func (m *Mapper) mapRestate(body []byte, stopCause string) ([]substate.EventData
 	for i := range rows {
 		ev, err := m.mapRestateRow(&rows[i])
 		if err != nil {
-			return nil, err
+			return nil, aboutRows(err, len(rows))
 		}
 		withStopCause(&ev, &rows[i], stopCause)
 		out = append(out, ev)
@@ -89,7 +90,7 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	if err != nil {
 		return substate.EventData{}, err
 	}
-	src := tenantSource{execution: r.ID, name: r.name(),
+	src := tenantSource{provider: substate.ProviderRestate, execution: r.ID, name: r.name(),
 		serviceKey: r.TargetServiceKey, input: restateInput(r.Input)}
 	tenant, err := m.tenants.resolve(&src)
 	if err != nil {
@@ -121,6 +122,18 @@ func restateInput(v jsontext.Value) []byte {
 		return []byte(s)
 	}
 	return nil
+}
+
+// aboutRows returns the error of one of n rows of a payload: a tenant
+// that cannot be resolved names its execution only when the payload holds
+// that one row, so that a payload of several invocations' rows is always
+// dead-lettered whole.
+func aboutRows(err error, n int) error {
+	var u *substate.UnresolvedTenant
+	if n > 1 && errors.As(err, &u) {
+		return u.Err
+	}
+	return err
 }
 
 // restateStatus maps a row to its canonical event, all but the tenant.

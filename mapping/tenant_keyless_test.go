@@ -2,6 +2,8 @@ package mapping_test
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/substatehq/substate"
@@ -61,4 +63,66 @@ func TestResolveTenantKeylessRestate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A keyless invocation no rule resolves is refused with an error that
+// names it, so the normalizer can dead-letter its first row only.
+func TestResolveTenantKeylessUnresolved(t *testing.T) {
+	tests := []struct {
+		name  string
+		rules []string
+		set   map[string]any
+		says  []string
+	}{
+		{"Defaults", []string{"input:$.tenantId", "restate:key", "engine:tenant"}, nil,
+			[]string{"input:$.tenantId (no execution input)", "restate:key (no target_service_key)"}},
+		{"InputWithoutTenant", []string{"input:$.tenantId"}, map[string]any{"input": map[string]any{"x": 1}},
+			[]string{"input:$.tenantId (no match)"}},
+		{"InputNull", []string{"input:$.tenantId"}, map[string]any{"input": json.RawMessage("null")},
+			[]string{"input:$.tenantId (no execution input)"}},
+		{"GeneratedIdempotencyKey", []string{"name:^(?P<tenant>[a-z0-9-]+)--"}, nil,
+			[]string{`name:^(?P<tenant>[a-z0-9-]+)-- (no match in "01M859XX3TQKV6HKYVBWP6FVEB")`}},
+		{"NoIdempotencyKey", []string{"name:^(?P<tenant>[a-z0-9-]+)--"}, map[string]any{"idempotency_key": nil},
+			[]string{"no execution name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := mappingWithRules(t, tt.rules...).Map(substate.RawEvent{Kind: substate.RawRestate, ID: "r", Body: keylessRow(t, tt.set)})
+			wantCode(t, err, substate.ENOTENANT)
+			var u *substate.UnresolvedTenant
+			if !errors.As(err, &u) {
+				t.Fatalf("error %v does not name the execution", err)
+			}
+			if got, want := u.Provider, substate.ProviderRestate; got != want {
+				t.Errorf("provider = %q, want %q", got, want)
+			}
+			if got, want := u.ExecutionID, "inv_1bvqeCB2HiT82ZtXxTGwkPYWrcUNbkTLkx"; got != want {
+				t.Errorf("execution = %q, want %q", got, want)
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+	t.Run("SeveralRowsNameNoExecution", func(t *testing.T) {
+		// A payload of several rows is dead-lettered whole: its other rows
+		// must not be lost with the row of an execution already reported.
+		body := []byte(`{"rows":[` + string(restateRow(t, "running", nil)) + `,` + string(keylessRow(t, nil)) + `]}`)
+		_, err := newMapper(t).Map(substate.RawEvent{Kind: substate.RawRestate, ID: "r", Body: body})
+		wantCode(t, err, substate.ENOTENANT)
+		var u *substate.UnresolvedTenant
+		if errors.As(err, &u) {
+			t.Errorf("error of a payload of two rows names execution %q", u.ExecutionID)
+		}
+	})
+	t.Run("StepFunctions", func(t *testing.T) {
+		_, err := mappingWithRules(t, "input:$.tenantId").Map(substate.RawEvent{Kind: substate.RawEventBridge, ID: "e",
+			Body: sfnEvent(t, "RUNNING", map[string]any{"input": `{"x":1}`})})
+		var u *substate.UnresolvedTenant
+		if !errors.As(err, &u) || u.Provider != substate.ProviderStepFunctions || !strings.Contains(u.ExecutionID, "acme--run-1") {
+			t.Errorf("error %v (%+v): want one naming the Step Functions execution", err, u)
+		}
+	})
 }
