@@ -56,6 +56,7 @@ type Flags struct {
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
+	DeadlineFlags        `embed:""`
 }
 
 // Worker is a running substate worker: NATS (embedded or not), the streams,
@@ -85,6 +86,7 @@ type Worker struct {
 	Changes    *publishers.ChangeFeed
 
 	evidence *replay.CheckMetrics // what the evidence check found
+	slos     *substate.SLOs       // from --slo-file; nil without one
 
 	registry  *prometheus.Registry
 	forwarder *consumers.Forwarder  // nil without --eventbridge-bus
@@ -114,6 +116,9 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
+		return err
+	}
+	if err := w.openSLOs(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(w.Flags.DataDir, 0o755); err != nil {
@@ -202,6 +207,7 @@ func (w *Worker) openView(context.Context) error {
 		return fmt.Errorf("open view: %w", err)
 	}
 	w.closers = append(w.closers, w.View.Close)
+	w.useSLOs()
 	return nil
 }
 
