@@ -27,10 +27,14 @@ type Normalizer struct {
 	EventID     func(raw substate.RawEvent, i int) string
 	Events      substate.EventPublisher
 	DeadLetters substate.DeadLetterPublisher
-	Retry       Retry
-	BatchSize   int           // messages per batch; 0 means 256
-	Linger      time.Duration // wait for more messages of a batch; 0 means 2 ms
-	Metrics     *Metrics
+	// Unresolved remembers the executions without tenant already
+	// dead-lettered, so that only the first event of each is (see
+	// reject); nil dead-letters every one.
+	Unresolved substate.UnresolvedMemory
+	Retry      Retry
+	BatchSize  int           // messages per batch; 0 means 256
+	Linger     time.Duration // wait for more messages of a batch; 0 means 2 ms
+	Metrics    *Metrics
 	// Tracer, when set, makes the spans of each batch and event (nil: no
 	// tracing).
 	Tracer *tracing.Tracer
@@ -66,7 +70,7 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 		m, err := n.normalize(msg, tb)
 		if err != nil {
 			tb.DeadLetter(msg, err)
-			n.dlq.deadLetter(ctx, msg, err)
+			n.reject(ctx, msg, err)
 			continue
 		}
 		ok = append(ok, m)
