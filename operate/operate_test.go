@@ -245,6 +245,22 @@ func TestActReadsBack(t *testing.T) {
 			t.Fatalf("follow-up %+v, want done settling %s", ev, res.AuditID)
 		}
 	})
+	t.Run("OvertakenByKill", func(t *testing.T) {
+		// A cancel still pending when a kill (another action) ended the
+		// execution changed nothing: its follow-up says so, never done.
+		s, op, a := newService(running)
+		defer s.Close()
+		op.afterStop = &running
+		res, err := s.Act(context.Background(), stop)
+		if err != nil || res.Outcome != substate.AuditPending {
+			t.Fatalf("stop without effect: %+v, %v; want pending", res, err)
+		}
+		op.set(substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "completed: failure", Ended: true, Stopped: true, Killed: true})
+		pipelineWait(t, "the follow-up audit event", func() bool { return len(a.events()) == 2 })
+		if ev := a.events()[1]; ev.Outcome != substate.AuditRefused || ev.ErrorCode != substate.ECONFLICT || ev.Settles != res.AuditID || !strings.Contains(ev.Error, "killed before the cancel") {
+			t.Fatalf("follow-up %+v, want refused settling %s", ev, res.AuditID)
+		}
+	})
 	t.Run("EndedMeanwhile", func(t *testing.T) {
 		s, op, a := newService(running)
 		op.afterStop = &substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "succeeded", Ended: true}

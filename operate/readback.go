@@ -32,7 +32,7 @@ func (s *Service) readBack(ctx context.Context, op substate.ExecutionOperator, r
 	t := time.NewTicker(ReadBackEvery)
 	defer t.Stop()
 	for {
-		outcome, err = effect(ctx, op, req.Action, res)
+		outcome, err = effect(ctx, op, req, res)
 		if outcome != substate.AuditPending {
 			return outcome, "", err
 		}
@@ -47,10 +47,12 @@ func (s *Service) readBack(ctx context.Context, op substate.ExecutionOperator, r
 // effect reads the provider's state once and returns the outcome it shows
 // of an action the provider took: done when the state shows its effect,
 // refused (with the error) when it shows the action changed nothing, and
-// pending otherwise (a read that fails shows nothing).
-func effect(ctx context.Context, op substate.ExecutionOperator, action substate.ExecutionAction, res substate.ExecutionResult) (string, error) {
+// pending otherwise (a read that fails shows nothing). A stop without
+// Kill that finds the execution killed changed nothing: a kill (another
+// action, with its own audit event) ended it before the cancel did.
+func effect(ctx context.Context, op substate.ExecutionOperator, req substate.ExecutionRequest, res substate.ExecutionResult) (string, error) {
 	before := res.Execution
-	if action == substate.ActionRestart {
+	if req.Action == substate.ActionRestart {
 		if _, err := op.DescribeExecution(ctx, res.NewExecutionID); err != nil {
 			return substate.AuditPending, nil
 		}
@@ -60,9 +62,12 @@ func effect(ctx context.Context, op substate.ExecutionOperator, action substate.
 	if err != nil {
 		return substate.AuditPending, nil
 	}
-	switch action {
+	switch req.Action {
 	case substate.ActionStop:
 		switch {
+		case after.Ended && after.Killed && !req.Kill:
+			return substate.AuditRefused, substate.Errorf(substate.ECONFLICT,
+				"execution %s was killed before the cancel reached it: the cancel changed nothing (the kill's audit event records the stop)", res.ExecutionID)
 		case after.Ended && after.Stopped:
 			return substate.AuditDone, nil
 		case after.Ended:
@@ -103,7 +108,7 @@ func (s *Service) Recheck(ctx context.Context, res substate.ExecutionResult, req
 	if err != nil {
 		return res, err
 	}
-	outcome, err := effect(ctx, op, res.Action, res)
+	outcome, err := effect(ctx, op, req, res)
 	if outcome == substate.AuditPending {
 		return res, nil
 	}
