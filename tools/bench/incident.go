@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,8 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/internal/timex"
+	"github.com/substatehq/substate/mapping"
+	"github.com/substatehq/substate/replay"
 )
 
 // IncidentReport is the incident scenario's report: an incident-sized
@@ -49,6 +53,15 @@ type IncidentPhase struct {
 	// ConsoleReceived is the share of the phase's changes the console
 	// page received (with a console only).
 	ConsoleReceived float64 `json:"consoleReceived,omitzero"`
+	// EvidenceVerified is how many events the evidence check verified
+	// during the phase (it runs every 5 s within --evidence-check-budget
+	// of one core), EvidenceOther how many it found otherwise (0 when
+	// nothing is forged), EvidenceBusy the seconds it worked, and
+	// EvidenceRate what it verifies per second of work.
+	EvidenceVerified int64   `json:"evidenceVerified"`
+	EvidenceOther    int64   `json:"evidenceOther"`
+	EvidenceBusy     float64 `json:"evidenceBusySeconds"`
+	EvidenceRate     float64 `json:"evidenceVerifiedPerBusySecond"`
 	// ConsoleResets is how many times the console told the page it
 	// missed changes (dropped for being slow): the only way it may miss one.
 	ConsoleResets int64 `json:"consoleResets"`
@@ -56,7 +69,7 @@ type IncidentPhase struct {
 
 // Budget of the incident scenario.
 const (
-	IncidentRate    = 5000 // events a second offered
+	IncidentRate    = 5000 // events a second offered, unless --incident-rate says otherwise
 	incidentClients = 64   // keep-alive connections, as many API destination deliveries in flight
 )
 
@@ -77,12 +90,13 @@ func (b *benchRun) runIncident(ctx context.Context, stdout io.Writer, progress f
 }
 
 // incident fills a view of --tenants tenants, then posts changes to the
-// HTTP ingress at IncidentRate for --incident, first with no console
+// HTTP ingress at --incident-rate for --incident, first with no console
 // open, then with a console page following the change stream.
 func (b *benchRun) incident(ctx context.Context, progress func(string)) (_ *IncidentReport, err error) {
 	load := b.load
 	load.tenants = b.Tenants
-	perPhase := int(IncidentRate * b.Incident.Seconds())
+	rate := cmp.Or(b.IncidentRate, IncidentRate)
+	perPhase := int(rate * b.Incident.Seconds())
 	rounds := (perPhase + b.Tenants - 1) / b.Tenants
 	fill := load.changes(b.Tenants, 0)
 	phases := [][]benchEvent{load.changes(perPhase, 1), load.changes(perPhase, 1+rounds)}
@@ -91,7 +105,11 @@ func (b *benchRun) incident(ctx context.Context, progress func(string)) (_ *Inci
 		return nil, err
 	}
 	defer func() { err = firstErr(err, p.close(b.Keep)) }()
-	stop := p.run(p.normalize, p.project, p.feed)
+	check, err := newEvidenceCheck(p)
+	if err != nil {
+		return nil, err
+	}
+	stop := p.run(p.normalize, p.project, p.feed, check.run)
 	defer func() { err = firstErr(err, stop()) }()
 	progress(fmt.Sprintf("incident: a view of %d tenants", b.Tenants))
 	s := p.sender(load, 0)
@@ -101,10 +119,10 @@ func (b *benchRun) incident(ctx context.Context, progress func(string)) (_ *Inci
 	if err := p.probe.waitEvents(ctx, s.base+s.toView, benchIdle); err != nil {
 		return nil, err
 	}
-	rep := &IncidentReport{Tenants: b.Tenants, Rate: IncidentRate, Seconds: b.Incident.Seconds(), Clients: incidentClients}
+	rep := &IncidentReport{Tenants: b.Tenants, Rate: rate, Seconds: b.Incident.Seconds(), Clients: incidentClients}
 	for i, name := range []string{"no console", "console open"} {
-		progress(fmt.Sprintf("incident: %d events/s over HTTP for %s, %s", IncidentRate, b.Incident, name))
-		ph, err := b.burst(ctx, p, load, phases[i], i == 1)
+		progress(fmt.Sprintf("incident: %.0f events/s over HTTP for %s, %s", rate, b.Incident, name))
+		ph, err := b.burst(ctx, p, load, phases[i], rate, i == 1, check)
 		if err != nil {
 			return nil, err
 		}
@@ -137,8 +155,18 @@ func sentOf(phases [][]benchEvent, got []IncidentPhase) []benchEvent {
 
 // burst posts the events at IncidentRate from incidentClients connections
 // and waits until the view applied every accepted one.
-func (b *benchRun) burst(ctx context.Context, p *benchPipeline, load benchLoad, events []benchEvent, console bool) (*IncidentPhase, error) {
+func (b *benchRun) burst(ctx context.Context, p *benchPipeline, load benchLoad, events []benchEvent, rate float64, console bool, check *evidenceCheck) (*IncidentPhase, error) {
 	var fans *ConsoleFans
+	if console {
+		// The page must receive the changes made after it opened: let the
+		// feed publish the earlier ones first.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if n, err := p.view.OutboxLen(); err == nil && n == 0 {
+				break
+			}
+		}
+	}
+	changes0 := p.view.Stats().Applied
 	if console {
 		var err error
 		if fans, err = OpenConsoleFans(p.w.HTTP.URL(), 1); err != nil {
@@ -148,9 +176,9 @@ func (b *benchRun) burst(ctx context.Context, p *benchPipeline, load benchLoad, 
 	}
 	p.probe.counts() // start over
 	before := p.probe.events.Load()
-	cpu0 := cpuTime()
+	cpu0, verified0, other0, busy0 := cpuTime(), check.verified.Load(), check.other.Load(), check.busy.Load()
 	mem := sampleMemory(readMemory, 50*time.Millisecond)
-	post := p.paced(ctx, load, events)
+	post := p.paced(ctx, load, events, rate)
 	err := p.probe.waitEvents(ctx, before+post.accepted.Load(), benchIdle)
 	anon, rss := mem.done()
 	if err != nil {
@@ -163,9 +191,14 @@ func (b *benchRun) burst(ctx context.Context, p *benchPipeline, load benchLoad, 
 		Rate: float64(n) / post.seconds, LagP99: lat.P99, LagMax: lat.Max,
 		CPUPerEvent: float64((cpuTime() - cpu0).Microseconds()) / float64(max(n, 1)),
 		PeakRSSMiB:  mib(rss), PeakAnonMiB: mib(anon),
+		EvidenceVerified: check.verified.Load() - verified0, EvidenceOther: check.other.Load() - other0,
+		EvidenceBusy: time.Duration(check.busy.Load() - busy0).Seconds(),
+	}
+	if ph.EvidenceBusy > 0 {
+		ph.EvidenceRate = float64(ph.EvidenceVerified) / ph.EvidenceBusy
 	}
 	if fans != nil {
-		ph.ConsoleReceived = fans.Delivered(n, 10*time.Second)
+		ph.ConsoleReceived = fans.Delivered(int64(p.view.Stats().Applied-changes0), 10*time.Second)
 		ph.ConsoleResets = fans.Resets()
 	}
 	return ph, nil
@@ -179,10 +212,10 @@ type pacedPost struct {
 }
 
 // paced posts the events to the EventBridge ingress, each at its time
-// (start + i/IncidentRate), from incidentClients keep-alive connections.
+// (start + i/rate), from incidentClients keep-alive connections.
 // An event whose time comes while every client waits for an answer waits
 // too; those the phase's end finds unsent are not sent (Behind).
-func (p *benchPipeline) paced(ctx context.Context, load benchLoad, events []benchEvent) *pacedPost {
+func (p *benchPipeline) paced(ctx context.Context, load benchLoad, events []benchEvent, rate float64) *pacedPost {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: incidentClients, MaxConnsPerHost: incidentClients}}
 	defer client.CloseIdleConnections()
 	url := p.w.HTTP.URL() + "/v1/ingest/eventbridge"
@@ -202,9 +235,9 @@ func (p *benchPipeline) paced(ctx context.Context, load benchLoad, events []benc
 		})
 	}
 	start := time.Now()
-	end := start.Add(time.Duration(float64(len(events)) / IncidentRate * float64(time.Second)))
+	end := start.Add(time.Duration(float64(len(events)) / rate * float64(time.Second)))
 	for i, e := range events {
-		due := start.Add(time.Duration(float64(i) / IncidentRate * float64(time.Second)))
+		due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
 		if d := time.Until(due); d > time.Millisecond {
 			if timex.Sleep(ctx, d) != nil {
 				break
@@ -236,5 +269,71 @@ func (r *IncidentReport) print(w io.Writer) {
 			figure(p.Rate), p.LagP99, p.LagMax, p.CPUPerEvent, p.PeakRSSMiB, p.PeakAnonMiB, console)
 	}
 	_ = tw.Flush()
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "evidence check, %s: %d verified, %d otherwise, in %.1f s of work (%s verified per second of work)\n",
+			p.Name, p.EvidenceVerified, p.EvidenceOther, p.EvidenceBusy, figure(p.EvidenceRate))
+	}
 	fmt.Fprintf(w, "the console cost %.1f%% of the accepted rate; view: %s\n", 100*r.ConsoleCost, r.ViewCheck)
+}
+
+// evidenceInterval is how often the incident's evidence check runs: more
+// often than the worker's default minute, so that each phase holds
+// several rounds.
+const evidenceInterval = 5 * time.Second
+
+// evidenceCheck runs the worker's evidence check beside the pipeline, as
+// "substate run" does (--evidence-check-budget, every evidenceInterval),
+// counting what it verified and the time it worked.
+type evidenceCheck struct {
+	checker  *replay.Checker
+	verified atomic.Int64 // events checked and found verified
+	other    atomic.Int64 // events checked with any other outcome
+	busy     atomic.Int64 // nanoseconds the check worked
+	checked  atomic.Uint64
+}
+
+// newEvidenceCheck builds the check with the worker's tenant rules and
+// budget.
+func newEvidenceCheck(p *benchPipeline) (*evidenceCheck, error) {
+	rules, err := mapping.ParseTenantRules(p.w.Flags.TenantRule...)
+	if err != nil {
+		return nil, err
+	}
+	return &evidenceCheck{checker: &replay.Checker{
+		Reader: &replay.Reader{JS: p.w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
+		EventID: mapping.EventID, EventIDOf: mapping.EventIDOf, MappingVersion: mapping.Version,
+		Budget: p.w.Flags.EvidenceCheckBudget,
+	}}, nil
+}
+
+// run checks the events stored since its last round, every
+// evidenceInterval, until ctx is done.
+func (e *evidenceCheck) run(ctx context.Context) error {
+	t := time.NewTicker(evidenceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		_, last, _, err := e.checker.Reader.Bounds(ctx, substate.StreamEvents)
+		next := e.checked.Load() + 1
+		if err != nil || last < next {
+			continue
+		}
+		res, err := e.checker.Run(ctx, replay.Range{FromSeq: next, ToSeq: last})
+		if err != nil {
+			continue // stopped, or the next round retries
+		}
+		for o, n := range res.Counts {
+			if o == replay.CheckVerified {
+				e.verified.Add(int64(n))
+			} else {
+				e.other.Add(int64(n))
+			}
+		}
+		e.busy.Add(int64(res.Busy))
+		e.checked.Store(last)
+	}
 }
