@@ -88,6 +88,7 @@ type Server struct {
 	Checkpoint PositionedView            // GET /v1/view/checkpoint
 	History    substate.HistoryReader    // GET /v1/tenants/{id}/history
 	Executions substate.ExecutionService // GET /v1/tenants/{id}/execution, POST …/execution/{action}
+	Jobs       substate.JobService       // /v1/actions: fleet jobs
 	Contract   fs.FS                     // GET /v1/openapi.json, /v1/asyncapi.json, /v1/schemas/{name} (contract.Files)
 	Console    Console                   // GET /, /console/… (console.Console)
 

@@ -49,7 +49,6 @@ func (s *Service) readBack(ctx context.Context, op substate.ExecutionOperator, r
 // refused (with the error) when it shows the action changed nothing, and
 // pending otherwise (a read that fails shows nothing).
 func effect(ctx context.Context, op substate.ExecutionOperator, action substate.ExecutionAction, res substate.ExecutionResult) (string, error) {
-	before := res.Execution
 	if action == substate.ActionRestart {
 		if _, err := op.DescribeExecution(ctx, res.NewExecutionID); err != nil {
 			return substate.AuditPending, nil
@@ -60,6 +59,13 @@ func effect(ctx context.Context, op substate.ExecutionOperator, action substate.
 	if err != nil {
 		return substate.AuditPending, nil
 	}
+	return shows(action, res.Execution, after)
+}
+
+// shows returns the outcome the execution's description after a stop or
+// a retry shows, against its description before: done, refused (a stop
+// that found the execution ended otherwise) or pending.
+func shows(action substate.ExecutionAction, before, after substate.ExecutionInfo) (string, error) {
 	switch action {
 	case substate.ActionStop:
 		switch {
@@ -67,7 +73,7 @@ func effect(ctx context.Context, op substate.ExecutionOperator, action substate.
 			return substate.AuditDone, nil
 		case after.Ended:
 			return substate.AuditRefused, substate.Errorf(substate.ECONFLICT,
-				"execution %s ended (%s) before the stop reached it: the stop changed nothing", res.ExecutionID, after.ProviderState)
+				"execution %s ended (%s) before the stop reached it: the stop changed nothing", after.ExecutionID, after.ProviderState)
 		}
 	case substate.ActionRetry:
 		if after.ProviderState != before.ProviderState || after.Redrives > before.Redrives {
@@ -117,6 +123,9 @@ func (s *Service) settleFollowUp(ctx context.Context, req substate.ExecutionRequ
 	res.Outcome, res.Next, res.At = outcome, "", s.now()
 	ev := s.auditEvent(req, res, cause)
 	ev.Settles = settles
+	if req.Job != "" {
+		ev.ID += ".settled"
+	}
 	if err := s.Audit.PublishAudit(ctx, ev); err != nil {
 		return res, substate.WrapError(substate.EUNAVAILABLE, err, "the outcome of %s of %s is %s, but its audit event could not be recorded", res.Action, res.ExecutionID, outcome)
 	}

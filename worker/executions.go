@@ -41,5 +41,8 @@ func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, err
 		op := &restate.Operator{Admin: admin}
 		svc.Operators[substate.ProviderRestate], svc.Pollers[substate.ProviderRestate] = op, op
 	}
+	if err := w.openJobs(ctx, svc.Operators, svc.Pollers); err != nil {
+		return nil, err
+	}
 	return svc, nil
 }

@@ -54,6 +54,7 @@ type Flags struct {
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
+	ActionFlags          `embed:""`
 }
 
 // Worker is a running substate worker: NATS (embedded or not), the streams,
@@ -91,6 +92,7 @@ type Worker struct {
 	backlog   atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
 	gapFirst  atomic.Uint64         // the first sequence of the last gap watchStream reported
 	reconcile reconcile
+	jobs      substate.JobService // fleet jobs; nil without a view
 	closers   []func() error
 }
 
@@ -292,6 +294,9 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
 		Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
+	}
+	if w.jobs != nil {
+		w.HTTP.Jobs = w.jobs
 	}
 	if w.View != nil { // a role without a view has none of these
 		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View
