@@ -255,4 +255,3 @@ func (r *Runner) logger() *slog.Logger {
 	}
 	return r.Logger
 }
-

@@ -39,7 +39,7 @@ func (s jobService) Create(ctx context.Context, r substate.JobRequest) (substate
 	return s.create(ctx, r)
 }
 func (s jobService) Job(ctx context.Context, id string) (substate.Job, error) { return s.job(ctx, id) }
-func (s jobService) Jobs(ctx context.Context, n int) ([]substate.Job, error) { return s.jobs(ctx, n) }
+func (s jobService) Jobs(ctx context.Context, n int) ([]substate.Job, error)  { return s.jobs(ctx, n) }
 func (s jobService) Control(ctx context.Context, id string, op substate.JobOp, who string) (substate.Job, error) {
 	return s.control(ctx, id, op, who)
 }
