@@ -317,3 +317,20 @@ type DeadLetterFilter struct {
 	TenantPrefix string
 	Since, Until time.Time
 }
+
+// backoffKey is the context key of WithCallerBackoff.
+type backoffKey struct{}
+
+// WithCallerBackoff returns ctx saying that its caller backs off a
+// throttled provider call itself (a fleet job's lane does, for every call
+// of the lane): an operator then returns ETHROTTLED at once, without
+// retrying on its own.
+func WithCallerBackoff(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backoffKey{}, true)
+}
+
+// CallerBacksOff reports whether WithCallerBackoff marked ctx.
+func CallerBacksOff(ctx context.Context) bool {
+	v, _ := ctx.Value(backoffKey{}).(bool)
+	return v
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/substatehq/substate/actions"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/pipelinetest"
@@ -37,6 +40,8 @@ type fleet struct {
 	runner *actions.Runner
 	ops    map[substate.Provider]substate.ExecutionOperator
 	limits map[string]actions.Limits
+	// throttle is the runner's backoff after throttling.
+	throttle timex.Backoff
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -85,11 +90,24 @@ func taskService(t *testing.T, nc *nats.Conn, h micro.HandlerFunc) {
 	t.Cleanup(func() { _ = svc.Stop() })
 }
 
+// testLogger logs to the test's log with -v and SUBSTATE_TEST_LOG set.
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("SUBSTATE_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
 // start starts the runner and the service (again, after stop).
 func (f *fleet) start(t *testing.T) {
 	t.Helper()
 	f.runner = &actions.Runner{JS: f.p.Bus.JetStream, Views: f.p.View, Operators: f.ops, Raw: f.p.Pub, Audit: f.p.Pub,
-		Limits: f.limits, AckWait: 2 * time.Second, Settle: 2 * time.Second, Watch: 5 * time.Second, Worker: "test"}
+		Limits: f.limits, AckWait: 2 * time.Second, Settle: 2 * time.Second, Watch: 5 * time.Second, Worker: "test",
+		Throttle: f.throttle, Logger: testLogger(t)}
 	if err := f.runner.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -34,9 +34,11 @@ type lane struct {
 	until     time.Time // no call before
 }
 
-func newLane(name string, l Limits) *lane {
-	ln := &lane{name: name, limits: l, buckets: map[string]*rate.Limiter{},
-		backoff: timex.Backoff{Base: ThrottleBase, Max: ThrottleMax}}
+func newLane(name string, l Limits, backoff timex.Backoff) *lane {
+	if backoff.Base <= 0 {
+		backoff = timex.Backoff{Base: ThrottleBase, Max: ThrottleMax}
+	}
+	ln := &lane{name: name, limits: l, buckets: map[string]*rate.Limiter{}, backoff: backoff}
 	for api, b := range l.APIs {
 		if b.Rate > 0 {
 			ln.buckets[api] = rate.NewLimiter(rate.Limit(b.Rate), max(b.Size, 1))
@@ -94,7 +96,8 @@ func (l *lane) waiting() string {
 	return ""
 }
 
-// limited is an ExecutionOperator whose every call waits for its lane.
+// limited is an ExecutionOperator whose every call waits for its lane,
+// and tells the operator that the lane backs off a throttled call.
 type limited struct {
 	op   substate.ExecutionOperator
 	lane *lane
@@ -107,7 +110,7 @@ func (o limited) DescribeExecution(ctx context.Context, id string) (substate.Exe
 	if err := o.lane.wait(ctx, opDescribe); err != nil {
 		return substate.ExecutionInfo{}, err
 	}
-	return o.op.DescribeExecution(ctx, id)
+	return o.op.DescribeExecution(substate.WithCallerBackoff(ctx), id)
 }
 
 // StopExecution stops, in turn.
@@ -115,7 +118,7 @@ func (o limited) StopExecution(ctx context.Context, id string, opts substate.Sto
 	if err := o.lane.wait(ctx, string(substate.ActionStop)); err != nil {
 		return err
 	}
-	return o.op.StopExecution(ctx, id, opts)
+	return o.op.StopExecution(substate.WithCallerBackoff(ctx), id, opts)
 }
 
 // RetryExecution retries, in turn.
@@ -123,7 +126,7 @@ func (o limited) RetryExecution(ctx context.Context, id string) error {
 	if err := o.lane.wait(ctx, string(substate.ActionRetry)); err != nil {
 		return err
 	}
-	return o.op.RetryExecution(ctx, id)
+	return o.op.RetryExecution(substate.WithCallerBackoff(ctx), id)
 }
 
 // RestartExecution restarts, in turn.
@@ -131,7 +134,7 @@ func (o limited) RestartExecution(ctx context.Context, id string) (string, error
 	if err := o.lane.wait(ctx, string(substate.ActionRestart)); err != nil {
 		return "", err
 	}
-	return o.op.RestartExecution(ctx, id)
+	return o.op.RestartExecution(substate.WithCallerBackoff(ctx), id)
 }
 
 // Idempotent is the wrapped operator's.

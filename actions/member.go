@@ -32,6 +32,7 @@ func (j *jobRun) member(ctx context.Context, ln *lane, it item) time.Duration {
 		return j.noAnswer(ctx, it, req, m, err)
 	case !held:
 		j.r.logger().Debug("execution leased by another job: waiting", "job", j.rec.ID, "execution", m.ExecutionID, "holder", holder)
+		j.noteWaiting(ctx, fmt.Sprintf("waiting for %s, which acts on execution %s", holder, m.ExecutionID))
 		return leaseBusyWait
 	}
 	defer j.release(ln.name, m.ExecutionID)
@@ -44,7 +45,9 @@ func (j *jobRun) member(ctx context.Context, ln *lane, it item) time.Duration {
 		}
 		return 0
 	case code == substate.ETHROTTLED:
-		return ln.throttled()
+		d := ln.throttled()
+		j.noteWaiting(ctx, ln.waiting())
+		return d
 	default:
 		return j.noAnswer(ctx, it, req, m, err)
 	}

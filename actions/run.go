@@ -24,6 +24,20 @@ type jobRun struct {
 
 	mu      sync.Mutex
 	pending map[int]pendingAction
+	noted   time.Time // when the job last noted why it waits
+}
+
+// noteWaiting notes on the job's state why it waits, at most every
+// waitingNoteEvery.
+func (j *jobRun) noteWaiting(ctx context.Context, why string) {
+	j.mu.Lock()
+	if time.Since(j.noted) < waitingNoteEvery {
+		j.mu.Unlock()
+		return
+	}
+	j.noted = time.Now()
+	j.mu.Unlock()
+	_ = j.r.store.put(ctx, j.rec.ID, partState, "", stateMark{State: substate.JobRunning, Worker: j.r.Worker, At: time.Now().UTC(), Waiting: why})
 }
 
 // pendingAction is a member the provider accepted the action for whose
@@ -153,5 +167,5 @@ func (r *Runner) lane(name string) *lane {
 	if ln := r.lanes[name]; ln != nil {
 		return ln
 	}
-	return newLane(name, Limits{Concurrency: 1})
+	return newLane(name, Limits{Concurrency: 1}, r.Throttle)
 }

@@ -66,7 +66,10 @@ type Runner struct {
 	// Settle and Watch are operate.Service's: how long an action's effect
 	// is waited for, and how long a pending one is re-checked.
 	Settle, Watch time.Duration
-	Logger        *slog.Logger
+	// Throttle is the backoff of a lane after a throttled call; zero
+	// means ThrottleBase and ThrottleMax.
+	Throttle timex.Backoff
+	Logger   *slog.Logger
 
 	svc     *operate.Service
 	lanes   map[string]*lane
@@ -122,7 +125,7 @@ func (r *Runner) buildLanes() {
 	}
 	r.lanes = map[string]*lane{}
 	for name, l := range limits {
-		r.lanes[name] = newLane(name, l)
+		r.lanes[name] = newLane(name, l, r.Throttle)
 	}
 	ops := map[substate.Provider]substate.ExecutionOperator{}
 	for p, op := range r.Operators {

@@ -34,6 +34,10 @@ const (
 	maxReasons = 20
 	// maxTallies is how many jobs' tallies a Service keeps in memory.
 	maxTallies = 64
+	// waitingNoteTime is how long a runner's note of why a job waits
+	// holds; it notes it again at most every waitingNoteEvery.
+	waitingNoteTime  = 30 * time.Second
+	waitingNoteEvery = 5 * time.Second
 )
 
 // Service is a worker's substate.JobService: it previews and creates jobs,
@@ -174,6 +178,9 @@ func (s *Service) job(ctx context.Context, rec record) (substate.Job, error) {
 	p := t.progress(rec.Total, s.now())
 	if state.Final() {
 		p.EndedAt, p.Rate, p.ETASeconds = mark.At, 0, 0
+	}
+	if state == substate.JobRunning && s.now().Sub(mark.At) < waitingNoteTime {
+		p.Waiting = mark.Waiting
 	}
 	return jobOf(rec, state, p, t.reasons(maxReasons)), nil
 }

@@ -68,6 +68,9 @@ type stateMark struct {
 	State  substate.JobState `json:"state"`
 	Worker string            `json:"worker,omitempty"`
 	At     time.Time         `json:"at"`
+	// Waiting says why a running job does not advance (a lane backing
+	// off after throttling), as of At.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // store reads and writes jobs' records on SUBSTATE_ACTIONS.

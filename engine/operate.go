@@ -31,7 +31,7 @@ func (e *Engine) DescribeExecution(ctx context.Context, id string) (substate.Exe
 		TenantID: rec.TenantID, Provider: substate.ProviderEngine, ExecutionID: rec.ID, Workflow: rec.Workflow,
 		ProviderState: rec.Status, Step: rec.State, Input: rec.Input, Output: rec.Output,
 		Error: rec.Error, Cause: rec.Cause, StartedAt: rec.StartedAt, StoppedAt: rec.EndedAt,
-		Attempts: rec.Attempt, Ended: rec.Phase == phaseDone,
+		Attempts: rec.Attempt, Ended: rec.Phase == phaseDone, Redrives: rec.Redrives,
 	}
 	if rec.Stopped {
 		info.ProviderState, info.Stopped = "stopped", true
@@ -94,6 +94,7 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	// A redrive is a new visit of the state: its attempts get idempotency
 	// keys of their own, so a task service that remembers keys runs them.
 	rec.Step++
+	rec.Redrives++
 	now := e.Clock.Now()
 	rec.Phase, rec.Status, rec.Stopped = phaseEnter, substate.EngineRunning, false
 	rec.Error, rec.Cause, rec.EndedAt, rec.Output = "", "", timeZero, nil

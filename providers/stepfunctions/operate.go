@@ -34,7 +34,7 @@ var _ substate.ExecutionOperator = (*Provider)(nil)
 // events (without data) for the last state entered and the attempts of its
 // task since.
 func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.ExecutionInfo, error) {
-	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)})
+	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)}, callOptions(ctx)...)
 	if err != nil {
 		return substate.ExecutionInfo{}, wrapAction("describe execution", "DescribeExecution", err)
 	}
@@ -51,7 +51,7 @@ func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.E
 	hist, err := p.client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{
 		ExecutionArn: aws.String(id), ReverseOrder: true, MaxResults: describeHistoryEvents,
 		IncludeExecutionData: aws.Bool(false),
-	})
+	}, callOptions(ctx)...)
 	if err != nil {
 		return substate.ExecutionInfo{}, wrapAction("get execution history", "GetExecutionHistory", err)
 	}
@@ -109,7 +109,7 @@ func (p *Provider) StopExecution(ctx context.Context, id string, opts substate.S
 	}
 	_, err := p.client.StopExecution(ctx, &sfn.StopExecutionInput{
 		ExecutionArn: aws.String(id), Error: aws.String(substate.StopErrorType), Cause: aws.String(substate.Truncate(opts.Cause, maxStopCause)),
-	})
+	}, callOptions(ctx)...)
 	return wrapAction("stop execution", "StopExecution", err)
 }
 
@@ -124,7 +124,7 @@ func (p *Provider) RetryExecution(ctx context.Context, id string) error {
 	if key := substate.IdempotencyKey(ctx); key != "" {
 		in.ClientToken = aws.String(keyDigest(key, 64))
 	}
-	_, err := p.client.RedriveExecution(ctx, in)
+	_, err := p.client.RedriveExecution(ctx, in, callOptions(ctx)...)
 	return wrapAction("redrive execution", "RedriveExecution", err)
 }
 
@@ -135,7 +135,7 @@ func (p *Provider) RetryExecution(ctx context.Context, id string) error {
 // and input with the execution it started; one that ended since is
 // ExecutionAlreadyExists, and it is the restart's).
 func (p *Provider) RestartExecution(ctx context.Context, id string) (string, error) {
-	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)})
+	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)}, callOptions(ctx)...)
 	if err != nil {
 		return "", wrapAction("describe execution", "DescribeExecution", err)
 	}
@@ -146,7 +146,7 @@ func (p *Provider) RestartExecution(ctx context.Context, id string) (string, err
 	}
 	started, err := p.client.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: out.StateMachineArn, Name: aws.String(name), Input: out.Input,
-	})
+	}, callOptions(ctx)...)
 	if key != "" && ErrorCode(err) == substate.EEXISTS {
 		return ExecutionARN(aws.ToString(out.StateMachineArn), name)
 	}
@@ -154,6 +154,16 @@ func (p *Provider) RestartExecution(ctx context.Context, id string) (string, err
 		return "", wrapAction("start execution", "StartExecution", err)
 	}
 	return aws.ToString(started.ExecutionArn), nil
+}
+
+// callOptions are the options of an operator's call: a caller that backs
+// off throttling itself (substate.CallerBacksOff, a fleet job) gets a
+// throttled answer at once instead of the SDK's retries.
+func callOptions(ctx context.Context) []func(*sfn.Options) {
+	if substate.CallerBacksOff(ctx) {
+		return []func(*sfn.Options){noThrottleRetries}
+	}
+	return nil
 }
 
 // Idempotent reports that the context's idempotency key makes a retry
