@@ -24,6 +24,7 @@ const (
 	EFORBIDDEN = "forbidden"              // good credentials without the right to this
 	EMETHOD    = "method_not_allowed"     // the route exists for other methods
 	EMEDIATYPE = "unsupported_media_type" // a body in a content type the route does not take
+	ETIMEOUT   = "timeout"                // a request body that did not arrive in time
 )
 
 // Error is an application error with a machine-readable code and a message

@@ -72,6 +72,9 @@ type ExecutionInfo struct {
 	// not when it may not.
 	Retryable    bool   `json:"retryable"`
 	RetryRefusal string `json:"retryRefusal,omitempty"`
+	// KillRefusal says why the provider refuses a stop with Kill (Step
+	// Functions has no kill); empty where a kill is taken.
+	KillRefusal string `json:"killRefusal,omitempty"`
 }
 
 // StopOptions say how to stop an execution.

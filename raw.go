@@ -48,6 +48,31 @@ type RawEvent struct {
 	Header map[string]string // extra headers to keep as evidence (optional)
 }
 
+// MaxSourceIDBytes is the longest id a provider may give an event it
+// pushes (an EventBridge event's id, a Standard Webhooks webhook-id). The
+// id becomes the raw message's Nats-Msg-Id and a part of every canonical
+// event id; providers send UUIDs and short tokens.
+const MaxSourceIDBytes = 256
+
+// ValidateSourceID reports, as an EINVALID error, why id cannot be the id
+// of a pushed provider event: empty, longer than MaxSourceIDBytes, or
+// holding anything but printable ASCII without spaces (a NATS header value
+// and a log field stay one plain token).
+func ValidateSourceID(id string) error {
+	switch {
+	case id == "":
+		return Errorf(EINVALID, "the event id is empty")
+	case len(id) > MaxSourceIDBytes:
+		return Errorf(EINVALID, "the event id is %d bytes, longer than the maximum of %d", len(id), MaxSourceIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' {
+			return Errorf(EINVALID, "the event id holds byte 0x%02X at offset %d: only printable ASCII without spaces is allowed", c, i)
+		}
+	}
+	return nil
+}
+
 // RawPublisher puts raw events on SUBSTATE_RAW and returns once JetStream
 // acknowledged them (the effect is durable).
 type RawPublisher interface {

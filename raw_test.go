@@ -2,6 +2,7 @@ package substate_test
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/substatehq/substate"
@@ -30,6 +31,37 @@ func TestKeptRawHeaders(t *testing.T) {
 			got := substate.KeptRawHeaders(tt.in)
 			if !maps.Equal(got, tt.want) || (tt.want == nil) != (got == nil) {
 				t.Fatalf("KeptRawHeaders = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A pushed event's id is bounded and plain: it becomes a Nats-Msg-Id.
+func TestValidateSourceID(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		id   string
+		ok   bool
+	}{
+		{"UUID", "c3d9b1e5-7f20-4a8c-2b6d-1e9f0a3c5d84", true},
+		{"WebhookID", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", true},
+		{"Longest", strings.Repeat("a", substate.MaxSourceIDBytes), true},
+		{"Empty", "", false},
+		{"TooLong", strings.Repeat("a", substate.MaxSourceIDBytes+1), false},
+		{"FiveThousand", strings.Repeat("x", 5000), false},
+		{"Space", "msg 1", false},
+		{"Newline", "msg\n1", false},
+		{"DEL", "msg\x7f", false},
+		{"NotASCII", "msg_é", false},
+		{"Bidi", "msg_\u202e1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := substate.ValidateSourceID(tc.id)
+			if got := err == nil; got != tc.ok {
+				t.Fatalf("ValidateSourceID(%q) = %v, want ok %v", tc.id, err, tc.ok)
+			}
+			if err != nil && substate.ErrorCode(err) != substate.EINVALID {
+				t.Fatalf("code %q, want %q", substate.ErrorCode(err), substate.EINVALID)
 			}
 		})
 	}

@@ -13,8 +13,11 @@ const MaxTenantIDBytes = 256
 
 // ValidateTenantID reports why id cannot be a tenant id, as an error naming
 // the rule it breaks: ENOTENANT when it is empty, EINVALID when it is
-// longer than MaxTenantIDBytes, is not valid UTF-8 or holds a control
-// character (Unicode category Cc: C0, DEL, C1). Nil means it is valid.
+// longer than MaxTenantIDBytes, is not valid UTF-8, or holds a control
+// character (Unicode category Cc: C0, DEL, C1) or an invisible format
+// character (category Cf: the bidirectional controls such as U+202E, which
+// make an id read as another in a table or a log, zero-width characters,
+// the byte order mark). Nil means it is valid.
 func ValidateTenantID(id string) error {
 	switch {
 	case id == "":
@@ -30,6 +33,9 @@ func ValidateTenantID(id string) error {
 				id[i], i, QuotePrefix(id, QuoteLimit))
 		case unicode.IsControl(r):
 			return Errorf(EINVALID, "tenant id has the control character %U at offset %d: %s",
+				r, i, QuotePrefix(id, QuoteLimit))
+		case unicode.Is(unicode.Cf, r):
+			return Errorf(EINVALID, "tenant id has the invisible format character %U at offset %d: %s",
 				r, i, QuotePrefix(id, QuoteLimit))
 		}
 	}

@@ -3,6 +3,7 @@ package substate_test
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/substatehq/substate"
@@ -31,6 +32,11 @@ func TestValidateTenantID(t *testing.T) {
 		{"ErrEscape", "\x1b[31mred", substate.EINVALID, "U+001B"},
 		{"ErrDEL", "a\x7f", substate.EINVALID, "U+007F"},
 		{"ErrC1", "a\u0085", substate.EINVALID, "U+0085"},
+		{"ErrBidiOverride", "acme\u202egpj.exe", substate.EINVALID, "invisible format character U+202E at offset 4"},
+		{"ErrBidiIsolate", "\u2066acme", substate.EINVALID, "U+2066"},
+		{"ErrZeroWidthSpace", "ac\u200bme", substate.EINVALID, "U+200B"},
+		{"ErrByteOrderMark", "\ufeffacme", substate.EINVALID, "U+FEFF"},
+		{"ErrSoftHyphen", "ac\u00adme", substate.EINVALID, "U+00AD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +71,7 @@ func TestQuotePrefix(t *testing.T) {
 // A valid tenant id always encodes reversibly into a bounded token; an
 // invalid one is refused with a short error.
 func FuzzValidateTenantID(f *testing.F) {
-	for _, s := range []string{"acme", "bad\xff", "a\nb", strings.Repeat("é", 129), ""} {
+	for _, s := range []string{"acme", "bad\xff", "a\nb", strings.Repeat("é", 129), "", "a\u202eb"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
@@ -78,6 +84,11 @@ func FuzzValidateTenantID(f *testing.F) {
 		}
 		if len(id) > substate.MaxTenantIDBytes || !utf8.ValidString(id) {
 			t.Fatalf("ValidateTenantID(%q) accepted it", id)
+		}
+		for _, r := range id {
+			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+				t.Fatalf("ValidateTenantID(%q) accepted %U", id, r)
+			}
 		}
 		tok := substate.EncodeToken(id)
 		if back, err := substate.DecodeToken(tok); err != nil || back != id || len(tok) > substate.MaxTokenBytes {

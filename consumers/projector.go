@@ -35,10 +35,17 @@ type Projector struct {
 	Metrics     *Metrics
 	Logger      *slog.Logger
 
-	next   uint64 // the stream sequence the view expects next
-	ackAll bool   // the consumer's acks are cumulative
-	dlq    stageDLQ
+	next     uint64 // the stream sequence the view expects next
+	ackAll   bool   // the consumer's acks are cumulative
+	dlq      stageDLQ
+	failures failures // the batches that failed in a row
 }
+
+// Failing reports since when every batch the projector handled failed to
+// reach the view, and the last batch's error; the error is nil while
+// batches succeed (or none came). A view that cannot be written (a
+// corrupt page, a full disk) fails every batch.
+func (p *Projector) Failing() (since time.Time, err error) { return p.failures.failing() }
 
 // Run applies batches until ctx is done, then finishes the batch in hand.
 func (p *Projector) Run(ctx context.Context) error {
@@ -71,12 +78,13 @@ func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 		// Not acknowledged: redelivered later, and the checkpoint (which did
 		// not move) makes that safe. Stop here so nothing later is applied
 		// before these.
-		p.logger().Error("apply batch failed; will be redelivered", "err", err)
+		p.failures.fail(p.logger(), "apply batch failed; will be redelivered", err)
 		for _, m := range batch {
 			_ = m.NakWithDelay(time.Second)
 		}
 		return
 	}
+	p.failures.succeed(p.logger(), "batches apply again")
 	p.ack(batch, seqs)
 }
 

@@ -58,7 +58,8 @@
 // (default ["*"], any error). maxAttempts (default 3) counts retries after
 // the first try; retry n waits initialDelaySeconds (default 1) ×
 // backoffMultiplier^(n-1) (default 2), capped by maxDelaySeconds, then
-// jittered by ±20% (d × (0.8 + 0.4×Jitter())) and capped again.
+// jittered upwards by up to 20% (d × (1 + 0.2×Jitter())) and capped again:
+// never less than the configured delay.
 // ServiceUnavailable is retryable: when the task's own retry block does not
 // cover it, three retries after about 1, 2 and 4 seconds apply. When retries
 // are exhausted (or none apply), the first catch entry whose errorType

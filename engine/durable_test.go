@@ -270,7 +270,7 @@ func TestKillChild(t *testing.T) {
 	e := NewEngine(db)
 	e.Conn, e.Publisher = nc, &natstest.JetStream{JS: mustJetStream(t, nc)}
 	e.Clock = NewManualClock(now)
-	e.Jitter = func() float64 { return 0.5 }
+	e.Jitter = func() float64 { return 0 }
 	e.Logger = slog.New(slog.DiscardHandler)
 	e.ServeControl = false
 	if err := e.Open(); err != nil {

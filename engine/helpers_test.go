@@ -72,7 +72,7 @@ func (h *harness) open(tb testing.TB) *Engine {
 	e := NewEngine(h.path)
 	e.Conn, e.Publisher, e.Clock = h.nc, h.rec, h.clock
 	e.Logger = slog.New(slog.DiscardHandler)
-	e.Jitter = func() float64 { return 0.5 } // no jitter
+	e.Jitter = func() float64 { return 0 } // no jitter
 	e.ServeControl = false
 	e.TaskTimeout = 5 * time.Second
 	if err := e.Open(); err != nil {

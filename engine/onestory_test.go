@@ -153,12 +153,16 @@ func story(evs []substate.EventData) string {
 }
 
 // sfnPoll is a poll payload of an execution whose history holds events of
-// the given types, oldest first.
+// the given types, oldest first; "TaskStateEntered:name" enters a state.
 func sfnPoll(types []string, status string) map[string]any {
 	start := time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC)
 	events := make([]map[string]any, len(types))
 	for i, typ := range types {
+		typ, state, _ := strings.Cut(typ, ":") // "TaskStateEntered:poll" enters the state poll
 		events[i] = map[string]any{"id": i + 1, "previousEventId": i, "type": typ, "timestamp": float64(start.Unix() + int64(i))}
+		if state != "" {
+			events[i]["stateEnteredEventDetails"] = map[string]any{"name": state}
+		}
 		if typ == "TaskFailed" {
 			events[i]["taskFailedEventDetails"] = map[string]any{"error": "Busy", "cause": `{"errorMessage":"quota service busy"}`}
 		}
@@ -170,4 +174,62 @@ func sfnPoll(types []string, status string) map[string]any {
 		"history":  map[string]any{"events": events},
 		"polledAt": start.Add(time.Minute),
 	}
+}
+
+// TestOneStoryPollingLoop tells the polling-loop story, a task whose
+// NotReady failure a catch takes to a Wait and back to the task, twice,
+// before it succeeds, as the engine running it for real and a Step
+// Functions history report it: every attempt after the first is a retry
+// of the caught failure, so the attempts carry the retry counts 0, 1, 2
+// on both (docs/state-mapping.md), and a tenant stuck in such a loop is
+// found by its retry count.
+func TestOneStoryPollingLoop(t *testing.T) {
+	rules, err := mapping.ParseTenantRules("input:$.tenantId", "engine:tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.New(mapping.Config{Tenants: rules})
+	const want = "[0 1 2]"
+	t.Run("Engine", func(t *testing.T) {
+		h := newHarness(t)
+		var calls atomic.Int32
+		natstest.Service(t, h.nc, "svc", "ready", func(req micro.Request) {
+			if calls.Add(1) < 3 {
+				_ = req.Error("NotReady", "still provisioning", nil)
+				return
+			}
+			_ = req.RespondJSON(map[string]any{"ready": true})
+		})
+		h.start(t, catchLoopWorkflow, "loop", `{}`)
+		for range 2 {
+			h.sleepers(t, 1)
+			h.clock.Advance(30 * time.Second)
+		}
+		h.final(t, "loop")
+		var counts []int
+		for _, ev := range h.rec.Events() {
+			if ev.ExecutionID == "loop" && ev.Status == substate.EngineRunning {
+				counts = append(counts, mapOne(t, m, substate.RawEngine, ev).RetryCount)
+			}
+		}
+		if got := fmt.Sprint(counts); got != want {
+			t.Errorf("engine attempts' retry counts %s, want %s", got, want)
+		}
+	})
+	t.Run("StepFunctions", func(t *testing.T) {
+		attempt := []string{"TaskStateEntered:poll", "TaskScheduled", "TaskStarted"}
+		wait := []string{"TaskFailed", "WaitStateEntered:pause", "WaitStateExited"}
+		types := append([]string{"ExecutionStarted"}, attempt...)
+		types = append(append(append(types, wait...), attempt...), wait...)
+		types = append(append(types, attempt...), "TaskSucceeded", "TaskStateExited")
+		var counts []int
+		for n := range types {
+			if types[n] == "TaskStarted" {
+				counts = append(counts, mapOne(t, m, substate.RawStepFunctionsPoll, sfnPoll(types[:n+1], "RUNNING")).RetryCount)
+			}
+		}
+		if got := fmt.Sprint(counts); got != want {
+			t.Errorf("step functions attempts' retry counts %s, want %s", got, want)
+		}
+	})
 }

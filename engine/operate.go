@@ -99,6 +99,7 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	rec.Phase, rec.Status, rec.Stopped = phaseEnter, substate.EngineRunning, false
 	rec.Error, rec.Cause, rec.EndedAt, rec.Output = "", "", timeZero, nil
 	rec.Attempt, rec.Deadline, rec.TimeoutAt = 0, timeZero, timeZero
+	rec.CaughtTasks = nil // a redrive is not a retry of the failure it redrives
 	if def.Timeout > 0 {
 		rec.TimeoutAt = now.Add(def.Timeout)
 	}

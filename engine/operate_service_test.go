@@ -73,6 +73,45 @@ states:
 	}
 }
 
+// TestDescribeSucceededEngine: after an engine execution succeeded, the
+// view keeps no execution id, and describe still answers with the
+// execution and its output (the routes redact it below admin).
+func TestDescribeSucceededEngine(t *testing.T) {
+	ctx := context.Background()
+	p := pipelinetest.New(t)
+	e := engine.NewEngine(filepath.Join(t.TempDir(), "engine.db"))
+	e.Conn, e.Publisher, e.ServeControl, e.Logger = p.Bus.Conn, p.Pub, false, slog.New(slog.DiscardHandler)
+	if err := e.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ref, err := e.EnsureWorkflow(ctx, engine.Workflow{Definition: []byte(`
+name: quick
+version: "1"
+startAt: done
+states:
+  done: {type: Success}
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(ctx, engine.StartRequest{Workflow: ref, Name: "quick-1", TenantID: "t-done", Input: json.RawMessage(`{"plan":"gold"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	v := p.WaitTenant(t, "t-done", "succeeded", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+	if v.WorkflowExecutionID != "" {
+		t.Fatalf("view %+v keeps the succeeded execution's id", v)
+	}
+	s := operatortest.Service(t, p, substate.ProviderEngine, e, nil)
+	info, err := s.Describe(ctx, "t-done")
+	if err != nil || info.ExecutionID != "quick-1" || info.ProviderState != substate.EngineSucceeded || string(info.Output) != `{"plan":"gold"}` || info.TenantID != "t-done" {
+		t.Fatalf("describe %+v %v; want the succeeded execution with its output", info, err)
+	}
+	if _, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-done", Action: substate.ActionRetry, Who: "ops"}); substate.ErrorCode(err) != substate.ENOTFOUND {
+		t.Errorf("retry of a succeeded tenant: %v, want not found (actions follow the view)", err)
+	}
+}
+
 // TestRestartIdempotencyKey: a restart asked twice with the same
 // idempotency key starts one execution.
 func TestRestartIdempotencyKey(t *testing.T) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -53,6 +54,10 @@ type record struct {
 	// ended in a Fail state starts again there.
 	Caught     string          `json:"caught,omitempty"`
 	CaughtData json.RawMessage `json:"caughtData,omitempty"`
+	// CaughtTasks are the Task states whose failure a catcher took and
+	// that the execution has not entered since: entering one again (a
+	// polling loop) is a retry of that failure.
+	CaughtTasks []string `json:"caughtTasks,omitempty"`
 
 	Status  string          `json:"status"`            // running, succeeded or failed
 	Stopped bool            `json:"stopped,omitempty"` // ended by Stop
@@ -70,6 +75,7 @@ func (r *record) active() bool { return r.Phase != phaseDone || len(r.Pending) >
 func (r *record) clone() *record {
 	c := *r
 	c.Pending = append([]substate.EngineEvent(nil), r.Pending...)
+	c.CaughtTasks = slices.Clone(r.CaughtTasks)
 	return &c
 }
 

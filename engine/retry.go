@@ -21,7 +21,8 @@ const (
 	defaultMaxAttempts  = 3
 	defaultMultiplier   = 2.0
 	defaultInitialDelay = time.Second
-	// jitterSpread is the jitter: a delay d becomes d × (1 ± jitterSpread).
+	// jitterSpread is the jitter: a delay d becomes up to d × (1 +
+	// jitterSpread), never less than d.
 	jitterSpread = 0.2
 )
 
@@ -97,8 +98,10 @@ func matchAny(patterns []string, errType string) bool {
 }
 
 // delay returns the wait before retry number n (1 for the first retry):
-// initial × multiplier^(n-1), capped by maxDelay, then jittered by
-// ±jitterSpread with j in [0,1) (j = 0.5 leaves it unchanged) and capped again.
+// d = initial × multiplier^(n-1), capped by maxDelay, then spread upwards
+// by up to jitterSpread with j in [0,1) (j = 0 leaves it unchanged) and
+// capped again. The jitter never makes the wait shorter than d: a retry
+// never comes before the delay the workflow configured.
 func (r *retryPolicy) delay(n int, j float64) time.Duration {
 	d := float64(r.initial) * math.Pow(r.multiplier, float64(max(n-1, 0)))
 	limit := float64(r.maxDelay)
@@ -106,8 +109,7 @@ func (r *retryPolicy) delay(n int, j float64) time.Duration {
 		limit = float64(24 * time.Hour)
 	}
 	d = math.Min(d, limit)
-	d *= 1 + jitterSpread*(2*j-1)
-	return time.Duration(math.Min(d, limit))
+	return time.Duration(math.Min(d*(1+jitterSpread*min(max(j, 0), 1)), math.Max(d, limit)))
 }
 
 // retryFor returns the policy that governs a failed attempt of st with

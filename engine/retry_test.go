@@ -25,20 +25,37 @@ func TestRetryDelay(t *testing.T) {
 		jitter float64
 		want   time.Duration
 	}{
-		{"First", p, 1, 0.5, time.Second},
-		{"Second", p, 2, 0.5, 2 * time.Second},
-		{"Third", p, 3, 0.5, 4 * time.Second},
-		{"Capped", capped, 3, 0.5, 5 * time.Second},
-		{"JitterLow", p, 2, 0, 1600 * time.Millisecond},
+		{"First", p, 1, 0, time.Second},
+		{"Second", p, 2, 0, 2 * time.Second},
+		{"Third", p, 3, 0, 4 * time.Second},
+		{"Capped", capped, 3, 0, 5 * time.Second},
+		{"JitterMid", p, 2, 0.5, 2200 * time.Millisecond},
 		{"JitterHigh", p, 2, 1, 2400 * time.Millisecond},
 		{"JitterNeverAboveCap", capped, 3, 1, 5 * time.Second},
-		{"JitterBelowCap", capped, 3, 0, 4 * time.Second},
+		{"JitterNeverBelowDelay", p, 1, 0, time.Second},
+		{"JitterUnderCap", capped, 2, 0.999, 3599400 * time.Microsecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.p.delay(tc.n, tc.jitter); got != tc.want {
 				t.Errorf("delay(%d, %v) = %v, want %v", tc.n, tc.jitter, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRetryNeverBeforeItsDelay: whatever the jitter, retry n waits at
+// least initialDelaySeconds × backoffMultiplier^(n-1) (capped), never
+// less (a first retry of a 1 s delay once waited 0.81 s).
+func TestRetryNeverBeforeItsDelay(t *testing.T) {
+	p := retryPolicy{initial: time.Second, multiplier: 2, maxDelay: 10 * time.Second}
+	for n := 1; n <= 6; n++ {
+		want := min(time.Second<<(n-1), 10*time.Second)
+		for i := range 1000 {
+			j := float64(i) / 1000
+			if got := p.delay(n, j); got < want || got > want*6/5 {
+				t.Fatalf("delay(%d, %v) = %v, want %v to %v", n, j, got, want, want*6/5)
+			}
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/jsonx"
@@ -103,6 +104,11 @@ func (e *Engine) enter(rec *record, st *state) *record {
 	switch st.typ {
 	case typeTask:
 		rec.Phase, rec.Attempt = phaseAttempt, 1
+		if i := slices.Index(rec.CaughtTasks, rec.State); i >= 0 {
+			// Entered again after a catcher took its failure: a retry.
+			rec.Retries++
+			rec.CaughtTasks = slices.Delete(rec.CaughtTasks, i, i+1)
+		}
 		e.emitAttempt(rec, substate.EngineRunning)
 	case typeChoice:
 		return e.decide(rec, st)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/testkit/natstest"
 )
 
@@ -85,6 +88,22 @@ func TestFail(t *testing.T) {
 	}
 }
 
+// TestFailWithOnlyError: a Fail state with an error and no cause fails
+// the execution with that error, and the view's message is the error, so
+// the tenant shows it has one (--has-error finds it).
+func TestFailWithOnlyError(t *testing.T) {
+	h := newHarness(t)
+	h.start(t, strings.Replace(failWorkflow, "    cause: Order could not be completed\n", "", 1), "f2", `{}`)
+	ev := h.final(t, "f2")
+	if ev.Status != substate.EngineFailed || ev.ErrorType != "OrderProcessingFailed" || ev.Error != "" {
+		t.Fatalf("final %+v", ev)
+	}
+	mapped := mapOne(t, mapping.New(mapping.Config{}), substate.RawEngine, ev)
+	if mapped.ErrorMessage != "OrderProcessingFailed" || mapped.ErrorType != "OrderProcessingFailed" {
+		t.Fatalf("mapped error %q (%s), want the error as the message", mapped.ErrorMessage, mapped.ErrorType)
+	}
+}
+
 const pollWorkflow = `
 name: polling
 version: "1"
@@ -158,7 +177,9 @@ states:
 `
 
 // TestCatchLoop runs the polling loop through catch: two NotReady replies,
-// each caught and waited out, then a success that leaves the loop.
+// each caught and waited out, then a success that leaves the loop. Each
+// time the loop enters the failed task again is a retry of its failure
+// (docs/state-mapping.md), so the retry count goes 0, 1, 2.
 func TestCatchLoop(t *testing.T) {
 	h := newHarness(t)
 	var calls atomic.Int32
@@ -180,5 +201,14 @@ func TestCatchLoop(t *testing.T) {
 	want := "poll:running poll:error pause:waiting poll:running poll:error pause:waiting poll:running done:succeeded"
 	if got := statuses(h.rec.Events(), "c1"); got != want {
 		t.Errorf("events\n%s\nwant\n%s", got, want)
+	}
+	var retries []int
+	for _, ev := range h.rec.Events() {
+		if ev.ExecutionID == "c1" && ev.Status == substate.EngineRunning {
+			retries = append(retries, ev.RetryCount)
+		}
+	}
+	if got := fmt.Sprint(retries); got != "[0 1 2]" {
+		t.Errorf("retry counts of the attempts = %s, want [0 1 2]: each visit after a caught failure is a retry", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,6 +168,9 @@ func (e *Engine) failed(rec *record, st *state, te *TaskError) *record {
 	}
 	if c := catchFor(st, te.Type); c != nil {
 		rec.Caught, rec.CaughtData = rec.State, rec.Data
+		if !slices.Contains(rec.CaughtTasks, rec.State) {
+			rec.CaughtTasks = append(rec.CaughtTasks, rec.State)
+		}
 		return moveTo(rec, c.next.name, withError(rec.Data, te))
 	}
 	return e.finish(rec, substate.EngineFailed, te)

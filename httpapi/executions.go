@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -85,11 +84,8 @@ func (s *Server) actOnExecution(w http.ResponseWriter, r *http.Request) {
 func decodeActionBody(w http.ResponseWriter, r *http.Request) (ActionRequest, error) {
 	var body ActionRequest
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return body, substate.Errorf(substate.ETOOLARGE, "the body is larger than %d bytes", maxActionBody)
-	} else if err != nil {
-		return body, substate.WrapError(substate.EINVALID, err, "read body")
+	if err != nil {
+		return body, httpx.BodyError(w, err)
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(data))

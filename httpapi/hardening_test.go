@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -113,43 +112,109 @@ func TestSlowClientsAreClosed(t *testing.T) {
 	})
 }
 
-// Connections above the cap are answered 503 with the JSON error at once,
-// and served again once the others are gone.
+// Connections above the cap may ask for /healthz and /readyz on the
+// connections kept for health probes; anything else is answered 503 with
+// the JSON error, at once without them. Once the others are gone, all is
+// served again.
 func TestConnectionCap(t *testing.T) {
-	s := openLimited(t, httpapi.Limits{MaxConns: 5, ReadHeaderTimeout: time.Minute})
-	var held []net.Conn
-	for range 5 {
-		c := dialServer(t, s)
-		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\n") // never finished
-		held = append(held, c)
+	for _, tc := range []struct {
+		name         string
+		healthConns  int
+		path         string
+		want         int
+		wantRetry    bool
+		wantOverload string
+	}{
+		{"HealthOverCap", 0, "/healthz", 200, false, ""},
+		{"ReadyOverCap", 0, "/readyz", 200, false, ""},
+		{"OtherOverCap", 0, "/v1/openapi.json", 503, true, "too many connections"}, // served: 404 here
+		{"HealthWithoutHealthConns", -1, "/healthz", 503, true, "too many connections"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openLimited(t, httpapi.Limits{MaxConns: 5, HealthConns: tc.healthConns, ReadHeaderTimeout: time.Minute})
+			var held []net.Conn
+			for range 5 {
+				c := dialServer(t, s)
+				_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\n") // never finished
+				held = append(held, c)
+			}
+			resp, body := rawGet(t, dialServer(t, s), tc.path)
+			if resp.StatusCode != tc.want || (resp.Header.Get("Retry-After") != "") != tc.wantRetry || !strings.Contains(body, tc.wantOverload) {
+				t.Fatalf("GET %s over the cap: %d %s, Retry-After %q", tc.path, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+			}
+			if tc.want == 503 && !strings.Contains(body, substate.EUNAVAILABLE) {
+				t.Fatalf("not the JSON error: %s", body)
+			}
+			for _, c := range held {
+				c.Close()
+			}
+			eventuallyServed(t, s.URL()+"/v1/openapi.json")
+		})
 	}
-	c := dialServer(t, s)
-	_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+}
+
+// rawGet sends GET path on c and returns the answer.
+func rawGet(tb testing.TB, c net.Conn, path string) (*http.Response, string) {
+	tb.Helper()
+	_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	var body struct{ Error struct{ Code string } }
-	_ = json.NewDecoder(resp.Body).Decode(&body)
-	if resp.StatusCode != 503 || body.Error.Code != substate.EUNAVAILABLE || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("over the cap: %d %q, Retry-After %q", resp.StatusCode, body.Error.Code, resp.Header.Get("Retry-After"))
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// dialFrom dials the server from a local address of the loopback network
+// other than 127.0.0.1: another client. It skips the test where the
+// system does not route 127.0.0.0/8 to loopback (Linux does).
+func dialFrom(tb testing.TB, s *httpapi.Server, local string) net.Conn {
+	tb.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(s.URL(), "http://"))
+	if err != nil {
+		tb.Skipf("cannot dial from %s: %v", local, err)
 	}
-	for _, c := range held {
-		c.Close()
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// One client address holds at most its share of the connections: above
+// it, its connections are served health probes only, while another
+// client's are served as before. A connection kept for a probe that asks
+// nothing is closed within seconds.
+func TestConnectionCapPerClient(t *testing.T) {
+	s := openLimited(t, httpapi.Limits{MaxConnsPerClient: 3, ReadHeaderTimeout: time.Minute})
+	for range 3 {
+		c := dialServer(t, s)
+		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\n") // never finished
 	}
-	eventuallyOK(t, s.URL()+"/healthz")
+	resp, body := rawGet(t, dialServer(t, s), "/v1/openapi.json")
+	if resp.StatusCode != 503 || !strings.Contains(body, "from your address (at most 3 at once)") {
+		t.Fatalf("a fourth connection of the same client: %d %s, want 503 naming the per-client cap", resp.StatusCode, body)
+	}
+	if resp, body := rawGet(t, dialServer(t, s), "/healthz"); resp.StatusCode != 200 {
+		t.Fatalf("a probe from the same client: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := rawGet(t, dialFrom(t, s, "127.0.0.2"), "/v1/openapi.json"); resp.StatusCode != 404 {
+		t.Fatalf("another client: %d %s, want served (404: this server has no documents)", resp.StatusCode, body)
+	}
+	idle := dialServer(t, s)
+	closedByServer(t, idle)
 }
 
 // Three thousand clients that never finish their request do not keep a
-// normal request from being served.
+// normal request from being served (the per-client cap, which would keep
+// them to their share, is off: this is the server's cap).
 func TestSlowClientFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 6,000 sockets")
 	}
 	const slow = 3000
 	raiseFileLimit(t, 2*slow+256)
-	s := openLimited(t, httpapi.Limits{ReadHeaderTimeout: time.Minute})
+	s := openLimited(t, httpapi.Limits{ReadHeaderTimeout: time.Minute, MaxConnsPerClient: -1})
 	addr := strings.TrimPrefix(s.URL(), "http://")
 	for i := range slow {
 		c, err := net.Dial("tcp", addr)
@@ -170,19 +235,21 @@ func TestSlowClientFlood(t *testing.T) {
 	}
 }
 
-func eventuallyOK(tb testing.TB, url string) {
+// eventuallyServed waits until a GET of url is served: answered by a
+// route or the router, not refused 503.
+func eventuallyServed(tb testing.TB, url string) {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
+			if resp.StatusCode != http.StatusServiceUnavailable {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s never answered 200: %v", url, err)
+			tb.Fatalf("%s was never served: %v", url, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -78,7 +78,7 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !l.allows(r.Host) {
-			w.Header().Set("Connection", "close")
+			httpx.DropBody(w)
 			httpx.Error(w, r, substate.Errorf(substate.EFORBIDDEN,
 				"Host %s is not a name this worker answers to: only localhost, an IP address and the names of --http-allowed-hosts are (a web page that resolves its own name to this machine is refused; name a proxy's host with --http-allowed-hosts)",
 				substate.QuotePrefix(r.Host, 100)), nil)

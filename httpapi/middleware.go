@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -141,6 +142,8 @@ func errorFor(status int, r *http.Request, allow string) (string, string) {
 		return substate.EFORBIDDEN, "forbidden"
 	case http.StatusConflict:
 		return substate.ECONFLICT, "conflict"
+	case http.StatusRequestTimeout:
+		return substate.ETIMEOUT, "the request did not arrive in time"
 	case http.StatusRequestEntityTooLarge:
 		return substate.ETOOLARGE, "request body too large"
 	case http.StatusTooManyRequests:
@@ -154,4 +157,71 @@ func errorFor(status int, r *http.Request, allow string) (string, string) {
 		return substate.EINTERNAL, "internal error"
 	}
 	return substate.EINVALID, strings.ToLower(http.StatusText(status))
+}
+
+// dropUnreadBody closes the connection of a request whose body the
+// handler did not read to its end, once it is answered: a refusal before
+// the body (a key, a content type, a route or Host refused), a body cut
+// short. Go's server would otherwise read up to 256 KiB of the rest to
+// reuse the connection, for as long as the client takes to send it, and
+// a slow client would hold the connection after its answer.
+func dropUnreadBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body := &eofReader{ReadCloser: r.Body}
+		r.Body = body
+		next.ServeHTTP(&bodyWatcher{ResponseWriter: w, body: body}, r)
+	})
+}
+
+// eofReader records that its reader reached the end.
+type eofReader struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *eofReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// bodyWatcher drops the request's body when the answer starts before the
+// body was read to its end.
+type bodyWatcher struct {
+	http.ResponseWriter
+	body   *eofReader
+	headed bool
+}
+
+func (w *bodyWatcher) WriteHeader(status int) {
+	if !w.headed {
+		w.headed = true
+		if !w.body.eof {
+			httpx.DropBody(w.ResponseWriter)
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *bodyWatcher) Write(p []byte) (int, error) {
+	if !w.headed {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *bodyWatcher) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush passes a flush on, for streaming responses.
+func (w *bodyWatcher) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

@@ -37,7 +37,7 @@ func (s *Server) Routes() []Route {
 	views, execs, jobs, docs := s.Views != nil, s.Executions != nil, s.Jobs != nil, s.Contract != nil
 	return []Route{
 		// Health and metrics.
-		{Method: "GET", Path: "/healthz", Guard: GuardPublic, Handler: http.HandlerFunc(healthz)},
+		{Method: "GET", Path: "/healthz", Guard: GuardPublic, Handler: http.HandlerFunc(s.healthz)},
 		{Method: "GET", Path: "/readyz", Guard: GuardPublic, Handler: http.HandlerFunc(s.readyz)},
 		{Method: "GET", Path: "/metrics", Guard: GuardRead, Handler: s.Metrics},
 
@@ -82,13 +82,15 @@ func (s *Server) Routes() []Route {
 }
 
 // Handler returns the server's routes behind what every request passes:
-// a panic is a 500, a Host the server does not answer to is refused (DNS
-// rebinding), a browser page of another origin cannot post, and every
-// error is the JSON error body. Open serves it.
+// a panic is a 500, a connection beyond the caps is served health only, a
+// Host the server does not answer to is refused (DNS rebinding), a
+// browser page of another origin cannot post, every error is the JSON
+// error body, and a body left unread closes its connection. Open serves
+// it.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.register(mux)
-	return jsonErrors(s.recoverer(s.checkHost(sameOrigin(mux))))
+	return dropUnreadBody(jsonErrors(s.recoverer(healthOnly(s.checkHost(sameOrigin(mux))))))
 }
 
 // register puts every route with a handler on mux, behind its guard, and

@@ -32,11 +32,16 @@ const (
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxConns          = 4096
+	DefaultMaxConnsPerClient = 256
+	DefaultHealthConns       = 64
 )
 
 // Limits bound what one client can hold of the server; zero values mean
 // the defaults. A slow client is closed when a timeout passes; a
-// connection above MaxConns is answered 503 at once and closed.
+// connection above MaxConns, or above MaxConnsPerClient of its client
+// address, may only ask for /healthz or /readyz (on one of HealthConns
+// connections kept for that) and is otherwise answered 503 at once and
+// closed.
 type Limits struct {
 	ReadHeaderTimeout time.Duration // to read a request's headers
 	ReadTimeout       time.Duration // to read a whole request, body included
@@ -44,6 +49,12 @@ type Limits struct {
 	IdleTimeout       time.Duration // a kept-alive connection waiting for its next request
 	MaxHeaderBytes    int
 	MaxConns          int // connections open at once; negative for no cap
+	// MaxConnsPerClient caps the connections of one client address (an
+	// IPv4 address, an IPv6 /64); negative for no cap.
+	MaxConnsPerClient int
+	// HealthConns are the connections beyond the caps that may ask for
+	// /healthz or /readyz; negative for none.
+	HealthConns int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -53,6 +64,8 @@ func (l Limits) withDefaults() Limits {
 	l.IdleTimeout = cmp.Or(l.IdleTimeout, DefaultIdleTimeout)
 	l.MaxHeaderBytes = cmp.Or(l.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	l.MaxConns = cmp.Or(l.MaxConns, DefaultMaxConns)
+	l.MaxConnsPerClient = cmp.Or(l.MaxConnsPerClient, DefaultMaxConnsPerClient)
+	l.HealthConns = cmp.Or(l.HealthConns, DefaultHealthConns)
 	return l
 }
 
@@ -81,6 +94,7 @@ type Server struct {
 	// nil shows none of it.
 	Redaction *redact.Policy
 
+	Live       func() error              // GET /healthz: nil error means alive; nil func means always
 	Ready      func() error              // GET /readyz: nil error means ready; nil func means always
 	Metrics    http.Handler              // GET /metrics
 	Ingest     Ingester                  // POST /v1/ingest/…
@@ -137,10 +151,13 @@ func (s *Server) Open() error {
 			s.logger().Warn("http connection cap lowered to fit the open-file limit", "cap", n, "wanted", lim.MaxConns, "open_files", fds)
 			lim.MaxConns = n
 		}
-		ln = newLimitListener(ln, lim.MaxConns)
+	}
+	if lim.MaxConns > 0 || lim.MaxConnsPerClient > 0 {
+		ln = newLimitListener(ln, lim.MaxConns, lim.MaxConnsPerClient, lim.HealthConns)
 	}
 	s.srv = &http.Server{
 		Handler:           s.Handler(),
+		ConnContext:       connContext,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		ReadTimeout:       lim.ReadTimeout,
 		WriteTimeout:      lim.WriteTimeout,
@@ -175,7 +192,16 @@ func (s *Server) Close() error {
 	return s.srv.Shutdown(ctx)
 }
 
-func healthz(w http.ResponseWriter, _ *http.Request) {
+// healthz is liveness: 503 once the worker cannot do its work any more
+// and only a restart can help (its view cannot be written), so that a
+// liveness probe restarts it.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.Live != nil {
+		if err := s.Live(); err != nil {
+			httpx.Error(w, r, substate.Errorf(substate.EUNAVAILABLE, "not alive: %v", err), s.logger())
+			return
+		}
+	}
 	httpx.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

@@ -22,6 +22,11 @@ import (
 // EventBridge API destination sends at most).
 const MaxIngestBody = 1 << 20
 
+// DefaultBodyTimeout is how long a request body may take to arrive once
+// its headers are in: 1 MiB at 100 KB/s. A provider posts from a data
+// centre; a client slower than that only holds a connection.
+const DefaultBodyTimeout = 10 * time.Second
+
 // Ingress receives provider status changes over HTTP and puts them on
 // SUBSTATE_RAW. It answers 202 only after JetStream acknowledged every raw
 // event of the request, so a provider that retries on 5xx never loses one.
@@ -51,9 +56,13 @@ type Ingress struct {
 	// backlog or the publishes in flight pass their bounds.
 	Admission *Admission
 	Timeout   time.Duration // publish timeout of one request; 0 means 5 s
-	Now       func() time.Time
-	Metrics   *Metrics
-	Logger    *slog.Logger
+	// BodyTimeout bounds the time a request's body may take to arrive once
+	// its headers are in and its credential checked; 0 means
+	// DefaultBodyTimeout. A body slower than that is answered 408.
+	BodyTimeout time.Duration
+	Now         func() time.Time
+	Metrics     *Metrics
+	Logger      *slog.Logger
 }
 
 // Endpoint returns the handler of provider p's ingest route, which the
@@ -64,22 +73,27 @@ type Ingress struct {
 func (in *Ingress) Endpoint(p substate.Provider) http.Handler {
 	switch p {
 	case substate.ProviderStepFunctions:
-		return in.endpoint(p, in.eventBridge)
+		return in.endpoint(p, route{in.eventBridgeHeaders, in.eventBridge})
 	case substate.ProviderRestate:
-		return in.endpoint(p, in.restate)
+		return in.endpoint(p, route{in.restateHeaders, in.restate})
 	}
 	return nil
 }
 
-// decodeFunc turns one authenticated request body into raw events.
-type decodeFunc func(r *http.Request, body []byte) ([]substate.RawEvent, error)
+// route is what an ingest route checks of a request: its headers, before
+// any of the body is read (the credential, when it is one), then its body.
+type route struct {
+	headers func(h http.Header) error
+	decode  func(r *http.Request, body []byte) ([]substate.RawEvent, error)
+}
 
-// endpoint wraps a decoder with the steps every ingest route shares: body
-// limit, readiness, publishing, metrics and the error body.
-func (in *Ingress) endpoint(p substate.Provider, decode decodeFunc) http.Handler {
+// endpoint wraps a route with the steps every ingest route shares:
+// headers first, body limits, readiness, publishing, metrics and the
+// error body.
+func (in *Ingress) endpoint(p substate.Provider, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := in.now()
-		res, err := in.ingest(r, decode)
+		res, err := in.ingest(w, r, rt)
 		in.observe(p, start, err)
 		if err != nil {
 			if substate.ErrorCode(err) == substate.ETHROTTLED {
@@ -93,12 +107,20 @@ func (in *Ingress) endpoint(p substate.Provider, decode decodeFunc) http.Handler
 	})
 }
 
-func (in *Ingress) ingest(r *http.Request, decode decodeFunc) (IngestResult, error) {
-	body, err := readBody(r)
+// ingest takes one delivery. Its headers are checked before any of its
+// body is read: a request without the credential is refused at once, with
+// the connection closed, and holds no connection for the time its body
+// would take.
+func (in *Ingress) ingest(w http.ResponseWriter, r *http.Request, rt route) (IngestResult, error) {
+	if err := rt.headers(r.Header); err != nil {
+		httpx.DropBody(w)
+		return IngestResult{}, err
+	}
+	body, err := in.readBody(w, r)
 	if err != nil {
 		return IngestResult{}, err
 	}
-	events, err := decode(r, body)
+	events, err := rt.decode(r, body)
 	if err == nil {
 		err = checkUTF8(body)
 	}
@@ -205,15 +227,23 @@ func checkUTF8(body []byte) error {
 	return substate.Errorf(substate.EINVALID, "body is not valid UTF-8 (byte 0x%02X at offset %d)", body[at], at)
 }
 
-func readBody(r *http.Request) ([]byte, error) {
+// readBody reads a request body of at most MaxIngestBody bytes within
+// BodyTimeout: a larger one is 413, a slower one 408, and either closes
+// the connection.
+func (in *Ingress) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxIngestBody {
+		httpx.DropBody(w)
 		return nil, substate.Errorf(substate.ETOOLARGE, "body of %d bytes is above the limit of %d", r.ContentLength, MaxIngestBody)
 	}
+	// The server's own deadline is for the whole request; this one is
+	// tighter, and runs from now, once the headers passed.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(cmp.Or(in.BodyTimeout, DefaultBodyTimeout)))
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxIngestBody+1))
 	if err != nil {
-		return nil, substate.WrapError(substate.EINVALID, err, "read body")
+		return nil, httpx.BodyError(w, err)
 	}
 	if len(body) > MaxIngestBody {
+		httpx.DropBody(w)
 		return nil, substate.Errorf(substate.ETOOLARGE, "body is above the limit of %d bytes", MaxIngestBody)
 	}
 	return body, nil
@@ -238,17 +268,22 @@ func (in *Ingress) now() time.Time {
 	return time.Now()
 }
 
+// eventBridgeHeaders checks an EventBridge delivery's X-Api-Key.
+func (in *Ingress) eventBridgeHeaders(h http.Header) error {
+	if in.APIKey == "" && in.Exposed {
+		return substate.Errorf(substate.EUNAUTHORIZED, "eventbridge ingest is closed: no API key is configured and the server is not on loopback")
+	}
+	if in.APIKey != "" && subtle.ConstantTimeCompare([]byte(h.Get(substate.HeaderAPIKey)), []byte(in.APIKey)) != 1 {
+		return substate.Errorf(substate.EUNAUTHORIZED, "missing or wrong X-Api-Key header")
+	}
+	return nil
+}
+
 // eventBridge decodes one EventBridge event or a JSON array of them. Each
 // must be an object with an id; what the event says is the normalizer's
 // business, so an unknown detail-type is accepted and dead-lettered there
 // with the provider's bytes kept as evidence.
-func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEvent, error) {
-	if in.APIKey == "" && in.Exposed {
-		return nil, substate.Errorf(substate.EUNAUTHORIZED, "eventbridge ingest is closed: no API key is configured and the server is not on loopback")
-	}
-	if in.APIKey != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(substate.HeaderAPIKey)), []byte(in.APIKey)) != 1 {
-		return nil, substate.Errorf(substate.EUNAUTHORIZED, "missing or wrong X-Api-Key header")
-	}
+func (in *Ingress) eventBridge(_ *http.Request, body []byte) ([]substate.RawEvent, error) {
 	items, err := splitJSON(body)
 	if err != nil {
 		return nil, err
@@ -264,9 +299,28 @@ func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEven
 		if env.ID == nil || *env.ID == "" {
 			return nil, substate.Errorf(substate.EINVALID, "event %d: missing \"id\"", i)
 		}
+		if err := substate.ValidateSourceID(*env.ID); err != nil {
+			return nil, substate.Errorf(substate.EINVALID, "event %d: %s", i, substate.ErrorMessage(err))
+		}
 		events[i] = substate.RawEvent{Kind: substate.RawEventBridge, ID: *env.ID, Body: item}
 	}
 	return events, nil
+}
+
+// restateHeaders checks a Restate delivery's headers: with a secret, the
+// Standard Webhooks headers are there, the timestamp within the tolerance
+// (the signature needs the body); a webhook-id is bounded either way.
+func (in *Ingress) restateHeaders(h http.Header) error {
+	if in.Webhook == nil && in.Exposed {
+		return substate.Errorf(substate.EUNAUTHORIZED, "restate ingest is closed: no webhook secret is configured and the server is not on loopback")
+	}
+	if in.Webhook != nil {
+		return in.Webhook.CheckHeaders(h)
+	}
+	if id := h.Get(substate.HeaderWebhookID); id != "" {
+		return checkWebhookID(id)
+	}
+	return nil
 }
 
 // restate decodes one sys_invocation row or {"rows":[…]}, verified by its
@@ -274,9 +328,6 @@ func (in *Ingress) eventBridge(r *http.Request, body []byte) ([]substate.RawEven
 // identifies the delivery; unsigned deliveries (no secret, loopback only)
 // without one are identified by a hash of the body.
 func (in *Ingress) restate(r *http.Request, body []byte) ([]substate.RawEvent, error) {
-	if in.Webhook == nil && in.Exposed {
-		return nil, substate.Errorf(substate.EUNAUTHORIZED, "restate ingest is closed: no webhook secret is configured and the server is not on loopback")
-	}
 	if in.Webhook != nil {
 		if err := in.Webhook.Verify(body, r.Header); err != nil {
 			return nil, err

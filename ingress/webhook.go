@@ -33,19 +33,39 @@ func NewWebhookVerifier(secret string) (*WebhookVerifier, error) {
 	return &WebhookVerifier{Tolerance: 5 * time.Minute, Now: time.Now, wh: wh}, nil
 }
 
-// Verify checks the webhook-id, webhook-timestamp and webhook-signature
-// headers against body; any failure is an EUNAUTHORIZED error naming it.
-func (v *WebhookVerifier) Verify(body []byte, h http.Header) error {
+// CheckHeaders checks what of a delivery can be checked before its body
+// is read: the webhook-id, webhook-timestamp and webhook-signature headers
+// are there, the timestamp is within the tolerance (EUNAUTHORIZED
+// otherwise), and the webhook-id is a bounded plain token (EINVALID).
+func (v *WebhookVerifier) CheckHeaders(h http.Header) error {
 	id, ts, sig := h.Get(substate.HeaderWebhookID), h.Get(substate.HeaderWebhookTimestamp), h.Get(substate.HeaderWebhookSignature)
 	if id == "" || ts == "" || sig == "" {
 		return substate.Errorf(substate.EUNAUTHORIZED, "missing webhook-id, webhook-timestamp or webhook-signature header")
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return substate.Errorf(substate.EUNAUTHORIZED, "webhook-timestamp %q is not Unix seconds", ts)
+		return substate.Errorf(substate.EUNAUTHORIZED, "webhook-timestamp %s is not Unix seconds", substate.QuotePrefix(ts, substate.QuoteLimit))
 	}
 	if d := v.Now().Sub(time.Unix(sec, 0)); d > v.Tolerance || d < -v.Tolerance {
 		return substate.Errorf(substate.EUNAUTHORIZED, "webhook-timestamp is %s away from now, beyond the tolerance of %s", d.Round(time.Second).Abs(), v.Tolerance)
+	}
+	return checkWebhookID(id)
+}
+
+// checkWebhookID refuses a webhook-id that cannot be a Nats-Msg-Id.
+func checkWebhookID(id string) error {
+	if err := substate.ValidateSourceID(id); err != nil {
+		return substate.Errorf(substate.EINVALID, "webhook-id header: %s", substate.ErrorMessage(err))
+	}
+	return nil
+}
+
+// Verify checks the webhook-id, webhook-timestamp and webhook-signature
+// headers against body: CheckHeaders, then the signature. A failed
+// signature is an EUNAUTHORIZED error.
+func (v *WebhookVerifier) Verify(body []byte, h http.Header) error {
+	if err := v.CheckHeaders(h); err != nil {
+		return err
 	}
 	// The timestamp is checked above with the injectable clock.
 	if err := v.wh.VerifyIgnoringTimestamp(body, h); err != nil {

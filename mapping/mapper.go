@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/redact"
 )
 
 // Version is the version of the mapping. It is part of every canonical event
@@ -17,9 +18,13 @@ import (
 // engine events and Step Functions polls, and maps Restate rows as a real
 // server sends them (revision, retry count, error text). Version 3 adds
 // the error fingerprint, counts a failed Restate invocation's retries from
-// its journal, and words a stop's cause as every provider does
-// (substate.StopMessage: "Stopped: <cause>").
-const Version = 3
+// its journal, words a stop's cause as every provider does
+// (substate.StopMessage: "Stopped: <cause>"), and redacts secrets in the
+// error text (redact.Text) before the fingerprint is taken. Version 4
+// counts a Task state entered again after its failure was caught as a
+// retry (Step Functions polls) and gives an error without a message its
+// type as the message.
+const Version = 4
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.
@@ -85,14 +90,36 @@ func New(c Config) *Mapper {
 // Map decodes raw and maps it to canonical events, dispatching on its kind,
 // each stamped with the mapping Version and given its error fingerprint.
 // Undecodable payloads are EINVALID errors, unresolvable tenants ENOTENANT.
+//
+// The providers' error text (a Step Functions cause, a Restate
+// last_failure, an engine task's error) is redacted here, the one place
+// every canonical event passes, with redact.Text, before the fingerprint
+// is taken: a value its words name as a secret ("password hunter2") is
+// "[redacted]" in the event, and so in the view, the change feed, the
+// logs, the fingerprint and everything derived from the message. The raw
+// message keeps it, as evidence for read:raw and admin.
 func (m *Mapper) Map(raw substate.RawEvent) ([]substate.EventData, error) {
 	events, err := m.mapKind(raw)
 	for i := range events {
 		ev := &events[i]
 		ev.MappingVersion = Version
+		typeAsMessage(ev)
+		ev.ErrorMessage = redact.Text(ev.ErrorMessage)
 		ev.ErrorFingerprint = Fingerprint(ev.Provider, ev.ErrorType, ev.ErrorMessage)
 	}
 	return events, err
+}
+
+// typeAsMessage gives a failing event with an error type and no message
+// (a Fail state with only its error, a task error without text) its type
+// as the message, so the view shows that it has an error.
+func typeAsMessage(ev *substate.EventData) {
+	switch ev.SubState {
+	case substate.StateFailed, substate.StateError, substate.StateBackingOff:
+		if ev.ErrorMessage == "" && ev.ErrorType != "" {
+			ev.ErrorMessage = firstLine(ev.ErrorType)
+		}
+	}
 }
 
 func (m *Mapper) mapKind(raw substate.RawEvent) ([]substate.EventData, error) {

@@ -33,6 +33,7 @@ the mapper itself uses, and a test fails when it is stale.
 		writeProviderTable(&b, p)
 	}
 	b.WriteString(unknownRule)
+	b.WriteString(retryRule)
 	b.WriteString(providerNotes)
 	writeFingerprints(&b)
 	return b.Bytes()
@@ -140,6 +141,43 @@ provider, which the command feeds into the Prometheus counter
 provider input, and one bad client could create any number of series.
 `
 
+const retryRule = `
+## Retry count
+
+The retry count (` + "`retryCount`" + `, ` + "`workflowRetryCount`" + ` in the view) means one thing
+for every provider: **the number of failed attempts that were followed by, or are waiting
+for, a retry**. Backing off after the first failure shows 1, the retry then running still
+shows 1, and the count never goes down within an execution.
+
+A retry is another attempt of **the same Task state** after a failed one. It comes two ways,
+and each failed attempt counts once:
+
+1. **The state's own retry policy** (Step Functions' ` + "`Retry`" + `, the engine's ` + "`retry`" + `,
+   Restate's retry policy): the failure counts when its backoff starts, and the attempt
+   that follows carries it.
+2. **Entering the Task state again after a catch took its failure** (Step Functions'
+   ` + "`Catch`" + `, the engine's ` + "`catch`" + `, leading through other states back to the task:
+   the polling-loop pattern *check → catch → wait → check*). The failure counts when the
+   state is entered again, on the same line of execution: the next attempt carries it. A
+   tenant stuck in such a loop has a retry count that grows with every lap, so
+   ` + "`--min-retries`" + ` finds it.
+
+Not retries:
+
+- entering a Task state again after its last attempt **succeeded** (a loop whose task
+  answers "not yet" as a result, not as an error);
+- a failure caught and **never followed by the same state** (the catch leads elsewhere,
+  or the execution ends): it was not retried (the execution's error still shows it);
+- a **redrive** or resume of a failed execution by an operator (Step Functions'
+  ` + "`ExecutionRedriven`" + `, the engine's retry): it is counted as a redrive, not as a retry of
+  the attempt that failed;
+- another **branch or iteration** entering the same state: in a Parallel or Map state each
+  branch is its own line, so a failure caught in one iteration is not retried by the next
+  iteration. Step Functions' history links each event to the one before it
+  (` + "`previousEventId`" + `); substate follows those lines, at most 64 open at once (past that,
+  the oldest line's caught failures are forgotten and a visit after them is not counted).
+`
+
 const providerNotes = `
 ## Provider details
 
@@ -158,7 +196,9 @@ terminal statuses.
 history events the poll read and the summary of the older ones. The retry count is the
 number of failed task attempts followed by, or waiting for, a retry, over the whole
 history and every redrive: each task ` + "`*Scheduled`" + ` that follows a task
-` + "`*Failed`/`*TimedOut`" + `, and the newest failure while nothing follows it yet. A RUNNING
+` + "`*Failed`/`*TimedOut`" + `, each ` + "`TaskStateEntered`" + ` of a Task state whose failure a
+` + "`Catch`" + ` took on the same line of events (see [Retry count](#retry-count)), and the
+newest failure while nothing follows it yet. A RUNNING
 execution whose newest task failure has no newer ` + "`*Scheduled`" + ` (and nothing
 continuing from it) is backing off; its error is that failure's (since the last
 ` + "`ExecutionRedriven`" + `). The revision uses the newest history event id.
@@ -194,8 +234,15 @@ within one ` + "`modified_at`" + `, a later attempt is newer, and for one attemp
 newer than running.
 
 **Engine** (` + "`engine.status`" + `): the engine's status names are the sub-state names;
-the retry count is always known and the revision is the event's ` + "`seq`" + `. The step is
+the retry count is always known (the engine counts retries by its retry blocks and by
+entering a Task again after its catch, see [Retry count](#retry-count)) and the revision
+is the event's ` + "`seq`" + `. The step is
 the event's ` + "`state`" + `. A stopped execution's failed event is marked ` + "`stopped`" + `.
+
+**An error with no message** (a ` + "`Fail`" + ` state with only its ` + "`error`" + `, a task error
+without text): a ` + "`failed`" + `, ` + "`error`" + ` or ` + "`backing-off`" + ` event whose
+` + "`errorMessage`" + ` would be empty takes its ` + "`errorType`" + ` as the message, so the view shows
+that the tenant has an error.
 
 **A stop's cause** reads the same on every provider (` + "`substate.StopMessage`" + `):
 ` + "`Stopped: <first line of the cause>`" + `, from Step Functions' error ` + "`Stopped`" + ` and its cause,

@@ -35,6 +35,14 @@ type TenantReader interface {
 	Tenant(ctx context.Context, id string) (substate.TenantView, error)
 }
 
+// LastExecutionReader names a tenant's last execution when the view no
+// longer shows it (the view clears a succeeded execution's id); the view
+// store has it. A Service whose Views have it describes a finished
+// execution too.
+type LastExecutionReader interface {
+	LastExecution(ctx context.Context, id string) (string, error)
+}
+
 // Service is the substate.ExecutionService of a worker. Set the fields
 // before use; Views, Operators and Audit are required.
 type Service struct {
@@ -61,9 +69,21 @@ type Service struct {
 
 var _ substate.ExecutionService = (*Service)(nil)
 
-// Describe describes the tenant's current execution.
+// Describe describes the tenant's current execution, or its last one when
+// it succeeded (the view keeps no id for it): its output is there to read,
+// redacted below the admin scope like any description.
 func (s *Service) Describe(ctx context.Context, tenantID string) (substate.ExecutionInfo, error) {
-	_, _, info, err := s.current(ctx, tenantID)
+	v, err := s.Views.Tenant(ctx, tenantID)
+	if err != nil {
+		return substate.ExecutionInfo{}, err
+	}
+	v.TenantID = tenantID
+	if last, ok := s.Views.(LastExecutionReader); ok && v.WorkflowExecutionID == "" {
+		if v.WorkflowExecutionID, err = last.LastExecution(ctx, tenantID); err != nil {
+			return substate.ExecutionInfo{}, err
+		}
+	}
+	_, info, err := s.describe(ctx, v)
 	return info, err
 }
 
@@ -74,12 +94,12 @@ func (s *Service) current(ctx context.Context, tenantID string) (substate.Tenant
 	if err != nil {
 		return v, nil, substate.ExecutionInfo{}, err
 	}
+	v.TenantID = tenantID
 	op, info, err := s.describe(ctx, v)
 	return v, op, info, err
 }
 
-// describe returns the operator of the view's current execution and the
-// execution's description.
+// describe describes the execution the view names, with its operator.
 func (s *Service) describe(ctx context.Context, v substate.TenantView) (substate.ExecutionOperator, substate.ExecutionInfo, error) {
 	if v.WorkflowExecutionID == "" {
 		return nil, substate.ExecutionInfo{}, substate.Errorf(substate.ENOTFOUND,
@@ -138,6 +158,7 @@ func (s *Service) Act(ctx context.Context, req substate.ExecutionRequest) (subst
 	if err != nil && req.Before == nil {
 		return s.viewGone(ctx, req, err)
 	}
+	v.TenantID = req.TenantID
 	if req.Before != nil && !req.DryRun {
 		if res, decided, err := s.resolve(ctx, req); decided {
 			return res, err
@@ -249,6 +270,9 @@ func precondition(req substate.ExecutionRequest, info substate.ExecutionInfo) er
 	case substate.ActionStop:
 		if info.Ended {
 			return substate.Errorf(substate.ECONFLICT, "execution %s already ended (%s): there is nothing to stop", info.ExecutionID, info.ProviderState)
+		}
+		if req.Kill && info.KillRefusal != "" {
+			return substate.Errorf(substate.EINVALID, "execution %s cannot be killed: %s", info.ExecutionID, info.KillRefusal)
 		}
 	case substate.ActionRetry:
 		if !info.Retryable {

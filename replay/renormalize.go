@@ -166,6 +166,9 @@ func (s *idSet) add(id string) {
 	}
 }
 
+// size is how many ids the set holds.
+func (s *idSet) size() int { return len(s.hashes) + len(s.other) }
+
 func (s *idSet) has(id string) bool {
 	if h, ok := hash(id); ok {
 		_, found := s.hashes[h]

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -33,6 +34,11 @@ type Verify struct {
 	// this binary cannot derive again exactly, no failure when the current
 	// mapping agrees with what they say happened (see CheckUnverified).
 	AcceptUnverified bool
+	// Normalizer is the normalizer's durable consumer on SUBSTATE_RAW:
+	// the raw messages it has acknowledged are the ones whose events the
+	// search for gaps expects (see Gaps); "" means up to the last raw
+	// message an event names.
+	Normalizer string
 }
 
 // Comparison is how a live view compares with the replay of the events it
@@ -50,12 +56,13 @@ type Comparison struct {
 type VerifyResult struct {
 	Comparison
 	Evidence *CheckResult // nil when the evidence was not checked
+	Gaps     *GapResult   // nil when the evidence was not checked
 }
 
-// Failed reports whether the view differs from the replay or an event
-// lacks its evidence.
+// Failed reports whether the view differs from the replay, an event lacks
+// its evidence, or raw evidence lacks its events.
 func (r VerifyResult) Failed() bool {
-	return len(r.Diffs) > 0 || (r.Evidence != nil && r.Evidence.Failed())
+	return len(r.Diffs) > 0 || (r.Evidence != nil && r.Evidence.Failed()) || (r.Gaps != nil && r.Gaps.Failed())
 }
 
 // Run reads the view of the worker c reaches, compares it with the replay
@@ -71,7 +78,27 @@ func (v *Verify) Run(ctx context.Context, c LiveClient, evidence bool) (VerifyRe
 		return VerifyResult{Comparison: cmp}, err
 	}
 	res, err := v.CheckEvidence(ctx, cmp.Seq)
-	return VerifyResult{Comparison: cmp, Evidence: &res}, err
+	if err != nil {
+		return VerifyResult{Comparison: cmp, Evidence: &res}, err
+	}
+	gaps, err := v.CheckGaps(ctx)
+	return VerifyResult{Comparison: cmp, Evidence: &res, Gaps: &gaps}, err
+}
+
+// CheckGaps searches SUBSTATE_RAW for raw messages whose events
+// SUBSTATE_EVENTS does not hold (see Gaps).
+func (v *Verify) CheckGaps(ctx context.Context) (GapResult, error) {
+	g := &Gaps{Reader: &Reader{JS: v.JS}, Mapper: mapping.New(mapping.Config{Tenants: v.TenantRules}), EventID: mapping.EventID}
+	if v.Normalizer != "" {
+		g.Normalized = func(ctx context.Context) (uint64, error) {
+			c, err := v.JS.Consumer(ctx, substate.StreamRaw, v.Normalizer)
+			if err != nil {
+				return 0, fmt.Errorf("read the normalizer's position: %w", err)
+			}
+			return c.CachedInfo().AckFloor.Stream, nil
+		}
+	}
+	return g.Run(ctx)
 }
 
 // Compare rebuilds the view up to the live view's position in a temporary

@@ -14,16 +14,30 @@ import (
 
 // Tenant returns the view of one tenant, or an ENOTFOUND error.
 func (d *DB) Tenant(ctx context.Context, id string) (substate.TenantView, error) {
+	rec, err := d.record(ctx, id)
+	return rec.View, err
+}
+
+// LastExecution returns the id of the execution the tenant's view follows,
+// also after it succeeded, when the public view no longer shows it (""
+// for a tenant with no execution); an unknown tenant is ENOTFOUND.
+func (d *DB) LastExecution(ctx context.Context, id string) (string, error) {
+	rec, err := d.record(ctx, id)
+	return rec.ExecutionID, err
+}
+
+// record returns the record of one tenant, or an ENOTFOUND error.
+func (d *DB) record(ctx context.Context, id string) (Record, error) {
 	if err := ctx.Err(); err != nil {
-		return substate.TenantView{}, err
+		return Record{}, err
 	}
 	d.pmu.RLock()
 	defer d.pmu.RUnlock()
 	if d.db == nil {
-		return substate.TenantView{}, ErrClosed
+		return Record{}, ErrClosed
 	}
 	if p, ok := d.pending[id]; ok {
-		return p.View, nil
+		return p, nil
 	}
 	var rec Record
 	found := false
@@ -39,11 +53,11 @@ func (d *DB) Tenant(ctx context.Context, id string) (substate.TenantView, error)
 	})
 	switch {
 	case err != nil:
-		return substate.TenantView{}, fmt.Errorf("read tenant %q: %w", id, err)
+		return Record{}, fmt.Errorf("read tenant %q: %w", id, err)
 	case !found:
-		return substate.TenantView{}, substate.Errorf(substate.ENOTFOUND, "tenant %q not found", id)
+		return Record{}, substate.Errorf(substate.ENOTFOUND, "tenant %q not found", id)
 	}
-	return rec.View, nil
+	return rec, nil
 }
 
 // Tenants returns one page of the tenants that match f. The filter picks

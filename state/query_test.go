@@ -205,6 +205,25 @@ func TestTenant(t *testing.T) {
 	}
 }
 
+// TestLastExecution: the execution a tenant's view follows is named also
+// after it succeeded, when the public view clears its id.
+func TestLastExecution(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	s := newStream(t, db)
+	s.apply(ev("t1", "x1", running, 1))
+	s.apply(ev("t1", "x1", substate.StateSucceeded, 2))
+	if v := mustTenant(t, db, "t1"); v.WorkflowExecutionID != "" {
+		t.Fatalf("view of a succeeded execution = %+v, want no execution id", v)
+	}
+	if got, err := db.LastExecution(ctx, "t1"); err != nil || got != "x1" {
+		t.Fatalf("last execution = %q, %v; want x1", got, err)
+	}
+	if _, err := db.LastExecution(ctx, "nobody"); substate.ErrorCode(err) != substate.ENOTFOUND {
+		t.Fatalf("unknown tenant: %v, want ENOTFOUND", err)
+	}
+}
+
 func TestActive(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)

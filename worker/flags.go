@@ -20,10 +20,10 @@ import (
 // equal.
 func DefaultFlags() Flags {
 	return Flags{
-		DataDir: "./data", HTTPAddr: "127.0.0.1:8080", HTTPMaxConns: 4096,
+		DataDir: "./data", HTTPAddr: "127.0.0.1:8080", HTTPMaxConns: 4096, HTTPMaxConnsPerIP: 256,
 		BatchSize: 512, MaxDeliveries: 10, AckWait: 30 * time.Second,
 		IngestMaxBacklog: 100000, IngestMaxInFlight: 4096,
-		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second,
+		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second, ViewFailureTimeout: 2 * time.Minute,
 		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute},
 		RoleFlags:    RoleFlags{Role: RoleAll, ChangeFeed: true},
 		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo},

@@ -95,7 +95,7 @@ func (w *Worker) openMetricsHTTP(context.Context) error {
 		return nil
 	}
 	w.MetricsHTTP = &httpapi.Server{
-		Addr: w.Flags.MetricsAddr, AllowedHosts: w.Flags.HTTPAllowedHosts, Ready: w.Ready, Logger: w.Logger.With("component", "metrics"),
+		Addr: w.Flags.MetricsAddr, AllowedHosts: w.Flags.HTTPAllowedHosts, Live: w.Live, Ready: w.Ready, Logger: w.Logger.With("component", "metrics"),
 		Metrics: promhttp.HandlerFor(w.registry, promhttp.HandlerOpts{}),
 	}
 	if err := w.MetricsHTTP.Open(); err != nil {

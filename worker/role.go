@@ -97,7 +97,7 @@ func (w *Worker) actors() []func(context.Context) error {
 	if w.Changes != nil {
 		out = append(out, w.Changes.Run)
 	}
-	return append(out, w.watchLag, w.watchBus, w.watchStore)
+	return append(out, w.watchLag, w.watchBus, w.watchStore, w.watchNATS)
 }
 
 // pullConsumers returns the durable consumers the role reads.
@@ -135,7 +135,7 @@ func (w *Worker) ingester() (httpapi.Ingester, error) {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &ingress.Ingress{
 		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !netx.Loopback(w.Flags.HTTPAddr),
-		Ready: w.Bus.Ready, Metrics: w.Metrics.Ingress, Logger: w.Logger.With("component", "ingress"),
+		Ready: w.natsReady, Metrics: w.Metrics.Ingress, Logger: w.Logger.With("component", "ingress"),
 		Admission: &ingress.Admission{
 			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
 			RetryAfter: 5 * time.Second,

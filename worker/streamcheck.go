@@ -27,6 +27,12 @@ const (
 // checkpoint; nil means it matches.
 type streamLoss struct {
 	what string // what happened, for the log line and the error
+	// refill is set when the stream lost events SUBSTATE_RAW may still
+	// hold (its store was cut short or created again, not retention):
+	// the worker maps them again (see refill). after is the last sequence
+	// the stream still holds before them, 0 when it holds none.
+	refill bool
+	after  uint64
 }
 
 func (l *streamLoss) Error() string { return l.what }
@@ -74,13 +80,13 @@ func lostAfter(ctx context.Context, js jetstream.JetStream, cp uint64) ([]uint64
 func compareStream(mark string, cp uint64, s eventsStream) *streamLoss {
 	switch {
 	case mark != "" && mark != s.mark:
-		return &streamLoss{fmt.Sprintf("%s was deleted and created again (the view follows the stream created %s, this one was created %s); the view has applied sequences up to %d of the old one, the new one holds %d",
+		return &streamLoss{refill: true, what: fmt.Sprintf("%s was deleted and created again (the view follows the stream created %s, this one was created %s); the view has applied sequences up to %d of the old one, the new one holds %d",
 			substate.StreamEvents, mark, s.mark, cp, s.last)}
 	case cp > s.last:
-		return &streamLoss{fmt.Sprintf("%s ends at sequence %d but the view has applied up to %d: sequences %d to %d are gone (the stream's store was deleted, truncated or restored from an older copy)",
+		return &streamLoss{refill: true, after: s.last, what: fmt.Sprintf("%s ends at sequence %d but the view has applied up to %d: sequences %d to %d are gone (the stream's store was deleted, truncated or restored from an older copy)",
 			substate.StreamEvents, s.last, cp, s.last+1, cp)}
 	case cp > 0 && s.first > cp+1:
-		return &streamLoss{fmt.Sprintf("%s starts at sequence %d but the view has applied only up to %d: sequences %d to %d were removed before the view applied them",
+		return &streamLoss{what: fmt.Sprintf("%s starts at sequence %d but the view has applied only up to %d: sequences %d to %d were removed before the view applied them",
 			substate.StreamEvents, s.first, cp, cp+1, s.first-1)}
 	}
 	return nil
@@ -107,12 +113,12 @@ func (w *Worker) checkStream(ctx context.Context) error {
 	if loss := compareStream(mark, cp, s); loss != nil {
 		w.Metrics.StreamLosses.Inc()
 		if w.Flags.OnStreamLoss == StreamLossRefuse {
-			return fmt.Errorf("%w; refusing to start (--on-stream-loss=refuse): with the worker stopped, rebuild the view from what the stream holds with: substate rebuild --out %s --force, or start with --on-stream-loss=rebuild", loss, w.View.Path)
+			return fmt.Errorf("%w; refusing to start (--on-stream-loss=refuse): %s", loss, w.refuseHint(ctx, loss))
 		}
-		if err := w.rebuildAfterLoss(loss, s.mark); err != nil {
+		if err := w.refill(ctx, loss); err != nil {
 			return err
 		}
-		return nil
+		return w.rebuildAfterLoss(loss, s.mark)
 	}
 	if err := w.reportLost(ctx, cp); err != nil {
 		return err
@@ -132,13 +138,13 @@ func (w *Worker) reportLost(ctx context.Context, cp uint64) error {
 		return err
 	}
 	w.Metrics.StreamLosses.Inc()
-	loss := &streamLoss{fmt.Sprintf("%s lost %d messages from its store after the view's checkpoint %d (sequences %d to %d): their events never reached the view",
+	loss := &streamLoss{refill: true, after: lost[0] - 1, what: fmt.Sprintf("%s lost %d messages from its store after the view's checkpoint %d (sequences %d to %d): their events never reached the view",
 		substate.StreamEvents, len(lost), cp, lost[0], lost[len(lost)-1])}
 	if w.Flags.OnStreamLoss == StreamLossRefuse {
-		return fmt.Errorf("%w; refusing to start (--on-stream-loss=refuse): start with --on-stream-loss=rebuild to go on without them", loss)
+		return fmt.Errorf("%w; refusing to start (--on-stream-loss=refuse): %s", loss, w.refuseHint(ctx, loss))
 	}
-	w.Logger.Error("the event stream lost events the view had not applied; going on without them", "what", loss.what)
-	return nil
+	w.Logger.Error("the event stream lost events the view had not applied; mapping them again from "+substate.StreamRaw, "what", loss.what)
+	return w.refill(ctx, loss)
 }
 
 // rebuildAfterLoss moves the view file aside and opens an empty view that

@@ -34,6 +34,7 @@ type Flags struct {
 	DataDir              string        `default:"./data" help:"Where the view (view.db), the engine's executions (engine.db) and the embedded NATS store (nats/) live."`
 	HTTPAddr             string        `name:"http-addr" default:"127.0.0.1:8080" help:"HTTP listen address of ingress, queries, health and metrics."`
 	HTTPMaxConns         int           `name:"http-max-conns" default:"4096" help:"HTTP connections open at once; one more is answered 503 at once (lowered to fit the open-file limit; -1 for no cap)."`
+	HTTPMaxConnsPerIP    int           `name:"http-max-conns-per-client" default:"256" help:"HTTP connections one client address (an IPv4 address, an IPv6 /64) may hold at once; above it, and above --http-max-conns, a connection is served /healthz and /readyz only, and anything else 503 at once. Raise it (or -1 for no cap) behind a proxy or load balancer that connects from few addresses."`
 	HTTPAllowedHosts     []string      `name:"http-allowed-hosts" placeholder:"NAME" help:"Host names HTTP requests may be addressed to besides localhost and the loopback addresses, comma-separated (a local proxy's public name). On a loopback --http-addr any other Host is refused with 403, so a web page that resolves its own name to this machine (DNS rebinding) cannot use the worker; beyond loopback Host is checked only when this is set."`
 	IngestAPIKey         string        `help:"X-Api-Key that EventBridge deliveries must carry."`
 	RestateWebhookSecret string        `help:"Standard Webhooks secret (whsec_…) that signs Restate deliveries."`
@@ -47,6 +48,7 @@ type Flags struct {
 	IngestMaxInFlight    int64         `default:"4096" help:"Events whose publish ingest may await at once before it answers 429 with Retry-After (0 = no bound)."`
 	OnStreamLoss         string        `enum:"rebuild,refuse" default:"rebuild" help:"What to do when SUBSTATE_EVENTS no longer holds what the view was built from (deleted, created again, truncated): rebuild (move the view aside and refill it from what the stream holds) or refuse (exit non-zero naming the rebuild command)."`
 	StreamCheckEvery     time.Duration `hidden:"" default:"5s" help:"How often the running worker compares the view with SUBSTATE_EVENTS."`
+	ViewFailureTimeout   time.Duration `default:"2m" help:"How long the projector may fail to write the view (a corrupt page, a full disk) without one success before /healthz answers 503, so that a liveness probe restarts the worker (0 = never)."`
 	ForwardFlags         `embed:""`
 	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
@@ -89,6 +91,7 @@ type Worker struct {
 	forwarder *consumers.Forwarder  // nil without --eventbridge-bus
 	caughtUp  atomic.Bool           // the view has caught up once; see checkDurable
 	streamErr atomic.Pointer[error] // the stream loss watchStream found
+	natsStall atomic.Pointer[error] // NATS did not answer the last ping, see watchNATS
 	backlog   atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
 	gapFirst  atomic.Uint64         // the first sequence of the last gap watchStream reported
 	reconcile reconcile
@@ -290,9 +293,9 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		return err
 	}
 	w.HTTP = &httpapi.Server{
-		Addr: w.Flags.HTTPAddr, AllowedHosts: w.Flags.HTTPAllowedHosts, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns},
+		Addr: w.Flags.HTTPAddr, AllowedHosts: w.Flags.HTTPAllowedHosts, Limits: httpapi.Limits{MaxConns: w.Flags.HTTPMaxConns, MaxConnsPerClient: w.Flags.HTTPMaxConnsPerIP},
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
-		Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
+		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
 	}
 	if w.jobs != nil {
@@ -315,10 +318,10 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 // Ready is the readiness check: NATS connected, streams and consumers in
 // place, view open and caught up once.
 func (w *Worker) Ready() error {
-	if err := w.Bus.Health(); err != nil {
+	if err := w.natsHealth(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 	for _, d := range w.durables() {
 		if err := w.checkDurable(ctx, d); err != nil {

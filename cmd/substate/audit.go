@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -19,7 +18,8 @@ type AuditCmd struct {
 	Since  string `help:"Only events recorded from this time on (RFC 3339, a date, or a duration before now such as 24h)."`
 	Until  string `help:"Only events recorded up to this time (same forms as --since)."`
 	Raw    bool   `help:"Show the provider's own payload (from SUBSTATE_RAW, compact JSON) under each event; its execution input and output redacted unless --unredacted."`
-	JSON   bool   `name:"json" help:"Print one JSON object per transition (JSON lines)."`
+
+	OutputFlags `embed:""`
 
 	RedactFlags `embed:""`
 	ClientFlags `embed:""`
@@ -52,10 +52,7 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 			ev.Body = redact(ev.Body)
 		}
 	}
-	if c.JSON {
-		return termtext.WriteJSONLines(m.Stdout, page.Transitions)
-	}
-	return printAudit(m.Stdout, page, c.Raw)
+	return printAudit(c.Printer(m.Stdout), page, c.Raw)
 }
 
 func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {
@@ -68,37 +65,48 @@ func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {
 	return q, err
 }
 
-// printAudit prints the transitions as a table, each with its raw
-// evidence on the line below when raw is set, then a summary.
-func printAudit(w io.Writer, page substate.HistoryPage, raw bool) error {
+// printAudit prints the transitions: as JSON lines (-o json) or YAML
+// documents (-o yaml), one a transition, or as a table, each with its raw
+// evidence on the line below when raw is set, then a summary; wide cuts
+// less.
+func printAudit(p *termtext.Printer, page substate.HistoryPage, raw bool) error {
+	if !p.Text() {
+		for i := range page.Transitions {
+			if err := p.Item(page.Transitions[i], nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	t := termtext.Table{Header: []string{"SEQ", "OCCURRED", "PROVIDER", "EXECUTION", "REPORTED", "SUB-STATE", "RETRIES", "ERROR", "EFFECT"}}
 	for i := range page.Transitions {
 		tr := &page.Transitions[i]
-		t.Rows = append(t.Rows, auditRow(tr))
+		t.Rows = append(t.Rows, auditRow(tr, p.Wide()))
 		extra := ""
 		if raw && tr.Raw != nil {
 			extra = "    " + evidenceLine(tr.Raw)
 		}
 		t.Extra = append(t.Extra, extra)
 	}
-	if err := t.Write(w); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(w, auditSummary(page))
-	return err
+	t.Footer = []string{auditSummary(page)}
+	return t.Write(p.W)
 }
 
-func auditRow(tr *substate.Transition) []string {
+func auditRow(tr *substate.Transition, wide bool) []string {
 	occurred := "-"
 	if !tr.OccurredAt.IsZero() {
 		occurred = tr.OccurredAt.Format("2006-01-02T15:04:05.000Z")
 	}
+	exec, reported, msg := termtext.Shorten(tr.ExecutionID, 40), termtext.Clip(tr.ProviderState, 20), termtext.Clip(tr.New.ErrorMessage, 50)
+	if wide {
+		exec, reported, msg = termtext.Text(tr.ExecutionID), termtext.Text(tr.ProviderState), termtext.Clip(tr.New.ErrorMessage, 200)
+	}
 	return []string{
-		strconv.FormatUint(tr.Seq, 10), occurred, termtext.Dash(termtext.Text(string(tr.Provider))), termtext.Dash(termtext.Shorten(tr.ExecutionID, 40)),
-		termtext.Dash(termtext.Clip(tr.ProviderState, 20)),
+		strconv.FormatUint(tr.Seq, 10), occurred, termtext.Dash(termtext.Text(string(tr.Provider))), termtext.Dash(exec),
+		termtext.Dash(reported),
 		change(termtext.Text(string(tr.Old.SubState)), termtext.Text(string(tr.New.SubState))),
 		change(strconv.Itoa(tr.Old.RetryCount), strconv.Itoa(tr.New.RetryCount)),
-		termtext.Dash(termtext.Clip(tr.New.ErrorMessage, 50)), effect(tr),
+		termtext.Dash(msg), effect(tr),
 	}
 }
 

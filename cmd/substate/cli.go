@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/substatehq/substate/internal/shellcomplete"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/worker"
 )
@@ -31,6 +32,11 @@ type CLI struct {
 	Deploy      DeployCmd      `cmd:"" help:"Wire providers to substate: the EventBridge connection, API destination and rule."`
 	Bench       BenchCmd       `cmd:"" help:"Measure the real pipeline in process: throughput, latency, view writes and memory, against the performance budget."`
 	Soak        SoakCmd        `cmd:"" help:"Kill the worker with SIGKILL under load, again and again, then check that no acknowledged event was lost and verify the view."`
+
+	Version    VersionCmd    `cmd:"" help:"Print substate's version, the commit it was built from and its Go version."`
+	Completion CompletionCmd `cmd:"" help:"Print the shell completion script for bash, zsh or fish."`
+
+	PrintVersion kong.VersionFlag `name:"version" help:"Print the version on one line and exit."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.
@@ -57,10 +63,14 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		kong.Exit(func(code int) { exit = code }),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(m),
+		kong.Vars{"version": versionLine()},
 	)
 	if err != nil {
 		fmt.Fprintln(m.Stderr, "substate:", err)
 		return 2
+	}
+	if len(args) == 2 && args[0] == shellcomplete.Command {
+		return m.complete(parser.Model.Node, args[1])
 	}
 	kctx, err := parser.Parse(args)
 	if exit >= 0 {

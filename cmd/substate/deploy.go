@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	ebapi "github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -34,7 +33,7 @@ type DeployEventBridgeCmd struct {
 	RoleARN       string `name:"role-arn" required:"" help:"ARN of the IAM role EventBridge assumes to call the API destination (events:InvokeApiDestination)." placeholder:"ARN"`
 	RateLimit     int32  `default:"300" help:"Largest number of deliveries per second to the ingress."`
 	Region        string `help:"AWS region (default: AWS_REGION or the shared config)."`
-	JSON          bool   `name:"json" help:"Print JSON instead of a table."`
+	OutputFlags   `embed:""`
 }
 
 // Run applies the EventBridge setup and prints what it created, updated or
@@ -119,18 +118,16 @@ type deployChange struct {
 
 func (c *DeployEventBridgeCmd) print(w io.Writer, res eventbridge.Result) error {
 	arns := map[string]string{"connection": res.ConnectionARN, "api destination": res.APIDestinationARN, "rule": res.RuleARN}
-	if c.JSON {
-		out := deployResult{ConnectionARN: res.ConnectionARN, APIDestinationARN: res.APIDestinationARN, RuleARN: res.RuleARN,
-			Changed: res.Changed(), Changes: []deployChange{}}
-		for _, ch := range res.Changes {
-			out.Changes = append(out.Changes, deployChange{ch.Resource, ch.Name, ch.Action})
-		}
-		return termtext.WriteJSON(w, out)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESOURCE\tNAME\tACTION\tARN")
+	out := deployResult{ConnectionARN: res.ConnectionARN, APIDestinationARN: res.APIDestinationARN, RuleARN: res.RuleARN,
+		Changed: res.Changed(), Changes: []deployChange{}}
 	for _, ch := range res.Changes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ch.Resource, ch.Name, ch.Action, termtext.Dash(arns[ch.Resource]))
+		out.Changes = append(out.Changes, deployChange{ch.Resource, ch.Name, ch.Action})
 	}
-	return tw.Flush()
+	return c.Printer(w).PrintTable(out, func(bool) termtext.Table {
+		t := termtext.Table{Header: []string{"RESOURCE", "NAME", "ACTION", "ARN"}}
+		for _, ch := range res.Changes {
+			t.Rows = append(t.Rows, []string{ch.Resource, termtext.Text(ch.Name), ch.Action, termtext.Dash(termtext.Text(arns[ch.Resource]))})
+		}
+		return t
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +18,7 @@ type EventsDLQCmd struct {
 	Stage       string `help:"Only dead letters of this stage: ingest, normalize, project, forward, engine, reconcile, renormalize."`
 	Since       string `help:"Only dead letters stored since this time (RFC 3339) or this long ago (e.g. 1h); default: all retained."`
 	Follow      bool   `short:"f" help:"Keep printing new dead letters as they arrive instead of exiting after the last one."`
-	JSON        bool   `name:"json" help:"Print each dead letter as a JSON object with its headers and body (the body's execution input and output redacted unless --unredacted)."`
+	OutputFlags `embed:""`
 	RedactFlags `embed:""`
 	ClientFlags `embed:""`
 
@@ -78,7 +77,7 @@ func (c *EventsDLQCmd) Run(ctx context.Context, m *Main) error {
 		if err != nil {
 			return err
 		}
-		if err := c.print(m.Stdout, msg, meta); err != nil {
+		if err := c.print(c.Printer(m.Stdout), msg, meta); err != nil {
 			return err
 		}
 		if !c.Follow && meta.NumPending == 0 {
@@ -101,31 +100,22 @@ type deadLetterJSON struct {
 	Body any `json:"body"`
 }
 
-func (c *EventsDLQCmd) print(w io.Writer, msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
+func (c *EventsDLQCmd) print(p *termtext.Printer, msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
 	h := msg.Headers()
 	d := deadLetterJSON{
 		Seq: meta.Sequence.Stream, Time: meta.Timestamp.UTC(), Stage: h.Get(substate.HeaderDLQStage),
 		Reason: h.Get(substate.HeaderDLQReason), Subject: h.Get(substate.HeaderDLQSubject),
 		SubjectSeq: h.Get(substate.HeaderDLQSeq), OriginalID: h.Get(substate.HeaderOriginalMsgID),
-		Headers: h, Body: string(msg.Data()),
+		Headers: h, Body: deadLetterBody(msg.Data(), c.redact),
 	}
-	if !c.JSON {
+	return p.Item(d, func(bool) string {
 		from := d.Subject
 		if d.SubjectSeq != "" {
 			from += "#" + d.SubjectSeq
 		}
-		_, err := fmt.Fprintf(w, "%s  %-9s seq=%d  %s  id=%s  %d bytes  %s\n",
+		return fmt.Sprintf("%s  %-9s seq=%d  %s  id=%s  %d bytes  %s",
 			d.Time.Format("2006-01-02T15:04:05.000Z"), termtext.Text(d.Stage), d.Seq, termtext.Text(from), termtext.Text(termtext.Dash(d.OriginalID)), len(msg.Data()), termtext.Text(d.Reason))
-		return err
-	}
-	d.Body = deadLetterBody(msg.Data(), c.redact)
-
-	b, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(w, termtext.JSON(string(b)))
-	return err
+	})
 }
 
 // deadLetterBody is a dead letter's body for --json: JSON as JSON, other

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,11 +24,11 @@ type EventsCmd struct {
 
 // EventsTailCmd is "substate events tail".
 type EventsTailCmd struct {
-	Tenant      string        `help:"Only this tenant's events."`
-	Since       string        `help:"Start from this time (RFC 3339) or this long ago (e.g. 1h); default: new events only."`
-	FromStart   bool          `help:"Start from the oldest retained event."`
-	Count       int           `help:"Exit after this many events (0 = run until interrupted)."`
-	JSON        bool          `name:"json" help:"Print each CloudEvent as JSON."`
+	Tenant      string `help:"Only this tenant's events."`
+	Since       string `help:"Start from this time (RFC 3339) or this long ago (e.g. 1h); default: new events only."`
+	FromStart   bool   `help:"Start from the oldest retained event."`
+	Count       int    `help:"Exit after this many events (0 = run until interrupted)."`
+	OutputFlags `embed:""`
 	IdleTimeout time.Duration `help:"Exit when no event arrives for this long (0 = never)."`
 	ClientFlags `embed:""`
 }
@@ -54,7 +55,7 @@ func (c *EventsTailCmd) Run(ctx context.Context, m *Main) error {
 	defer deleteConsumer(js, substate.StreamEvents, cons)
 	defer it.Stop()
 	go func() { <-ctx.Done(); it.Stop() }()
-	return c.print(m.Stdout, it)
+	return c.print(c.Printer(m.Stdout), it)
 }
 
 // tailInactive is how long the server keeps the consumer of a tail whose
@@ -74,7 +75,7 @@ func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consum
 	_ = js.DeleteConsumer(ctx, stream, info.Name)
 }
 
-func (c *EventsTailCmd) print(w io.Writer, it jetstream.MessagesContext) error {
+func (c *EventsTailCmd) print(p *termtext.Printer, it jetstream.MessagesContext) error {
 	for n := 0; c.Count == 0 || n < c.Count; n++ {
 		var opts []jetstream.NextOpt
 		if c.IdleTimeout > 0 {
@@ -88,18 +89,27 @@ func (c *EventsTailCmd) print(w io.Writer, it jetstream.MessagesContext) error {
 		} else if err != nil {
 			return err
 		}
-		if c.JSON {
-			fmt.Fprintln(w, termtext.JSONLine(msg.Data()))
-			continue
+		if err := printEvent(p, msg.Subject(), msg.Data()); err != nil {
+			return err
 		}
-		e, err := substate.UnmarshalEvent(msg.Data())
-		if err != nil {
-			fmt.Fprintln(w, termtext.Text(fmt.Sprintf("undecodable event on %s: %v", msg.Subject(), err)))
-			continue
-		}
-		fmt.Fprintln(w, eventLine(&e.Data))
 	}
 	return nil
+}
+
+// printEvent prints one message of SUBSTATE_EVENTS: the CloudEvent as
+// stored for -o json and yaml, else a line (wide: with more fields).
+func printEvent(p *termtext.Printer, subject string, data []byte) error {
+	if !p.Text() {
+		if !json.Valid(data) {
+			return p.Item(string(data), nil)
+		}
+		return p.Item(json.RawMessage(data), nil)
+	}
+	e, err := substate.UnmarshalEvent(data)
+	if err != nil {
+		return p.Item(nil, func(bool) string { return termtext.Text(fmt.Sprintf("undecodable event on %s: %v", subject, err)) })
+	}
+	return p.Item(nil, func(wide bool) string { return eventLine(&e.Data, wide) })
 }
 
 func (c *EventsTailCmd) consumerConfig(now time.Time) (jetstream.OrderedConsumerConfig, error) {
@@ -132,14 +142,27 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// eventLine is one readable line per canonical event.
-func eventLine(d *substate.EventData) string {
+// eventLine is one readable line per canonical event; wide adds the
+// workflow, the step, the provider's state and the error type, and does
+// not cut the execution id.
+func eventLine(d *substate.EventData, wide bool) string {
 	var b strings.Builder
+	exec := termtext.Shorten(d.ExecutionID, 60)
+	if wide {
+		exec = termtext.Text(d.ExecutionID)
+	}
 	fmt.Fprintf(&b, "%s  %-20s %-12s %-10s %-13s retries=%d exec=%s",
 		d.OccurredAt.UTC().Format("2006-01-02T15:04:05.000Z"), termtext.Text(d.TenantID), termtext.Text(string(d.SubState)), termtext.Text(string(d.Verb)),
-		termtext.Text(string(d.Provider)), d.RetryCount, termtext.Shorten(d.ExecutionID, 60))
+		termtext.Text(string(d.Provider)), d.RetryCount, exec)
+	if wide {
+		for _, kv := range [][2]string{{"workflow", d.Workflow}, {"step", d.Step}, {"state", d.ProviderState}, {"errorType", d.ErrorType}} {
+			if kv[1] != "" {
+				fmt.Fprintf(&b, " %s=%s", kv[0], termtext.Text(kv[1]))
+			}
+		}
+	}
 	if d.ErrorMessage != "" {
-		fmt.Fprintf(&b, " error=%q", d.ErrorMessage)
+		fmt.Fprintf(&b, " error=%s", termtext.Text(strconv.Quote(d.ErrorMessage)))
 	}
 	return b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -25,9 +24,9 @@ type ExecutionsCmd struct {
 // ExecutionFlags say which worker to ask and with which key: ServerFlags,
 // with the scopes the execution routes need in --api-key's help.
 type ExecutionFlags struct {
-	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
-	APIKey string `name:"api-key" help:"API key, sent as Authorization: Bearer (needed once the worker has keys): admin scope to stop, retry or restart, read:raw to describe."`
-	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
+	Server      string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
+	APIKey      string `name:"api-key" help:"API key, sent as Authorization: Bearer (needed once the worker has keys): admin scope to stop, retry or restart, read:raw to describe."`
+	OutputFlags `embed:""`
 }
 
 // Client is the API client of the worker the flags name.
@@ -47,10 +46,7 @@ func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return termtext.WriteJSON(m.Stdout, info)
-	}
-	return printExecution(m.Stdout, info)
+	return c.Printer(m.Stdout).PrintTable(info, func(wide bool) termtext.Table { return executionTable(info, wide) })
 }
 
 // ExecutionActFlags are the flags of every action.
@@ -64,7 +60,7 @@ type ExecutionActFlags struct {
 // ExecutionsStopCmd is "substate executions stop TENANT".
 type ExecutionsStopCmd struct {
 	ExecutionActFlags `embed:""`
-	Kill              bool `help:"Kill a Restate invocation at once, without running its compensations."`
+	Kill              bool `help:"Kill a Restate invocation at once, without running its compensations. The engine's stop is immediate anyway; Step Functions has no kill and refuses it (a --dry-run says so too)."`
 }
 
 // Run stops the execution.
@@ -99,17 +95,14 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		if err := termtext.WriteJSON(m.Stdout, res); err != nil || res.Outcome != substate.AuditPending {
-			return err
-		}
+	err = c.Printer(m.Stdout).Print(res, func(w io.Writer, _ bool) error {
+		printResult(w, action, res)
+		return nil
+	})
+	if err == nil && res.Outcome == substate.AuditPending {
 		return exitError{ExitPending}
 	}
-	printResult(m.Stdout, action, res)
-	if res.Outcome == substate.AuditPending {
-		return exitError{ExitPending}
-	}
-	return nil
+	return err
 }
 
 // ExitPending is the exit status of an action the provider accepted whose
@@ -134,31 +127,39 @@ func printResult(w io.Writer, action substate.ExecutionAction, res substate.Exec
 	}
 }
 
-// printExecution prints a described execution, one field a line.
-func printExecution(w io.Writer, x substate.ExecutionInfo) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, termtext.Dash(v)) }
-	row("tenant", x.TenantID)
-	row("provider", string(x.Provider))
-	row("execution", x.ExecutionID)
-	row("workflow", x.Workflow)
-	row("state", x.ProviderState)
-	row("step", x.Step)
+// executionTable is a described execution, one field a row; wide shows
+// more of the error, input and output.
+func executionTable(x substate.ExecutionInfo, wide bool) termtext.Table {
+	n := 200
+	if wide {
+		n = 2000
+	}
+	var t termtext.Table
+	row := func(k, v string) { t.Rows = append(t.Rows, []string{k, termtext.Dash(v)}) }
+	row("tenant", termtext.Text(x.TenantID))
+	row("provider", termtext.Text(string(x.Provider)))
+	row("execution", termtext.Text(x.ExecutionID))
+	row("workflow", termtext.Text(x.Workflow))
+	row("state", termtext.Text(x.ProviderState))
+	row("step", termtext.Text(x.Step))
 	row("attempts", fmt.Sprint(x.Attempts))
 	if x.Redrives > 0 {
 		row("redrives", fmt.Sprint(x.Redrives))
 	}
 	row("started", stamp(x.StartedAt))
 	row("stopped", stamp(x.StoppedAt))
-	row("error", termtext.Clip(strings.TrimSpace(x.Error+" "+x.Cause), 200))
-	row("input", termtext.Clip(string(x.Input), 200))
-	row("output", termtext.Clip(string(x.Output), 200))
+	row("error", termtext.Clip(strings.TrimSpace(x.Error+" "+x.Cause), n))
+	row("input", termtext.Clip(string(x.Input), n))
+	row("output", termtext.Clip(string(x.Output), n))
 	retry := "yes"
 	if !x.Retryable {
-		retry = "no: " + x.RetryRefusal
+		retry = "no: " + termtext.Text(x.RetryRefusal)
 	}
 	row("retryable", retry)
-	return tw.Flush()
+	if x.KillRefusal != "" && !x.Ended {
+		row("killable", "no: "+termtext.Text(x.KillRefusal))
+	}
+	return t
 }
 
 func stamp(t time.Time) string {

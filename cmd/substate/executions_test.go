@@ -115,6 +115,14 @@ func TestExecutionsCLI(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, "no execution to act on") {
 			t.Errorf("retry of a succeeded tenant: %d %s", code, errOut)
 		}
+		// The succeeded execution is still described, with its output
+		// (redacted: the caller has no admin key).
+		code, out, errOut = runCLI(t, "executions", "describe", "t-fast", "--server", url)
+		for _, want := range []string{"fast-1", "succeeded", `output     "[redacted]"`, "retryable  no: the execution succeeded"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("describe of the succeeded execution lacks %q: %d\n%s%s", want, code, out, errOut)
+			}
+		}
 	})
 	t.Run("StopRunning", func(t *testing.T) {
 		tenantIs(t, url, "t-slow", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })

@@ -3,19 +3,22 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/worker"
 )
 
 // The flags several commands embed: where NATS is (ClientFlags), which
-// running worker to ask (ServerFlags), and how to show the providers'
-// evidence (RedactFlags).
+// running worker to ask (ServerFlags), how to print records
+// (OutputFlags), and how to show the providers' evidence (RedactFlags).
 
 // ClientFlags connect a command to the NATS a worker uses.
 type ClientFlags struct {
@@ -74,12 +77,36 @@ func (f ClientFlags) ConnectAs(id bus.Identity) (*nats.Conn, jetstream.JetStream
 type ServerFlags struct {
 	Server string `default:"http://127.0.0.1:8080" help:"Base URL of a running substate worker."`
 	APIKey string `name:"api-key" help:"Read-API key, sent as Authorization: Bearer (needed once the worker has keys)."`
-	JSON   bool   `name:"json" help:"Print JSON instead of a table."`
 }
 
 // Client is the API client of the worker the flags name.
 func (f ServerFlags) Client() *httpapi.Client {
 	return &httpapi.Client{URL: f.Server, APIKey: f.APIKey}
+}
+
+// OutputFlags choose how a command prints the records it reads: every
+// command that prints records embeds them, so each prints the same four
+// ways (termtext.Printer).
+type OutputFlags struct {
+	Output string `short:"o" enum:"table,wide,json,yaml" default:"table" placeholder:"FORMAT" help:"How to print: table, wide (more columns), json or yaml (JSON's field names)."`
+	JSON   bool   `name:"json" help:"Print JSON: the same as -o json."`
+}
+
+// Validate refuses --json with another -o.
+func (f *OutputFlags) Validate() error {
+	if f.JSON && f.Output != string(termtext.FormatTable) && f.Output != string(termtext.FormatJSON) {
+		return substate.Errorf(substate.EINVALID, "--json is -o json: give one of --json and -o %s", f.Output)
+	}
+	return nil
+}
+
+// Printer returns the printer of the format the flags say, writing to w.
+func (f *OutputFlags) Printer(w io.Writer) *termtext.Printer {
+	format := termtext.Format(f.Output)
+	if f.JSON {
+		format = termtext.FormatJSON
+	}
+	return &termtext.Printer{W: w, Format: format}
 }
 
 // RedactFlags choose how a command shows the providers' execution input

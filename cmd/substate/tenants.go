@@ -19,6 +19,7 @@ type TenantsCmd struct {
 type TenantsGetCmd struct {
 	ID          string `arg:"" help:"Tenant id."`
 	ServerFlags `embed:""`
+	OutputFlags `embed:""`
 }
 
 // Run prints the tenant.
@@ -27,10 +28,9 @@ func (c *TenantsGetCmd) Run(ctx context.Context, m *Main) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return termtext.WriteJSON(m.Stdout, v)
-	}
-	return termtext.WriteTenants(m.Stdout, []substate.TenantView{v})
+	return c.Printer(m.Stdout).PrintTable(v, func(wide bool) termtext.Table {
+		return termtext.TenantTable([]substate.TenantView{v}, wide)
+	})
 }
 
 // FilterFlags select tenants as GET /v1/tenants and GET /v1/groups do.
@@ -55,31 +55,42 @@ func (c *FilterFlags) Filter() substate.TenantFilter {
 // TenantsListCmd is "substate tenants list".
 type TenantsListCmd struct {
 	FilterFlags `embed:""`
-	SortRetries bool `help:"Highest retry count first."`
-	Limit       int  `default:"100" help:"Tenants per page."`
-	All         bool `help:"Follow page tokens to the end."`
+	Sort        string `enum:"id,retryCount:desc,updatedAt:desc" default:"id" help:"Order: id (the default), retryCount:desc (the most retried first) or updatedAt:desc (the latest changed first)."`
+	SortRetries bool   `hidden:"" help:"The same as --sort retryCount:desc."`
+	Limit       int    `default:"100" help:"Tenants per page."`
+	PageToken   string `help:"Start at this page: the token the previous page printed after \"more:\"."`
+	All         bool   `help:"Follow page tokens to the end."`
 	ServerFlags `embed:""`
+	OutputFlags `embed:""`
 }
 
-// Run prints the matching tenants.
+// Run prints the matching tenants: a page, or every page with --all.
 func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
 	f := c.Filter()
-	f.SortRetryDesc, f.Limit = c.SortRetries, c.Limit
-	var all []substate.TenantView
-	var next string
-	for page, err := range c.Client().TenantPages(ctx, f) {
+	f.Limit, f.PageToken = c.Limit, c.PageToken
+	f.SortRetryDesc = c.Sort == "retryCount:desc" || c.SortRetries
+	f.SortUpdatedDesc = c.Sort == "updatedAt:desc"
+	if f.SortRetryDesc && f.SortUpdatedDesc {
+		return substate.Errorf(substate.EINVALID, "--sort-retries is --sort retryCount:desc: give one of it and --sort updatedAt:desc")
+	}
+	page := substate.TenantPage{Tenants: []substate.TenantView{}}
+	for p, err := range c.Client().TenantPages(ctx, f) {
 		if err != nil {
 			return err
 		}
-		all, next = append(all, page.Tenants...), page.NextPageToken
+		page.Tenants, page.NextPageToken = append(page.Tenants, p.Tenants...), p.NextPageToken
 		if !c.All {
 			break
 		}
 	}
-	if c.JSON {
-		return termtext.WriteJSON(m.Stdout, substate.TenantPage{Tenants: all, NextPageToken: next})
-	}
-	return termtext.WriteTenants(m.Stdout, all)
+	return c.Printer(m.Stdout).PrintTable(page, func(wide bool) termtext.Table {
+		t := termtext.TenantTable(page.Tenants, wide)
+		t.Empty = "no tenants match"
+		if page.NextPageToken != "" {
+			t.Footer = []string{"more: --page-token " + termtext.Text(page.NextPageToken)}
+		}
+		return t
+	})
 }
 
 // TenantsGroupsCmd is "substate tenants groups".
@@ -88,16 +99,16 @@ type TenantsGroupsCmd struct {
 	Limit       int    `default:"20" help:"Groups to show, the largest first."`
 	FilterFlags `embed:""`
 	ServerFlags `embed:""`
+	OutputFlags `embed:""`
 }
 
-// Run prints the groups as a table.
+// Run prints the groups.
 func (c *TenantsGroupsCmd) Run(ctx context.Context, m *Main) error {
 	page, err := c.Client().Groups(ctx, substate.GroupQuery{By: substate.GroupBy(c.By), Filter: c.Filter(), Limit: c.Limit})
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return termtext.WriteJSON(m.Stdout, page)
-	}
-	return termtext.WriteGroups(m.Stdout, page)
+	return c.Printer(m.Stdout).PrintTable(page, func(wide bool) termtext.Table {
+		return termtext.GroupTable(page, wide)
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/mapping"
@@ -50,7 +51,8 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 	}
 	defer nc.Close()
 	prog := termtext.NewProgress(m.Stderr, time.Now)
-	v := &replay.Verify{JS: js, BatchSize: c.BatchSize, Progress: showProgress(prog), AcceptUnverified: c.AcceptUnverified}
+	v := &replay.Verify{JS: js, BatchSize: c.BatchSize, Progress: showProgress(prog), AcceptUnverified: c.AcceptUnverified,
+		Normalizer: bus.ConsumerNormalizer}
 	cmp, err := v.Compare(ctx, live)
 	if err != nil {
 		return err
@@ -65,6 +67,12 @@ func (c *VerifyCmd) Run(ctx context.Context, m *Main) error {
 			return err
 		}
 		printEvidence(m.Stdout, *res.Evidence)
+		gaps, err := v.CheckGaps(ctx)
+		if err != nil {
+			return err
+		}
+		res.Gaps = &gaps
+		printGaps(m.Stdout, gaps)
 	}
 	if res.Failed() {
 		return exitError{1}
@@ -96,6 +104,23 @@ func printEvidence(w io.Writer, res replay.CheckResult) {
 		fmt.Fprintf(w, "event seq %d of tenant %q: %s: %s\n", f.Seq, f.TenantID, f.Outcome, termtext.Text(f.Reason))
 	}
 	fmt.Fprintf(w, "evidence of %s up to sequence %d in %s: %s\n", substate.StreamEvents, res.LastSeq, substate.StreamRaw, strings.Join(counts, ", "))
+}
+
+// printGaps prints the raw messages whose events SUBSTATE_EVENTS lacks,
+// and how to map them again.
+func printGaps(w io.Writer, res replay.GapResult) {
+	if !res.Failed() {
+		if res.LastSeq > 0 {
+			fmt.Fprintf(w, "every raw message of %s from sequence %d to %d that maps to events has them in %s\n", substate.StreamRaw, res.FirstSeq, res.LastSeq, substate.StreamEvents)
+		}
+		return
+	}
+	for _, g := range res.Gaps {
+		fmt.Fprintf(w, "raw message %s sequence %d (id %s, stored %s): %d of the %s it maps to are not in %s\n",
+			substate.StreamRaw, g.Raw.Seq, termtext.Text(g.Raw.ID), g.Stored.UTC().Format(time.RFC3339Nano), g.Events, termtext.Plural(g.Of, "event"), substate.StreamEvents)
+	}
+	fmt.Fprintf(w, "%s is missing the %s of %s (its store lost them): map them again with: substate renormalize --since %s\n",
+		substate.StreamEvents, termtext.Plural(res.Events, "event"), termtext.Plural(res.Count, "raw message"), res.Gaps[0].Stored.UTC().Format(time.RFC3339Nano))
 }
 
 // client is the API client of the worker being verified.

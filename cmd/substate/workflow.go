@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +61,7 @@ type WorkflowStartCmd struct {
 	RoleARN     string `name:"role-arn" help:"IAM role Step Functions runs a new state machine with."`
 	Region      string `help:"AWS region (default: the SDK's configuration, e.g. AWS_REGION)."`
 	AccountID   string `help:"AWS account of the state machine (default: learned from the API)."`
-	JSON        bool   `name:"json" help:"Print the execution as JSON."`
+	OutputFlags `embed:""`
 	ClientFlags `embed:""`
 }
 
@@ -91,15 +92,14 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 	if len(unserved) > 0 {
 		fmt.Fprint(m.Stderr, termtext.Lines(unservedWarning(unserved, c.NATSURL)))
 	}
-	if c.JSON {
-		return termtext.WriteJSON(m.Stdout, x)
-	}
-	verb := "started"
-	if x.Existing {
-		verb = "already started" // running or closed: the name is taken with this input
-	}
-	fmt.Fprintf(m.Stdout, "%s %s (workflow %s, tenant %s)\n", verb, termtext.Text(x.ID), termtext.Text(x.Workflow), termtext.Text(c.Tenant))
-	return nil
+	return c.Printer(m.Stdout).Print(x, func(w io.Writer, _ bool) error {
+		verb := "started"
+		if x.Existing {
+			verb = "already started" // running or closed: the name is taken with this input
+		}
+		_, err := fmt.Fprintf(w, "%s %s (workflow %s, tenant %s)\n", verb, termtext.Text(x.ID), termtext.Text(x.Workflow), termtext.Text(c.Tenant))
+		return err
+	})
 }
 
 // startEngine starts the execution on the worker's engine and returns the

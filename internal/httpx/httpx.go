@@ -5,8 +5,11 @@ package httpx
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
+	"time"
 
 	"github.com/substatehq/substate"
 )
@@ -19,6 +22,7 @@ var statuses = map[string]int{
 	substate.EFORBIDDEN:    http.StatusForbidden,
 	substate.EMETHOD:       http.StatusMethodNotAllowed,
 	substate.EMEDIATYPE:    http.StatusUnsupportedMediaType,
+	substate.ETIMEOUT:      http.StatusRequestTimeout,
 	substate.ENOTFOUND:     http.StatusNotFound,
 	substate.ECONFLICT:     http.StatusConflict,
 	substate.EEXISTS:       http.StatusConflict,
@@ -65,6 +69,34 @@ func Error(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) 
 		w.Header().Set("Retry-After", "1")
 	}
 	JSON(w, Status(code), ErrorBody{ErrorDetail{Code: code, Message: substate.ErrorMessage(err)}})
+}
+
+// BodyError returns the error of a failed read of a request body, for
+// the answer: ETOOLARGE past an http.MaxBytesReader's limit, ETIMEOUT
+// (408) when the read deadline passed because the client sent too slowly,
+// EINVALID (400) otherwise. Either way the rest of the body is not read,
+// so the answer closes the connection.
+func BodyError(w http.ResponseWriter, err error) error {
+	DropBody(w)
+	var tooLarge *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooLarge):
+		return substate.Errorf(substate.ETOOLARGE, "the body is larger than %d bytes", tooLarge.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return substate.WrapError(substate.ETIMEOUT, err, "the body did not arrive in time: send it at once, or faster")
+	}
+	return substate.WrapError(substate.EINVALID, err, "read body")
+}
+
+// DropBody makes the answer to a request the last on its connection,
+// without reading what is left of the request's body: "Connection:
+// close", and a read deadline of now. Go's server otherwise reads up to
+// 256 KiB of an unread body after the handler, to reuse the connection,
+// and a client that sends it slowly holds the connection all that time.
+func DropBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // JSON writes v as a JSON response with status.

@@ -26,3 +26,25 @@ func TestTable(t *testing.T) {
 		t.Errorf("Plural: %q", got)
 	}
 }
+
+func TestTableEmptyAndFooter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tb   Table
+		want string
+	}{
+		{"Empty", Table{Header: []string{"TENANT"}, Empty: "no tenants match", Footer: []string{"more: --page-token x"}}, "no tenants match\nmore: --page-token x\n"},
+		{"HeaderOnly", Table{Header: []string{"TENANT"}}, "TENANT\n"},
+		{"Footer", Table{Header: []string{"TENANT"}, Rows: [][]string{{"acme"}}, Empty: "none", Footer: []string{"1 tenant"}}, "TENANT\nacme\n1 tenant\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.tb.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

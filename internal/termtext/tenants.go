@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -13,14 +12,34 @@ import (
 
 // WriteTenants prints tenant views as a table, one tenant a row.
 func WriteTenants(w io.Writer, views []substate.TenantView) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TENANT\tSUB-STATE\tVERB\tSTEP\tRETRIES\tPROVIDER\tEXECUTION\tUPDATED\tERROR")
-	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", Text(v.TenantID), Dash(Text(string(v.WorkflowSubState))),
-			Dash(Text(string(v.WorkflowVerb))), Dash(Clip(v.WorkflowStep, 30)), v.WorkflowRetryCount, Dash(Text(string(v.Provider))),
-			Dash(Shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), Dash(Clip(v.WorkflowErrorMessage, 60)))
+	t := TenantTable(views, false)
+	return t.Write(w)
+}
+
+// TenantTable is tenant views as a table, one tenant a row; wide adds the
+// workflow type, how long the tenant has been in its sub-state, the
+// provider's state, the error type and fingerprint and the last event's
+// time, and cuts less.
+func TenantTable(views []substate.TenantView, wide bool) Table {
+	if !wide {
+		t := Table{Header: []string{"TENANT", "SUB-STATE", "VERB", "STEP", "RETRIES", "PROVIDER", "EXECUTION", "UPDATED", "ERROR"}}
+		for _, v := range views {
+			t.Rows = append(t.Rows, []string{Text(v.TenantID), Dash(Text(string(v.WorkflowSubState))), Dash(Text(string(v.WorkflowVerb))),
+				Dash(Clip(v.WorkflowStep, 30)), strconv.Itoa(v.WorkflowRetryCount), Dash(Text(string(v.Provider))),
+				Dash(Shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), Dash(Clip(v.WorkflowErrorMessage, 60))})
+		}
+		return t
 	}
-	return tw.Flush()
+	t := Table{Header: []string{"TENANT", "WORKFLOW", "SUB-STATE", "SINCE", "VERB", "STEP", "RETRIES", "PROVIDER", "PROVIDER-STATE",
+		"EXECUTION", "UPDATED", "LAST-EVENT", "ERROR-TYPE", "FINGERPRINT", "ERROR"}}
+	for _, v := range views {
+		t.Rows = append(t.Rows, []string{Text(v.TenantID), Dash(Clip(v.WorkflowType, 40)), Dash(Text(string(v.WorkflowSubState))),
+			age(v.WorkflowSubStateSince), Dash(Text(string(v.WorkflowVerb))), Dash(Clip(v.WorkflowStep, 60)),
+			strconv.Itoa(v.WorkflowRetryCount), Dash(Text(string(v.Provider))), Dash(Clip(v.ProviderState, 30)),
+			Dash(Text(v.WorkflowExecutionID)), age(v.UpdatedAt), age(v.LastEventAt), Dash(Clip(v.WorkflowErrorType, 40)),
+			Dash(Clip(v.WorkflowErrorFingerprint, 100)), Dash(Clip(v.WorkflowErrorMessage, 200))})
+	}
+	return t
 }
 
 // age is how long ago t was, to the second, or "-" when it is not set.
@@ -34,15 +53,29 @@ func age(t time.Time) string {
 // WriteGroups prints a group page as a table, the largest group first,
 // and a line with what the groups leave out.
 func WriteGroups(w io.Writer, p substate.GroupPage) error {
+	t := GroupTable(p, false)
+	return t.Write(w)
+}
+
+// GroupTable is a group page as a table, the largest group first, with a
+// footer line that says what the groups leave out; wide cuts less.
+func GroupTable(p substate.GroupPage, wide bool) Table {
+	value, sample := 90, 40
+	if wide {
+		value, sample = 400, 200
+	}
 	t := Table{Header: []string{"COUNT", "SHARE", strings.ToUpper(string(p.By)), "SAMPLE TENANT", "FIRST SEEN", "LAST SEEN"}}
 	for _, g := range p.Groups {
-		t.Rows = append(t.Rows, []string{strconv.FormatInt(g.Count, 10), share(g.Count, p.Total), Clip(g.Value, 90),
-			Shorten(g.SampleTenantID, 40), when(g.FirstSeen), when(g.LastSeen)})
-		t.Extra = append(t.Extra, "")
+		t.Rows = append(t.Rows, []string{strconv.FormatInt(g.Count, 10), share(g.Count, p.Total), Clip(g.Value, value),
+			Shorten(g.SampleTenantID, sample), when(g.FirstSeen), when(g.LastSeen)})
 	}
-	if err := t.Write(w); err != nil {
-		return err
-	}
+	t.Footer = []string{groupSummary(p)}
+	return t
+}
+
+// groupSummary says how many tenants the groups shown hold, and how many
+// they leave out.
+func groupSummary(p substate.GroupPage) string {
 	shown := int64(0)
 	for _, g := range p.Groups {
 		shown += g.Count
@@ -54,8 +87,7 @@ func WriteGroups(w io.Writer, p substate.GroupPage) error {
 	if p.Ungrouped > 0 {
 		line += fmt.Sprintf(", %d without a %s", p.Ungrouped, p.By)
 	}
-	_, err := fmt.Fprintf(w, "%s%s\n", line, scanned(p.Scanned))
-	return err
+	return line + scanned(p.Scanned)
 }
 
 // when is how long ago t was when that is less than two days, else t

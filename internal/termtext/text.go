@@ -1,6 +1,8 @@
 // Package termtext prints for people at a terminal: text made safe to
 // show (Text, Lines, JSON), cut to a column (Clip, Shorten, Dash), aligned
-// tables, indented JSON, and a progress line rewritten in place.
+// tables, indented JSON and YAML, a progress line rewritten in place, and
+// the Printer every command prints its records with, in the format of its
+// -o flag (table, wide, json, yaml).
 package termtext
 
 import (

@@ -20,6 +20,8 @@ type Event struct {
 	Type            string       `json:"type"`
 	Timestamp       EpochSeconds `json:"timestamp"`
 
+	StateEntered *StateDetails `json:"stateEnteredEventDetails,omitempty"`
+
 	TaskFailed             *FailureDetails `json:"taskFailedEventDetails,omitempty"`
 	TaskTimedOut           *FailureDetails `json:"taskTimedOutEventDetails,omitempty"`
 	TaskStartFailed        *FailureDetails `json:"taskStartFailedEventDetails,omitempty"`
@@ -53,6 +55,11 @@ func (e *Event) Failure() *FailureDetails {
 	return nil
 }
 
+// StateDetails are the details of a *StateEntered event.
+type StateDetails struct {
+	Name string `json:"name"`
+}
+
 // FailureDetails are the error and cause of a failure history event.
 type FailureDetails struct {
 	Error string `json:"error"`
@@ -71,9 +78,10 @@ type Summary struct {
 	NewestAt       time.Time `json:"newestAt,omitzero"`
 	// Events is the number of events folded.
 	Events int `json:"events"`
-	// Retries counts the task failures followed by a retry (a *Scheduled
-	// naming the failure, or right after it), over the whole execution,
-	// redrives included.
+	// Retries counts the task failures followed by a retry, over the whole
+	// execution, redrives included: by the state's Retry (a *Scheduled
+	// naming the failure, or right after it), or by entering the Task
+	// state again after a Catch took the failure (a polling loop).
 	Retries int `json:"retries"`
 	// OpenFailures are the newest task failures no retry followed yet.
 	OpenFailures []int64 `json:"openFailures,omitempty"`
@@ -88,6 +96,10 @@ type Summary struct {
 	LastError     string    `json:"lastError,omitempty"`
 	LastCause     string    `json:"lastCause,omitempty"`
 	LastFailureAt time.Time `json:"lastFailureAt,omitzero"`
+	// Chains are the open lines of events by their newest event id (see
+	// Chain): which Task state each is in, and which Task states' caught
+	// failures a new visit would retry.
+	Chains map[int64]*Chain `json:"chains,omitempty"`
 }
 
 // BackingOff reports whether a Retry interval is running: the newest task
@@ -111,10 +123,14 @@ func (s Summary) Fold(events []Event) Summary {
 	slices.SortFunc(events, func(a, b Event) int { return cmp.Compare(a.ID, b.ID) })
 	events = slices.CompactFunc(events, func(a, b Event) bool { return a.ID == b.ID })
 	s.OpenFailures = slices.Clone(s.OpenFailures)
+	s.Chains = cloneChains(s.Chains)
 	for i := range events {
 		if events[i].ID > s.ThroughEventID {
 			s.add(&events[i])
 		}
+	}
+	if len(s.Chains) == 0 {
+		s.Chains = nil
 	}
 	return s
 }
@@ -124,6 +140,7 @@ func (s *Summary) add(e *Event) {
 	if e.Type == "ExecutionRedriven" {
 		s.LastError, s.LastCause, s.LastFailureAt = "", "", time.Time{}
 		s.OpenFailures, s.TipFailure = nil, 0
+		s.forgetCaught()
 	}
 	if d := e.Failure(); d != nil {
 		s.LastError, s.LastCause, s.LastFailureAt = d.Error, d.Cause, e.Timestamp.Time
@@ -141,6 +158,7 @@ func (s *Summary) add(e *Event) {
 	case isTaskScheduled(e.Type):
 		s.retried(e)
 	}
+	s.follow(e)
 	s.TipIsTaskFailure = IsTaskFailure(e.Type)
 	s.ThroughEventID, s.NewestAt = e.ID, e.Timestamp.Time
 	s.Events++

@@ -40,6 +40,10 @@ var apiCodes = map[string]string{
 	"ConflictException":         substate.ECONFLICT,
 	"StateMachineDeleting":      substate.ECONFLICT,
 	"ExecutionNotRedrivable":    substate.ECONFLICT,
+	// The account holds as many state machines (activities) as its quota
+	// allows: creating one more waits for a deletion or a quota raise.
+	"StateMachineLimitExceeded": substate.ECONFLICT,
+	"ActivityLimitExceeded":     substate.ECONFLICT,
 
 	"ThrottlingException":      substate.ETHROTTLED,
 	"Throttling":               substate.ETHROTTLED,

@@ -48,6 +48,7 @@ func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.E
 		Stopped:  out.Status == types.ExecutionStatusAborted,
 	}
 	info.Retryable, info.RetryRefusal = redrivable(out)
+	info.KillRefusal = noKill
 	hist, err := p.client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{
 		ExecutionArn: aws.String(id), ReverseOrder: true, MaxResults: describeHistoryEvents,
 		IncludeExecutionData: aws.Bool(false),
@@ -101,11 +102,14 @@ func jsonText(s *string) json.RawMessage {
 	return b
 }
 
+// noKill is why Step Functions refuses a kill.
+const noKill = "Step Functions has no kill: stop it without --kill (StopExecution ends it at once, without running Catch or further states)"
+
 // StopExecution stops a running execution with StopExecution, the error
 // "Stopped" and the cause. Step Functions has no kill: Kill is refused.
 func (p *Provider) StopExecution(ctx context.Context, id string, opts substate.StopOptions) error {
 	if opts.Kill {
-		return substate.Errorf(substate.EINVALID, "stepfunctions: an execution can be stopped but not killed (--kill is for Restate)")
+		return substate.Errorf(substate.EINVALID, "stepfunctions: %s", noKill)
 	}
 	_, err := p.client.StopExecution(ctx, &sfn.StopExecutionInput{
 		ExecutionArn: aws.String(id), Error: aws.String(substate.StopErrorType), Cause: aws.String(substate.Truncate(opts.Cause, maxStopCause)),

@@ -237,6 +237,56 @@ func TestPollRetryHistory(t *testing.T) {
 			t.Fatalf("mapped = %s, retries %d, error %s; want backing-off, 2 (one retried failure, one waiting), States.Timeout", ev.SubState, ev.RetryCount, ev.ErrorType)
 		}
 	})
+	t.Run("PollingLoop", func(t *testing.T) {
+		// A task fails, a Catch takes the failure to a Wait and back to the
+		// task: each visit after a caught failure is a retry.
+		srv, p := newProvider(t)
+		arn := seedStatus(t, srv, "sfn-status-running.json")
+		var loop []json.RawMessage
+		add := func(typ, state string) {
+			e := map[string]any{"id": len(loop) + 1, "previousEventId": len(loop), "type": typ, "timestamp": 1718791242.0 + float64(len(loop))}
+			if state != "" {
+				e["stateEnteredEventDetails"] = map[string]any{"name": state}
+			}
+			if typ == "TaskFailed" {
+				e["taskFailedEventDetails"] = map[string]any{"error": "Job.NotReady", "cause": "still provisioning"}
+			}
+			b, _ := json.Marshal(e)
+			loop = append(loop, b)
+		}
+		add("ExecutionStarted", "")
+		for range 3 {
+			add("TaskStateEntered", "CheckJob")
+			add("TaskScheduled", "")
+			add("TaskStarted", "")
+			add("TaskFailed", "")
+			add("WaitStateEntered", "Pause")
+		}
+		if err := srv.SetHistory(arn, loop); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := p.Poll(ctx, arn, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two visits after caught failures; the third failure is waiting.
+		if ev := mapPoll(t, raw); ev.SubState != substate.StateRunning || ev.RetryCount != 2 || ev.Step != "Pause" {
+			t.Fatalf("mapped = %s, retries %d, step %s; want running, 2, Pause", ev.SubState, ev.RetryCount, ev.Step)
+		}
+	})
+	t.Run("FailedWithOnlyError", func(t *testing.T) {
+		arn := seedStatus(t, srv, "sfn-status-failed.json")
+		if err := srv.UpdateExecution(arn, func(x *awstest.Execution) { x.Error, x.Cause = "Provisioning.GaveUp", "" }); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := p.Poll(ctx, arn, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := mapPoll(t, raw); ev.ErrorMessage != "Provisioning.GaveUp" {
+			t.Fatalf("message %q, want the error: a Fail state with only an error", ev.ErrorMessage)
+		}
+	})
 	t.Run("Failed", func(t *testing.T) {
 		arn := seedStatus(t, srv, "sfn-status-failed.json")
 		if err := srv.SetHistory(arn, history); err != nil {
@@ -252,4 +302,63 @@ func TestPollRetryHistory(t *testing.T) {
 			t.Fatalf("mapped = %+v", ev)
 		}
 	})
+}
+
+// TestPollAtTheHistoryLimit reads an execution that ended as Step
+// Functions ends one at its 25,000-event history quota: a polling loop
+// whose failures a Catch took, then ExecutionFailed as event 25,000 with
+// States.Runtime. The first read takes 25 pages of 1000, the retry count is
+// every lap of the loop, and the error is the quota's.
+func TestPollAtTheHistoryLimit(t *testing.T) {
+	ctx := context.Background()
+	srv, p := newProvider(t)
+	arn := seedStatus(t, srv, "sfn-status-failed.json")
+	var events []json.RawMessage
+	add := func(typ, details string) {
+		id := len(events) + 1
+		events = append(events, json.RawMessage(fmt.Sprintf(`{"id":%d,"previousEventId":%d,"type":%q,"timestamp":1718791242.%03d%s}`,
+			id, id-1, typ, id%1000, details)))
+	}
+	add("ExecutionStarted", "")
+	laps := 0
+	lap := []struct{ typ, details string }{
+		{"TaskStateEntered", `,"stateEnteredEventDetails":{"name":"CheckJob"}`}, {"TaskScheduled", ""}, {"TaskStarted", ""},
+		{"TaskFailed", `,"taskFailedEventDetails":{"error":"Job.NotReady","cause":"still running"}`},
+		{"WaitStateEntered", `,"stateEnteredEventDetails":{"name":"Pause"}`}, {"WaitStateExited", ""},
+	}
+	for i := 0; len(events) < 24_999; i++ {
+		if i%len(lap) == 0 {
+			laps++
+		}
+		add(lap[i%len(lap)].typ, lap[i%len(lap)].details)
+	}
+	add("ExecutionFailed", `,"executionFailedEventDetails":{"error":"States.Runtime","cause":"The execution reached the maximum number of history events (25000)."}`)
+	if err := srv.SetHistory(arn, events); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.UpdateExecution(arn, func(x *awstest.Execution) {
+		x.Error, x.Cause = "States.Runtime", "The execution reached the maximum number of history events (25000)."
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := p.Poll(ctx, arn, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, d := srv.Calls("GetExecutionHistory"), srv.Calls("DescribeExecution"); h != 25 || d != 1 {
+		t.Fatalf("calls: history %d, describe %d; want 25 pages of 1000 and one describe", h, d)
+	}
+	ev := mapPoll(t, raw)
+	want := mapping.StepFunctionsRevision(0, mapping.RankTerminal, 25_000)
+	if ev.SubState != substate.StateFailed || ev.RetryCount != laps-1 || ev.Revision != want ||
+		ev.ErrorMessage != "States.Runtime: The execution reached the maximum number of history events (25000)." {
+		t.Fatalf("mapped = %s, retries %d (want %d), revision %d (want %d), error %q", ev.SubState, ev.RetryCount, laps-1, ev.Revision, want, ev.ErrorMessage)
+	}
+	if len(raw.Body) > 64<<10 {
+		t.Fatalf("the poll's raw event is %d bytes: the newest events and a summary, not the whole history", len(raw.Body))
+	}
+	srv.ResetCalls()
+	if _, err := p.Poll(ctx, arn, true); err != nil || srv.TotalCalls() != 1 {
+		t.Fatalf("a second read: %v, %d calls; want one page saying nothing is new", err, srv.TotalCalls())
+	}
 }

@@ -252,6 +252,8 @@ func TestErrorCode(t *testing.T) {
 		"InvalidExecutionInput":     substate.EINVALID,
 		"ExecutionAlreadyExists":    substate.EEXISTS,
 		"StateMachineAlreadyExists": substate.ECONFLICT,
+		"StateMachineLimitExceeded": substate.ECONFLICT,
+		"ExecutionLimitExceeded":    substate.ETHROTTLED,
 		"ThrottlingException":       substate.ETHROTTLED,
 		"AccessDeniedException":     substate.EUNAUTHORIZED,
 		"SomethingNew":              substate.EINTERNAL,

@@ -80,7 +80,17 @@ func (s *suite) stopOutcome(t *testing.T) {
 
 func (s *suite) kill(t *testing.T) {
 	id := s.p.Running(t)
-	err := s.p.Operator.StopExecution(context.Background(), id, substate.StopOptions{Cause: stopCause, Kill: true})
+	if info := s.describe(t, id); (info.KillRefusal == "") != s.f.Kill {
+		t.Errorf("describe's kill refusal %q: a kill is taken: %v", info.KillRefusal, s.f.Kill)
+	}
+	// A dry run tells the provider's truth: refused where the kill is.
+	svc, _ := s.service(id)
+	_, err := svc.Act(context.Background(), substate.ExecutionRequest{TenantID: "contract", Action: substate.ActionStop, Kill: true, DryRun: true, Who: "contract"})
+	if want := map[bool]string{true: "", false: substate.EINVALID}[s.f.Kill]; substate.ErrorCode(err) != want {
+		t.Errorf("dry run of a kill: %v, want code %q as the real kill", err, want)
+	}
+	svc.Close()
+	err = s.p.Operator.StopExecution(context.Background(), id, substate.StopOptions{Cause: stopCause, Kill: true})
 	if !s.f.Kill {
 		wantCode(t, "kill", err, substate.EINVALID)
 		if info := s.describe(t, id); info.Ended {

@@ -130,6 +130,10 @@ func (w *Worker) Wait(tb testing.TB) error {
 	return w.err
 }
 
+// Logs returns what the worker logged so far: for a test of what it
+// logs, and how often.
+func (w *Worker) Logs() string { return w.logs.String() }
+
 // Stop stops the worker as SIGTERM does and waits until it has closed. It
 // fails the test if the worker does not stop, or stopped with an error the
 // test did not take with Wait or Err that is not the cancellation a

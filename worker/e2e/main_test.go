@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
@@ -20,14 +21,15 @@ func TestMain(m *testing.M) { contracttest.Main(m) }
 // verify checks a running worker as "substate verify" does: it reads the
 // view through the HTTP API, replays SUBSTATE_EVENTS up to the view's
 // position into a fresh view and compares the two, then checks the same
-// events against their raw evidence with the worker's tenant rules.
+// events against their raw evidence with the worker's tenant rules, and
+// the raw evidence against the events (gaps).
 func verify(tb testing.TB, w *workertest.Worker) replay.VerifyResult {
 	tb.Helper()
 	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	v := &replay.Verify{JS: w.Bus.JetStream, TenantRules: rules, TempDir: tb.TempDir()}
+	v := &replay.Verify{JS: w.Bus.JetStream, TenantRules: rules, TempDir: tb.TempDir(), Normalizer: bus.ConsumerNormalizer}
 	res, err := v.Run(context.Background(), &httpapi.Client{URL: w.HTTP.URL()}, true)
 	if err != nil {
 		tb.Fatalf("verify: %v", err)
@@ -42,7 +44,7 @@ func verifyEqual(tb testing.TB, w *workertest.Worker) replay.VerifyResult {
 	tb.Helper()
 	res := verify(tb, w)
 	if res.Failed() {
-		tb.Fatalf("verify: %d of %d tenants differ from the replay up to sequence %d (%+v); evidence %+v", len(res.Diffs), res.Tenants, res.Seq, res.Diffs, res.Evidence)
+		tb.Fatalf("verify: %d of %d tenants differ from the replay up to sequence %d (%+v); evidence %+v; gaps %+v", len(res.Diffs), res.Tenants, res.Seq, res.Diffs, res.Evidence, res.Gaps)
 	}
 	return res
 }

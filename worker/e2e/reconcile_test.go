@@ -113,3 +113,69 @@ func TestRunReconcilesLostSucceeded(t *testing.T) {
 		t.Errorf("/readyz = %q while the restate admin api is away; the worker should stay ready", got)
 	}
 }
+
+// TestRunStepFunctionsTruth is the operator's check on Step Functions: a
+// dry run of a kill is refused as the kill itself would be (Step
+// Functions has no kill), and a tenant first heard of through its FAILED
+// event shows the retries and the step its history holds, which the
+// worker reads once after the failure.
+func TestRunStepFunctionsTruth(t *testing.T) {
+	srv := awstest.New(t)
+	awstest.Env(t, srv.URL, awstest.Region)
+	running, arn, input := runningEvent(t)
+	machine := awstest.StateMachineARN("order-fulfillment")
+	var page struct{ Events []json.RawMessage }
+	if err := json.Unmarshal(fixtures.Provider("sfn-history-retry.json"), &page); err != nil {
+		t.Fatal(err)
+	}
+	srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: "ord-2024-000124", Status: "RUNNING",
+		Input: input, StartDate: time.UnixMilli(1718791241502).UTC(), History: page.Events[:6]})
+	w := workertest.Start(t, func(f *worker.Flags) { f.ReconcileAfter, f.ReconcileInterval = time.Hour, 50*time.Millisecond })
+	url := w.HTTP.URL()
+	if code := workertest.Post(t, url+"/v1/ingest/eventbridge", running, nil); code != http.StatusAccepted {
+		t.Fatalf("ingest: %d", code)
+	}
+	workertest.Eventually(t, func() string {
+		var v substate.TenantView
+		if code := workertest.GetJSON(t, url+"/v1/tenants/acme", &v); code != http.StatusOK || v.WorkflowSubState != substate.StateRunning {
+			return fmt.Sprintf("acme: %d %+v", code, v)
+		}
+		return ""
+	})
+
+	t.Run("DryRunKillRefused", func(t *testing.T) {
+		for _, dry := range []bool{true, false} {
+			body := []byte(fmt.Sprintf(`{"kill":true,"dryRun":%v,"reason":"stuck"}`, dry))
+			code := workertest.Post(t, url+"/v1/tenants/acme/execution/stop", body, map[string]string{"Content-Type": "application/json"})
+			if code != http.StatusBadRequest {
+				t.Errorf("stop --kill (dry run %v): HTTP %d, want 400 as Step Functions refuses a kill", dry, code)
+			}
+		}
+		if x, _ := srv.Execution(arn); x.Status != "RUNNING" || srv.Calls("StopExecution") != 0 {
+			t.Fatalf("a refused kill reached Step Functions: %s, %d StopExecution calls", x.Status, srv.Calls("StopExecution"))
+		}
+	})
+	t.Run("FailedEventIsRead", func(t *testing.T) {
+		// The execution fails with the rest of its history; only the event
+		// says so (the reconciler polls nothing heard of within the hour).
+		if err := srv.SetHistory(arn, page.Events); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.UpdateExecution(arn, func(x *awstest.Execution) {
+			x.Status, x.StopDate, x.Error = "FAILED", time.UnixMilli(1718791262338).UTC(), "UpstreamUnavailable"
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if code := workertest.PostFile(t, url+"/v1/ingest/eventbridge", workertest.ExamplePath(t, "stepfunctions-failed.json"), nil); code != http.StatusAccepted {
+			t.Fatalf("ingest: %d", code)
+		}
+		workertest.Eventually(t, func() string {
+			var v substate.TenantView
+			if code := workertest.GetJSON(t, url+"/v1/tenants/acme", &v); code != http.StatusOK ||
+				v.WorkflowSubState != substate.StateFailed || v.WorkflowRetryCount != 2 || v.WorkflowStep == "" {
+				return fmt.Sprintf("acme: %d %+v; want failed with the history's 2 retries and its step", code, v)
+			}
+			return ""
+		})
+	})
+}

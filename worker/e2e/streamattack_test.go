@@ -18,7 +18,9 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
+	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/worker"
@@ -120,7 +122,17 @@ func TestSubscriberCannotFillConsumers(t *testing.T) {
 	waitApplied(t, w, 1)
 	own := consumers(t, w, substate.StreamEvents)
 
-	nc := bustest.Connect(t, w.Bus, bus.Subscriber)
+	creds, _ := w.Bus.Credentials()
+	opts, err := creds.Options(bus.Subscriber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	violations := 0 // each refused request, counted instead of printed
+	nc, err := nats.Connect(w.Bus.ClientURL(), append(opts, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) { violations++ }))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
 	created := attackConsumers(t, nc, 1000)
 	for _, name := range w.Flags.SubscriberConsumers {
 		js, _ := jetstream.New(nc)
@@ -132,6 +144,10 @@ func TestSubscriberCannotFillConsumers(t *testing.T) {
 		t.Fatalf("after the attack %s has %d consumers (%d of the attack's), want %d: the worker's and the subscriber's %d", substate.StreamEvents, got, created, want, len(w.Flags.SubscriberConsumers))
 	}
 
+	_ = nc.Flush()
+	if violations == 0 {
+		t.Error("no permission violation reported to the attacker")
+	}
 	ctx := context.Background()
 	if _, err := bus.EnsureConsumer(ctx, w.Bus.JetStream, substate.StreamEvents, bus.ProjectorConsumerConfig("replica-2", time.Minute, 1)); err != nil {
 		t.Fatalf("the worker creates a projector's consumer: %v", err)
@@ -238,4 +254,36 @@ func TestStoreDeletedUnderRunningWorker(t *testing.T) {
 		t.Fatalf("tenant new0099 after the restart: %v", err)
 	}
 	verifyEqual(t, w2)
+}
+
+// Events gone from SUBSTATE_EVENTS while their raw evidence is still in
+// SUBSTATE_RAW (a tenant's subject purged here; a store cut short does the
+// same): verify names the raw messages whose events are missing and the
+// command that maps them again, and once it has run, finds nothing. (The
+// purged ids stay in the stream's duplicate window, which is made short
+// here: a store cut short is reloaded without them.)
+func TestVerifyReportsEventsLostFromTheStream(t *testing.T) {
+	w := workertest.Start(t, func(f *worker.Flags) { f.DedupeWindow = time.Second })
+	workertest.PostRows(t, w.HTTP.URL(), "t", 300)
+	waitApplied(t, w, 300)
+	ctx := context.Background()
+	s, err := w.Bus.JetStream.Stream(ctx, substate.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(substate.EventsSubject("t0150"))); err != nil {
+		t.Fatal(err)
+	}
+	res := verify(t, w)
+	if res.Gaps == nil || res.Gaps.Count != 1 || res.Gaps.Events != 1 || res.Gaps.Gaps[0].Of != 100 || !res.Failed() {
+		t.Fatalf("verify after the purge: gaps %+v, want 1 event of a raw message of 100 missing", res.Gaps)
+	}
+	time.Sleep(2 * time.Second) // past the duplicate window
+	r := &replay.Renormalizer{Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{}),
+		EventID: mapping.EventID, Events: publishers.NewJetStream(w.Bus.JetStream)}
+	if got, err := r.Run(ctx, replay.Range{Since: res.Gaps.Gaps[0].Stored}); err != nil || got.Published != 1 {
+		t.Fatalf("renormalize --since the gap: %+v %v, want 1 event published", got, err)
+	}
+	workertest.WaitSettled(t, w.Bus.ClientURL(), bustest.Seed(t, w.Bus, bus.Worker))
+	verifyEqual(t, w)
 }

@@ -1,0 +1,159 @@
+package redact
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Text returns free text (a provider's error message: a Step Functions
+// cause, a Restate last_failure) with the values its secret-looking words
+// name replaced by [redacted], as Policy.Value redacts a member whose name
+// looks secret:
+//
+//   - after a word that contains password, secret, token, credential,
+//     apikey, authorization, privatekey, signature or bearer (SecretName's
+//     parts), the next token, whether it follows ":", "=" or only a space:
+//     "password hunter2", "token=abc", "Authorization: Bearer abc" (a
+//     scheme such as Bearer and its credential both);
+//   - after a word that is key, pwd, pass, auth, pin, cvv, cvc, ssn, otp,
+//     session or cookie (SecretName's words, which are also everyday
+//     words), the next token only when ":" or "=" ties them: "pin: 1234",
+//     "api_key=sk_live_1", not "duplicate key value";
+//   - the password of a URL's user information: "postgres://app:[redacted]@db".
+//
+// A quoted value is redacted up to its closing quote, so JSON inside the
+// text ({"password":"hunter2"}) is too. Everything else is kept as it was;
+// Text of its own result returns it unchanged.
+func Text(s string) string {
+	if s == "" {
+		return s
+	}
+	if strings.Contains(s, "://") {
+		s = urlPassword.ReplaceAllString(s, "${1}"+Redacted+"@")
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		w, end := wordAt(s, i)
+		if w == "" {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		b.WriteString(w)
+		i = end
+		if strong, weak := secretWord(w); strong || weak {
+			i = redactValue(&b, s, i, strong)
+		}
+	}
+	return b.String()
+}
+
+// urlPassword is the user information of a URL with a password.
+var urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"']*:)[^\s/@"']+@`)
+
+// authSchemes are the words that start an Authorization value: the
+// credential follows them.
+var authSchemes = map[string]bool{"bearer": true, "basic": true, "digest": true, "token": true}
+
+// secretWord reports whether a word names a secret: strong when one of
+// SecretName's parts is in it, weak when it is one of its words only.
+func secretWord(w string) (strong, weak bool) {
+	lower := strings.ToLower(w)
+	for _, part := range secretParts {
+		if strings.Contains(lower, part) {
+			return true, false
+		}
+	}
+	for _, word := range words(w) {
+		if secretWords[word] {
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// redactValue writes what follows a secret word at s[i:]: the separator
+// kept, the value replaced. A weak word needs ":" or "=" before its value.
+// It returns where the text goes on.
+func redactValue(b *strings.Builder, s string, i int, strong bool) int {
+	j := i
+	if j < len(s) && (s[j] == '"' || s[j] == '\'') { // the closing quote of a JSON name
+		j++
+	}
+	j = skipSpaces(s, j)
+	tied := j < len(s) && (s[j] == ':' || s[j] == '=')
+	if tied {
+		j++
+		if j < len(s) && (s[j] == '=' || s[j] == '>') { // := and =>
+			j++
+		}
+		j = skipSpaces(s, j)
+	}
+	if !tied && (!strong || j == i) {
+		return i // a weak word not tied to a value, or a strong one not followed by a space
+	}
+	start, end, quoted := valueAt(s, j)
+	if end == start {
+		return i
+	}
+	b.WriteString(s[i:start])
+	if quoted {
+		b.WriteString(s[start:start+1] + Redacted + s[end-1:end])
+	} else {
+		b.WriteString(Redacted)
+	}
+	if !quoted && authSchemes[strings.ToLower(s[start:end])] {
+		return redactValue(b, s, end, true)
+	}
+	return end
+}
+
+// valueAt returns the bounds of the value at s[j:]: a quoted string with
+// its quotes, or a run of characters up to a space or punctuation that
+// ends a value in text and JSON.
+func valueAt(s string, j int) (start, end int, quoted bool) {
+	if strings.HasPrefix(s[j:], Redacted) {
+		return j, j + len(Redacted), false
+	}
+	if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+		q := s[j]
+		for k := j + 1; k < len(s); k++ {
+			switch s[k] {
+			case '\\':
+				k++
+			case q:
+				return j, k + 1, true
+			}
+		}
+		return j, len(s), false // unterminated: all of it
+	}
+	k := j
+	for k < len(s) && !strings.ContainsRune(" \t\r\n,;)}]\"'", rune(s[k])) {
+		k++
+	}
+	return j, k, false
+}
+
+// wordAt returns the word at s[i:] (letters, digits, "_", "-", "."), and
+// where it ends; "" when none starts there or s[i] continues a word.
+func wordAt(s string, i int) (string, int) {
+	if i > 0 && isWordByte(s[i-1]) {
+		return "", i
+	}
+	j := i
+	for j < len(s) && isWordByte(s[j]) {
+		j++
+	}
+	return s[i:j], j
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c >= 0x80
+}
+
+func skipSpaces(s string, j int) int {
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	return j
+}
