@@ -87,18 +87,6 @@ func (s *Service) Describe(ctx context.Context, tenantID string) (substate.Execu
 	return info, err
 }
 
-// current returns the tenant's view, the operator of its current
-// execution and the execution's description.
-func (s *Service) current(ctx context.Context, tenantID string) (substate.TenantView, substate.ExecutionOperator, substate.ExecutionInfo, error) {
-	v, err := s.Views.Tenant(ctx, tenantID)
-	if err != nil {
-		return v, nil, substate.ExecutionInfo{}, err
-	}
-	v.TenantID = tenantID
-	op, info, err := s.describe(ctx, v)
-	return v, op, info, err
-}
-
 // describe describes the execution the view names, with its operator.
 func (s *Service) describe(ctx context.Context, v substate.TenantView) (substate.ExecutionOperator, substate.ExecutionInfo, error) {
 	if v.WorkflowExecutionID == "" {

@@ -26,7 +26,7 @@ func (d *DB) walkGroups(ctx context.Context, g *groupQuery) (substate.GroupPage,
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
+		defer func() { _ = tx.Rollback() }()
 		g.tx = tx
 		page, err = d.walk(ctx, g, pending)
 		return err

@@ -33,7 +33,7 @@ func (d *DB) Select(ctx context.Context, f substate.TenantFilter, max int) (subs
 		if err != nil {
 			return err
 		}
-		defer snap.tx.Rollback()
+		defer func() { _ = snap.tx.Rollback() }()
 		sel.Position = snap.seq
 		g := &groupQuery{q: substate.GroupQuery{Filter: f}, tx: snap.tx, cutoff: d.cutoff(&f)}
 		sel.Tenants, err = d.collect(ctx, g, snap.pending, max)

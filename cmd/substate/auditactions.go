@@ -2,7 +2,6 @@ package main
 
 import (
 	"strings"
-	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/termtext"
@@ -13,15 +12,6 @@ import (
 type timelineItem struct {
 	tr  *substate.Transition
 	act *substate.AuditEvent
-}
-
-// at is when the item happened on substate's side: when the stream stored
-// the transition, when the action was recorded.
-func (it timelineItem) at() time.Time {
-	if it.act != nil {
-		return it.act.Time
-	}
-	return it.tr.StoredAt
 }
 
 // timeline interleaves a page's transitions and operator actions by time,
