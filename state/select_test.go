@@ -30,7 +30,9 @@ func TestSelect(t *testing.T) {
 		s.apply(ev(id, "x-"+id, st, 1, opts...))
 	}
 	s.apply(ev("t00", "x-t00", substate.StateFailed, 2, failure("payment provider returned HTTP 500"), // unchanged, held in memory
-		func(e *substate.EventData) { e.ErrorFingerprint = "engine/TaskFailed/payment provider returned http 500" }))
+		func(e *substate.EventData) {
+			e.ErrorFingerprint = "engine/TaskFailed/payment provider returned http 500"
+		}))
 	ctx := context.Background()
 	cases := []substate.TenantFilter{
 		{}, {SubState: substate.StateFailed}, {Provider: substate.ProviderRestate, SubState: substate.StateFailed},
