@@ -14,26 +14,26 @@ import (
 const leaseBusyWait = 2 * time.Second
 
 // member acts on one member and returns 0 once it has an outcome, or how
-// long to wait before trying it again (throttled, no answer yet, its
-// execution leased by another job).
-func (j *jobRun) member(ctx context.Context, ln *lane, it item) time.Duration {
+// long to wait before trying it again, and whether this counts as a try
+// without an answer (throttling and another job's lease do not).
+func (j *jobRun) member(ctx context.Context, ln *lane, it item) (time.Duration, bool) {
 	m := j.members[it.idx]
 	if m.DeadLetter != 0 {
-		return j.requeue(ctx, ln, it)
+		return j.requeue(ctx, ln, it), true
 	}
 	req := j.request(it.idx)
 	if cause := j.refusedNow(ctx, req, m); cause != nil {
 		j.record(ctx, req, m, substate.AuditRefused, cause)
-		return 0
+		return 0, false
 	}
 	held, holder, err := j.r.leases.take(ctx, ln.name, m.ExecutionID, lease{Job: j.rec.ID, Member: req.Member, Tenant: m.TenantID, At: time.Now().UTC()})
 	switch {
 	case err != nil:
-		return j.noAnswer(ctx, it, req, m, err)
+		return j.noAnswer(ctx, it, req, m, err), true
 	case !held:
 		j.r.logger().Debug("execution leased by another job: waiting", "job", j.rec.ID, "execution", m.ExecutionID, "holder", holder)
 		j.noteWaiting(ctx, fmt.Sprintf("waiting for %s, which acts on execution %s", holder, m.ExecutionID))
-		return leaseBusyWait
+		return leaseBusyWait, false
 	}
 	defer j.release(ln.name, m.ExecutionID)
 	res, err := j.r.svc.Act(ctx, req)
@@ -43,13 +43,13 @@ func (j *jobRun) member(ctx context.Context, ln *lane, it item) time.Duration {
 		if res.Outcome == substate.AuditPending {
 			j.addPending(req, res)
 		}
-		return 0
+		return 0, false
 	case code == substate.ETHROTTLED:
 		d := ln.throttled()
 		j.noteWaiting(ctx, ln.waiting())
-		return d
+		return d, false
 	default:
-		return j.noAnswer(ctx, it, req, m, err)
+		return j.noAnswer(ctx, it, req, m, err), true
 	}
 }
 
@@ -100,7 +100,7 @@ func (j *jobRun) noAnswer(ctx context.Context, it item, req substate.ExecutionRe
 	}
 	if it.tries+1 < MaxTries {
 		j.r.logger().Warn("fleet job member not acted on yet: trying again", "job", j.rec.ID, "tenant", m.TenantID, "try", it.tries+1, "err", err)
-		return time.Duration(1<<it.tries) * time.Second
+		return j.r.retryDelay(it.tries)
 	}
 	j.record(ctx, req, m, substate.AuditUnknown, substate.WrapError(substate.ErrorCode(err), err,
 		"no answer after %d tries: %s", MaxTries, substate.ErrorMessage(err)))
@@ -149,7 +149,7 @@ func (j *jobRun) requeue(ctx context.Context, ln *lane, it item) time.Duration {
 		return j.audit(ctx, ev, substate.AuditDone, nil, fmt.Sprintf("mapped again: %d events published (events already published are not published twice)", n))
 	case code == substate.EUNAVAILABLE || code == substate.EINTERNAL:
 		if it.tries+1 < MaxTries && ctx.Err() == nil {
-			return time.Duration(1<<it.tries) * time.Second
+			return j.r.retryDelay(it.tries)
 		}
 		return j.audit(ctx, ev, substate.AuditUnknown, err, "")
 	default:

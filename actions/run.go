@@ -152,8 +152,11 @@ func (j *jobRun) work(ctx context.Context, ln *lane, q *queue) {
 		if !ok {
 			return
 		}
-		again := j.member(ctx, ln, it)
+		again, tried := j.member(ctx, ln, it)
 		if again > 0 {
+			if tried {
+				it.tries++
+			}
 			it.notBefore = time.Now().Add(again)
 			q.put(it)
 			continue

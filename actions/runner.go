@@ -69,6 +69,9 @@ type Runner struct {
 	// Throttle is the backoff of a lane after a throttled call; zero
 	// means ThrottleBase and ThrottleMax.
 	Throttle timex.Backoff
+	// Retry is the backoff of a member whose action got no answer, before
+	// it is tried again (MaxTries in all); zero means 1 s doubling to 8 s.
+	Retry timex.Backoff
 	Logger   *slog.Logger
 
 	svc     *operate.Service
@@ -251,6 +254,16 @@ func (r *Runner) heartbeat(ctx context.Context, h *heldJob) {
 }
 
 func (r *Runner) ackWait() time.Duration { return cmp.Or(r.AckWait, DefaultAckWait) }
+
+// retryDelay is the wait before the next try of a member that got no
+// answer tries times.
+func (r *Runner) retryDelay(tries int) time.Duration {
+	b := r.Retry
+	if b.Base <= 0 {
+		b = timex.Backoff{Base: time.Second, Max: 8 * time.Second}
+	}
+	return b.Delay(tries + 1)
+}
 
 func (r *Runner) logger() *slog.Logger {
 	if r.Logger == nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/actions"
+	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/testkit/pipelinetest"
 )
 
@@ -230,5 +232,27 @@ func TestOverlappingJobsActOnceEach(t *testing.T) {
 	}
 	if got := f.calls.Load() - calls; got != 10 || done != 10 {
 		t.Errorf("%d retries ran, %d members done; want 10 and 10", got, done)
+	}
+}
+
+// TestNoAnswerIsUnknown: a member whose provider never answers is tried
+// MaxTries times, then recorded unknown with why; the job ends.
+func TestNoAnswerIsUnknown(t *testing.T) {
+	f := newFleet(t)
+	f.failTenants(t, "acme-", 3)
+	f.ops[substate.ProviderEngine] = &engine.RemoteOperator{Conn: f.p.Bus.Conn} // no engine answers
+	f.retry = timex.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}
+	f.start(t)
+	j, err := f.svc.Create(context.Background(), request(substate.ActionRetry, substate.TenantFilter{TenantPrefix: "acme-"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = f.waitJob(t, j.ID, time.Minute)
+	rep, err := f.svc.Report(context.Background(), j.ID, substate.JobReportQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != substate.JobDone || j.Progress.Unknown != 3 || !strings.Contains(rep.Members[0].Error, "no answer after 5 tries") {
+		t.Fatalf("job %+v, report %+v", j.Progress, rep.Members)
 	}
 }
