@@ -71,8 +71,8 @@ type Runner struct {
 	Throttle timex.Backoff
 	// Retry is the backoff of a member whose action got no answer, before
 	// it is tried again (MaxTries in all); zero means 1 s doubling to 8 s.
-	Retry timex.Backoff
-	Logger   *slog.Logger
+	Retry  timex.Backoff
+	Logger *slog.Logger
 
 	svc     *operate.Service
 	lanes   map[string]*lane
