@@ -13,6 +13,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/termtext"
+	"github.com/substatehq/substate/internal/timex"
 )
 
 // ActionsCmd is "substate actions": the fleet jobs of a running worker.
@@ -160,7 +161,7 @@ func control(ctx context.Context, m *Main, f JobFlags, id string, op substate.Jo
 func watchJob(ctx context.Context, m *Main, client *httpapi.Client, p *termtext.Printer, id string) error {
 	var last substate.Job
 	bar := newJobBar(m.Stderr, p.Text())
-	err := client.WatchJob(ctx, id, func(j substate.Job) {
+	err := followJob(ctx, m.Stderr, client, id, func(j substate.Job) {
 		last = j
 		bar.update(j)
 	})
@@ -185,6 +186,38 @@ func watchJob(ctx context.Context, m *Main, client *httpapi.Client, p *termtext.
 		return exitError{ExitPending}
 	}
 	return nil
+}
+
+// ReconnectFor is how long a command following a job keeps trying to
+// reach a worker that went away (restarted, killed) before it gives up.
+const ReconnectFor = 3 * time.Minute
+
+// followJob calls fn with the job at every event of its stream until it
+// ends; when the stream breaks or the worker cannot be reached, it says so
+// once on w and connects again, every second for up to ReconnectFor since
+// it last heard from the worker. A refusal (an unknown job, a key without
+// the right) ends it at once.
+func followJob(ctx context.Context, w io.Writer, client *httpapi.Client, id string, fn func(substate.Job)) error {
+	heard, told := time.Now(), false
+	for {
+		err := client.WatchJob(ctx, id, func(j substate.Job) {
+			heard, told = time.Now(), false
+			fn(j)
+		})
+		code := substate.ErrorCode(err)
+		switch {
+		case err == nil, ctx.Err() != nil, code != substate.EUNAVAILABLE && code != substate.EINTERNAL:
+			return err
+		case time.Since(heard) > ReconnectFor:
+			return fmt.Errorf("%w (gave up reconnecting after %s)", err, ReconnectFor)
+		case !told:
+			fmt.Fprintf(w, "\nthe worker went away (%s); the job goes on there: reconnecting\n", termtext.Clip(err.Error(), 160))
+			told = true
+		}
+		if err := timex.Sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 // watchLineEvery is how often a job's progress is printed where it cannot
