@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -70,22 +71,45 @@ func (l *lane) backingOff() time.Duration {
 	return time.Until(l.until)
 }
 
-// throttled starts or lengthens the lane's backoff after a throttled call
-// and returns it.
+// throttled starts the lane's backoff after a throttled call, or
+// lengthens it when the call was made after the last backoff ended (calls
+// answered while it runs were sent before it: they do not lengthen it),
+// and returns how long the lane still backs off.
 func (l *lane) throttled() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Before(l.until) {
+		return l.until.Sub(now)
+	}
 	l.throttles++
 	d := l.backoff.Delay(l.throttles)
-	l.until = time.Now().Add(d)
+	l.until = now.Add(d)
 	return d
 }
 
-// answered ends the lane's backoff after a call the provider answered.
+// answered resets the lane's backoff after a call the provider answered
+// without throttling it: the next throttled call backs off from the
+// start again.
 func (l *lane) answered() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.throttles = 0
+}
+
+// note notes the answer of any call of the lane's (a description before
+// or after an action too): a throttled one starts the lane's backoff, one
+// the provider answered otherwise resets it. It returns err.
+func (l *lane) note(err error) error {
+	switch {
+	case substate.ErrorCode(err) == substate.ETHROTTLED:
+		l.throttled()
+	case substate.ErrorCode(err) == substate.EUNAVAILABLE, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// no answer: it says nothing of throttling
+	default:
+		l.answered()
+	}
+	return err
 }
 
 // waiting says why the lane holds its calls back, or "".
@@ -110,7 +134,8 @@ func (o limited) DescribeExecution(ctx context.Context, id string) (substate.Exe
 	if err := o.lane.wait(ctx, opDescribe); err != nil {
 		return substate.ExecutionInfo{}, err
 	}
-	return o.op.DescribeExecution(substate.WithCallerBackoff(ctx), id)
+	info, err := o.op.DescribeExecution(substate.WithCallerBackoff(ctx), id)
+	return info, o.lane.note(err)
 }
 
 // StopExecution stops, in turn.
@@ -118,7 +143,7 @@ func (o limited) StopExecution(ctx context.Context, id string, opts substate.Sto
 	if err := o.lane.wait(ctx, string(substate.ActionStop)); err != nil {
 		return err
 	}
-	return o.op.StopExecution(substate.WithCallerBackoff(ctx), id, opts)
+	return o.lane.note(o.op.StopExecution(substate.WithCallerBackoff(ctx), id, opts))
 }
 
 // RetryExecution retries, in turn.
@@ -126,7 +151,7 @@ func (o limited) RetryExecution(ctx context.Context, id string) error {
 	if err := o.lane.wait(ctx, string(substate.ActionRetry)); err != nil {
 		return err
 	}
-	return o.op.RetryExecution(substate.WithCallerBackoff(ctx), id)
+	return o.lane.note(o.op.RetryExecution(substate.WithCallerBackoff(ctx), id))
 }
 
 // RestartExecution restarts, in turn.
@@ -134,7 +159,8 @@ func (o limited) RestartExecution(ctx context.Context, id string) (string, error
 	if err := o.lane.wait(ctx, string(substate.ActionRestart)); err != nil {
 		return "", err
 	}
-	return o.op.RestartExecution(substate.WithCallerBackoff(ctx), id)
+	id, err := o.op.RestartExecution(substate.WithCallerBackoff(ctx), id)
+	return id, o.lane.note(err)
 }
 
 // Idempotent is the wrapped operator's.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -51,14 +52,32 @@ func (j *jobRun) settle(ctx context.Context) {
 		j.mu.Lock()
 		pending := maps.Clone(j.pending)
 		j.mu.Unlock()
-		for _, n := range slices.Sorted(maps.Keys(pending)) {
+		j.recheckAll(ctx, pending, watch)
+	}
+}
+
+// recheckAll re-checks pending members, as many at once as their lane's
+// concurrency, and forgets those no longer pending.
+func (j *jobRun) recheckAll(ctx context.Context, pending map[int]pendingAction, watch time.Duration) {
+	var wg sync.WaitGroup
+	slots := map[string]chan struct{}{}
+	for _, n := range slices.Sorted(maps.Keys(pending)) {
+		lane := j.members[n-1].Lane()
+		if slots[lane] == nil {
+			slots[lane] = make(chan struct{}, j.r.lane(lane).limits.concurrency())
+		}
+		slot := slots[lane]
+		slot <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slot }()
 			if j.recheck(ctx, pending[n], watch) {
 				j.mu.Lock()
 				delete(j.pending, n)
 				j.mu.Unlock()
 			}
-		}
+		})
 	}
+	wg.Wait()
 }
 
 // recheck reads a pending member's state again and reports whether it is
