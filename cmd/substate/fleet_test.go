@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -59,7 +60,7 @@ type fleet struct {
 	restate *restatetest.Server
 	invs    map[string]string // Restate invocation id by tenant
 	mu      sync.Mutex
-	charges map[string]int // engine task calls by tenant
+	charges map[string]map[string]int // engine task calls by tenant and idempotency key
 	fixed   bool
 }
 
@@ -76,7 +77,7 @@ func TestFleetRetry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills worker processes, and a Restate server")
 	}
-	f := &fleet{sizes: fleetSize(t), charges: map[string]int{}, invs: map[string]string{}}
+	f := &fleet{sizes: fleetSize(t), charges: map[string]map[string]int{}, invs: map[string]string{}}
 	f.aws = awstest.New(t)
 	awstest.Env(t, f.aws.URL, "us-east-1")
 	f.machine = f.aws.AddStateMachine("provision", `{"StartAt":"Charge","States":{"Charge":{"Type":"Pass","End":true}}}`, "arn:aws:iam::123456789012:role/sfn")
@@ -90,6 +91,7 @@ func TestFleetRetry(t *testing.T) {
 	p := startProcess(t, dir, httpAddr, natsAddr, flags...)
 	f.serveCharges(t, p)
 	f.failAll(t, p)
+	t.Logf("%d tenants failed: %+v", f.sizes.total(), f.sizes)
 	url := p.httpURL
 	filter := "tenantPrefix=fleet-,hasError=true"
 
@@ -100,10 +102,12 @@ func TestFleetRetry(t *testing.T) {
 	}
 	t.Logf("dry run: %d tenants, %+v, %.0f s estimated", pv.Total, pv.Lanes, pv.Seconds)
 	f.fix(t)
-	// Step Functions' quotas, far below what the lane allows itself.
+	// Step Functions' quotas, far below what the lane allows itself, and
+	// the first redrives throttled whatever the pace of this machine.
 	f.aws.Quota("DescribeExecution", 50, 250)
 	f.aws.Quota("GetExecutionHistory", 50, 250)
 	f.aws.Quota("RedriveExecution", 20, 100)
+	f.aws.Throttle("RedriveExecution", 10)
 
 	type result struct {
 		code        int
@@ -116,6 +120,7 @@ func TestFleetRetry(t *testing.T) {
 		done <- result{code, out, errOut}
 	}()
 	id, killedAt := f.killMidJob(t, p, pv.Total)
+	t.Logf("job %s: worker killed at %d outcomes", id, killedAt)
 	p = startProcess(t, dir, httpAddr, natsAddr, flags...)
 	var r result
 	select {
@@ -150,7 +155,10 @@ func (f *fleet) serveCharges(t *testing.T, p *process) {
 		}
 		_ = json.Unmarshal(req.Data(), &in)
 		f.mu.Lock()
-		f.charges[in.TenantID]++
+		if f.charges[in.TenantID] == nil {
+			f.charges[in.TenantID] = map[string]int{}
+		}
+		f.charges[in.TenantID][req.Headers().Get(substate.HeaderIdempotencyKey)]++
 		fixed := f.fixed
 		f.mu.Unlock()
 		if !fixed {
@@ -165,7 +173,10 @@ func (f *fleet) serveCharges(t *testing.T, p *process) {
 }
 
 // failAll makes every tenant fail on its provider and waits until the
-// view shows them all with an error.
+// view shows them all where they stay until retried: the engine's and
+// Step Functions' executions failed, the Restate invocations paused
+// (error) once their retry policy gave up. A tenant still backing off
+// when the set is frozen would change before its turn, and be skipped.
 func (f *fleet) failAll(t *testing.T, p *process) {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -173,19 +184,19 @@ func (f *fleet) failAll(t *testing.T, p *process) {
 	wg.Go(func() { f.failSFN(t, p.httpURL) })
 	wg.Go(func() { f.failRestate(t) })
 	wg.Wait()
-	want := f.sizes.total()
+	want := map[string]int64{string(substate.StateFailed): int64(f.sizes.engine + f.sizes.sfn), string(substate.StateError): int64(f.sizes.restate)}
 	workertest.EventuallyWithin(t, 5*time.Minute, func() string {
-		code, out, errOut := runCLI(t, "tenants", "groups", "--by", "provider", "--tenant-prefix", "fleet-", "--has-error", "--server", p.httpURL, "-o", "json")
+		code, out, errOut := runCLI(t, "tenants", "groups", "--by", "subState", "--tenant-prefix", "fleet-", "--has-error", "--server", p.httpURL, "-o", "json")
 		var g substate.GroupPage
 		if code != 0 || json.Unmarshal([]byte(out), &g) != nil {
 			return fmt.Sprintf("groups: %d %s%s", code, out, errOut)
 		}
-		n := int64(0)
+		got := map[string]int64{}
 		for _, gr := range g.Groups {
-			n += gr.Count
+			got[gr.Value] = gr.Count
 		}
-		if n != int64(want) {
-			return fmt.Sprintf("%d of %d tenants failed so far: %+v", n, want, g.Groups)
+		if !maps.Equal(got, want) {
+			return fmt.Sprintf("tenants by sub-state %v, want %v", got, want)
 		}
 		return ""
 	})
@@ -339,11 +350,15 @@ func (f *fleet) checkReportIsAudit(t *testing.T, p *process, url, id string) {
 
 // checkActedOnce reads the providers' own records: every Step Functions
 // execution redriven once (one successful RedriveExecution), every engine
-// task called twice (its failure, its retry), every Restate invocation
-// attempted four times (three failures, one resumed attempt).
+// task called in two visits of its state, the step of its idempotency key
+// (the failed one, the retry's: a retry asked twice would be a third; the
+// attempts within a visit are the engine's own, such as an attempt in
+// flight when the worker was killed, repeated when it restarts), every
+// Restate invocation attempted four times (three failures, one resumed
+// attempt).
 func (f *fleet) checkActedOnce(t *testing.T) {
 	t.Helper()
-	calls, throttled := map[string]int{}, 0
+	calls, throttled, tasks := map[string]int{}, 0, 0
 	for _, c := range f.aws.Log() {
 		switch {
 		case c.Failed == "ThrottlingException":
@@ -364,8 +379,14 @@ func (f *fleet) checkActedOnce(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.sizes.engine {
-		if tenant := fmt.Sprintf("fleet-e-%05d", i); f.charges[tenant] != 2 {
-			t.Errorf("%s: its task ran %d times, want 2", tenant, f.charges[tenant])
+		tenant := fmt.Sprintf("fleet-e-%05d", i)
+		steps := map[string]bool{}
+		for key, n := range f.charges[tenant] {
+			steps[taskStep(key)] = true
+			tasks += n
+		}
+		if len(steps) != 2 {
+			t.Errorf("%s: its task ran in %d visits of its state (%v), want 2: the failed one and the retry's", tenant, len(steps), f.charges[tenant])
 		}
 	}
 	for tenant, id := range f.invs {
@@ -373,7 +394,16 @@ func (f *fleet) checkActedOnce(t *testing.T) {
 			t.Errorf("%s (%s): %d attempts, want 4", tenant, id, n)
 		}
 	}
-	t.Logf("%d Step Functions calls throttled", throttled)
+	t.Logf("%d Step Functions calls throttled; %d engine task calls for %d executions", throttled, tasks, f.sizes.engine)
+}
+
+// taskStep is the step of an engine task's idempotency key
+// (<execution>/<step>/<state>/<attempt>): which visit of its state.
+func taskStep(key string) string {
+	if parts := strings.Split(key, "/"); len(parts) == 4 {
+		return parts[1]
+	}
+	return "unkeyed " + key
 }
 
 // busAs connects to the worker's NATS as id, reconnecting for as long as
