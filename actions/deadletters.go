@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 )
 
@@ -39,7 +38,7 @@ func (s *Service) deadLetters(ctx context.Context, f substate.DeadLetterFilter) 
 // deadLetterMember is a dead letter as a member, when f selects it.
 func deadLetterMember(m replay.Message, f substate.DeadLetterFilter) (substate.JobMember, bool) {
 	h := m.Header
-	d := substate.JobMember{DeadLetter: m.Seq, TenantID: mapping.PayloadTenant(m.Data)}
+	d := substate.JobMember{DeadLetter: m.Seq, TenantID: replay.DeadLetterTenant(m.Data)}
 	if subject := h.Get(substate.HeaderDLQSubject); strings.HasPrefix(subject, substate.SubjectRawPrefix) {
 		d.RawSeq, _ = strconv.ParseUint(h.Get(substate.HeaderDLQSeq), 10, 64)
 		d.Provider = substate.RawKind(strings.TrimPrefix(subject, substate.SubjectRawPrefix)).Provider()

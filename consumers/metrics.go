@@ -25,7 +25,8 @@ type Metrics struct {
 	BatchSize      *prometheus.HistogramVec // stage
 	ConsumerLag    *prometheus.GaugeVec     // consumer
 	ChangesEmitted prometheus.Counter
-	StreamLosses   prometheus.Counter // SUBSTATE_EVENTS found not to hold what the view expects
+	StreamLosses   prometheus.Counter     // SUBSTATE_EVENTS found not to hold what the view expects
+	SLOEvents      *prometheus.CounterVec // slo, outcome (SLOMet, SLOMissed)
 }
 
 // NewMetrics creates the metrics and registers them on reg when it is not nil.
@@ -58,12 +59,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "substate_consumer_lag", Help: "Messages not yet delivered to a durable consumer.",
 		}, []string{"consumer"}),
+		SLOEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_slo_events_total",
+			Help: "Deadlines that ended, by SLO (a sub-state or run) and outcome: met (a change ended it before it passed) or missed (it passed: the tenant became stuck).",
+		}, []string{"slo", "outcome"}),
 	}
 	m.Ingress = ingress.NewMetrics(reg, m.DeadLettered)
 	if reg != nil {
 		reg.MustRegister(m.Normalized, m.DeadLettered, m.Naks,
 			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
-			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag)
+			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag, m.SLOEvents)
 	}
 	return m
 }

@@ -11,8 +11,11 @@ import (
 )
 
 // JobTenantFields are the filter fields of a job on tenants: the
-// conditions GET /v1/tenants takes.
-var JobTenantFields = []string{"subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb", "inStateLongerThan"}
+// conditions GET /v1/tenants takes (its parameters but the page's), so a
+// condition added there is one here too.
+var JobTenantFields = slices.DeleteFunc(slices.Clone(TenantParams), func(p string) bool {
+	return p == "sort" || p == "limit" || p == "pageToken"
+})
 
 // JobDeadLetterFields are the filter fields of a requeue job: the stage
 // that dead-lettered, text the reason contains, the prefix of the tenant

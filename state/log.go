@@ -10,12 +10,27 @@ import (
 // LogChange writes the logs of one committed change: a sub-state change at
 // info (tenant, old, new, execution), a retry count increase at warn
 // (tenant, retry count, error) and an error message set or changed at error
-// (tenant, execution, the full message). A nil logger logs nothing.
+// (tenant, execution, the full message); a tenant that became stuck at
+// warn (tenant, sub-state, SLO, since) and one that moved on at info. A nil
+// logger logs nothing.
 func LogChange(ctx context.Context, l *slog.Logger, c *substate.Change) {
 	if l == nil {
 		return
 	}
 	o, n := &c.Old, &c.New
+	switch {
+	case n.Stuck && !o.Stuck:
+		l.LogAttrs(ctx, slog.LevelWarn, "tenant stuck: its deadline passed with no change",
+			slog.String("tenant", c.TenantID),
+			slog.String("subState", string(n.WorkflowSubState)),
+			slog.String("slo", string(n.DeadlineSLO)),
+			slog.Time("since", n.StuckSince),
+			slog.String("execution", n.WorkflowExecutionID))
+	case o.Stuck && !n.Stuck:
+		l.LogAttrs(ctx, slog.LevelInfo, "tenant no longer stuck",
+			slog.String("tenant", c.TenantID),
+			slog.String("subState", string(n.WorkflowSubState)))
+	}
 	execution := n.WorkflowExecutionID
 	if execution == "" {
 		execution = o.WorkflowExecutionID // succeeded cleared it

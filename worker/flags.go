@@ -24,7 +24,7 @@ func DefaultFlags() Flags {
 		BatchSize: 512, MaxDeliveries: 10, AckWait: 30 * time.Second,
 		IngestMaxBacklog: 100000, IngestMaxInFlight: 4096,
 		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second, ViewFailureTimeout: 2 * time.Minute,
-		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute},
+		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute, EvidenceCheckBudget: 0.5},
 		RoleFlags:    RoleFlags{Role: RoleAll, ChangeFeed: true},
 		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo},
 		NATSFlags: NATSFlags{NATSListen: "127.0.0.1:4222", NATSSync: "default", NATSReplicas: 1,
@@ -38,7 +38,8 @@ func DefaultFlags() Flags {
 			SFNHistoryInterval: 15 * time.Second, SFNAPIBudget: 4, SFNRedriveCheck: time.Hour,
 			RestatePollEvery: 15 * time.Second,
 		},
-		ActionFlags: ActionFlags{ActionJobs: 4},
+		ActionFlags:   ActionFlags{ActionJobs: 4},
+		DeadlineFlags: DeadlineFlags{StuckMetricTypes: 50},
 	}
 }
 

@@ -57,6 +57,7 @@ type Flags struct {
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
 	ActionFlags          `embed:""`
+	DeadlineFlags        `embed:""`
 }
 
 // Worker is a running substate worker: NATS (embedded or not), the streams,
@@ -86,6 +87,7 @@ type Worker struct {
 	Changes    *publishers.ChangeFeed
 
 	evidence *replay.CheckMetrics // what the evidence check found
+	slos     *substate.SLOs       // from --slo-file; nil without one
 
 	registry  *prometheus.Registry
 	forwarder *consumers.Forwarder  // nil without --eventbridge-bus
@@ -116,6 +118,9 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
+		return err
+	}
+	if err := w.openSLOs(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(w.Flags.DataDir, 0o755); err != nil {
@@ -204,6 +209,7 @@ func (w *Worker) openView(context.Context) error {
 		return fmt.Errorf("open view: %w", err)
 	}
 	w.closers = append(w.closers, w.View.Close)
+	w.useSLOs()
 	return nil
 }
 
@@ -297,6 +303,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Logger: w.Logger.With("component", "http"), Auth: w.Auth, Redaction: w.Redaction,
 		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
+		Events: replay.NewEventFeed(&replay.Reader{JS: w.Bus.JetStream}), DeadLetters: replay.DeadLetters{Reader: &replay.Reader{JS: w.Bus.JetStream}},
 	}
 	if w.jobs != nil {
 		w.HTTP.Jobs = w.jobs

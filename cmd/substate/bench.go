@@ -22,6 +22,7 @@ type BenchCmd struct {
 
 	FlatFlags    `embed:""`
 	Groups       int `help:"Run only the groups scenario: GET /v1/groups's latency over a view of N tenants with a realistic spread of faults (1,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
+	Deadlines    int `help:"Run only the deadlines scenario: how long after its deadline each stuck message reaches SUBSTATE_CHANGES while N tenants hold deadlines (100,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
 	worker.Flags `embed:""`
 }
 
@@ -40,7 +41,7 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 	err := bench.Run(ctx, bench.Config{
 		Events: c.Events, Tenants: c.Tenants, Rate: c.Rate, Duration: c.Duration,
 		JSON: c.JSON, Keep: c.Keep, Profile: c.Profile, MemProfile: c.MemProfile,
-		Flat: c.Flat, FlatLimit: c.FlatLimit, Groups: c.Groups, Flags: c.Flags,
+		Flat: c.Flat, FlatLimit: c.FlatLimit, Groups: c.Groups, Deadlines: c.Deadlines, Flags: c.Flags,
 	}, m.Stdout, m.Stderr)
 	if errors.Is(err, bench.ErrWrongView) {
 		return exitError{1}

@@ -46,6 +46,10 @@ type Console struct {
 	// Counts returns how many tenants each sub-state has, from the view's
 	// counters (state.DB.Counts); nil leaves the counts out.
 	Counts func(context.Context) (map[substate.SubState]int64, error)
+	// StuckCounts returns how many tenants are stuck, by sub-state,
+	// provider and workflow type, from the view's counters
+	// (state.DB.StuckCounts); nil leaves the stuck counts out.
+	StuckCounts func(context.Context) ([]substate.StuckCount, error)
 	// Conn carries the change feed, substate.changes.>, and reports NATS's
 	// health.
 	Conn *nats.Conn

@@ -11,7 +11,6 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/httpx"
-	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 )
 
@@ -117,7 +116,7 @@ func (c *Console) deadLetter(m replay.Message, p httpapi.Principal) DeadLetter {
 	h := m.Header
 	d := DeadLetter{
 		Seq: m.Seq, Time: m.Stored.UTC(), Stage: h.Get(substate.HeaderDLQStage), Reason: h.Get(substate.HeaderDLQReason),
-		Subject: h.Get(substate.HeaderDLQSubject), TenantID: mapping.PayloadTenant(m.Data),
+		Subject: h.Get(substate.HeaderDLQSubject), TenantID: replay.DeadLetterTenant(m.Data),
 	}
 	if strings.HasPrefix(d.Subject, substate.SubjectRawPrefix) {
 		d.RawSeq, _ = strconv.ParseUint(h.Get(substate.HeaderDLQSeq), 10, 64)

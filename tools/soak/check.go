@@ -48,7 +48,7 @@ func (s *soak) check(ctx context.Context, res *soakResult) error {
 	if n := uint64(res.Acked); res.EventsInStream > n {
 		res.DuplicatesFound = res.EventsInStream - n // posts stored but not answered 202 count here too
 	}
-	v := &replay.Verify{JS: b.JetStream, BatchSize: replay.DefaultBatchSize}
+	v := &replay.Verify{JS: b.JetStream, BatchSize: replay.DefaultBatchSize, Normalizer: bus.ConsumerNormalizer}
 	found, err := v.Run(ctx, &httpapi.Client{URL: "http://" + s.http}, true)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
