@@ -35,7 +35,6 @@ type fleet struct {
 	eng    *engine.Engine
 	ref    string
 	fixed  atomic.Bool
-	calls  atomic.Int64
 	svc    *actions.Service
 	runner *actions.Runner
 	ops    map[substate.Provider]substate.ExecutionOperator
@@ -54,7 +53,6 @@ func newFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	taskService(t, bustest.Connect(t, f.p.Bus, bus.Tasks), func(req micro.Request) {
-		f.calls.Add(1)
 		if !f.fixed.Load() {
 			_ = req.Error("Closed", "the payment provider returned HTTP 503", nil)
 			return
@@ -203,4 +201,29 @@ func (f *fleet) reportOutcomes(t *testing.T, job string) map[int]string {
 		}
 		q.After = rep.NextAfter
 	}
+}
+
+// redrives returns how many times the engine retried each execution of
+// tenants prefix-0… to prefix-(n-1): what a job did, read from the
+// provider's own record (the task's calls trail its retry).
+func (f *fleet) redrives(t *testing.T, prefix string, n int) []int {
+	t.Helper()
+	out := make([]int, n)
+	for i := range n {
+		info, err := f.eng.DescribeExecution(context.Background(), fmt.Sprintf("x-%s%04d", prefix, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = info.Redrives
+	}
+	return out
+}
+
+// sum adds up counts.
+func sum(counts []int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
