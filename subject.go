@@ -18,18 +18,22 @@ const (
 	// StreamLeases holds the per-execution leases of fleet jobs
 	// (substate.leases.<execution>), each kept for the lease time.
 	StreamLeases = "SUBSTATE_LEASES"
+	// StreamUnresolved remembers the executions without tenant already
+	// dead-lettered (see UnresolvedMemory).
+	StreamUnresolved = "SUBSTATE_UNRESOLVED"
 )
 
 // Subject prefixes.
 const (
-	SubjectRawPrefix     = "substate.raw."
-	SubjectEventsPrefix  = "substate.events."
-	SubjectChangesPrefix = "substate.changes."
-	SubjectDLQPrefix     = "substate.dlq."
-	SubjectTasksPrefix   = "substate.tasks."
-	SubjectAuditPrefix   = "substate.audit."
-	SubjectActionsPrefix = "substate.actions."
-	SubjectLeasesPrefix  = "substate.leases."
+	SubjectRawPrefix        = "substate.raw."
+	SubjectEventsPrefix     = "substate.events."
+	SubjectChangesPrefix    = "substate.changes."
+	SubjectDLQPrefix        = "substate.dlq."
+	SubjectTasksPrefix      = "substate.tasks."
+	SubjectAuditPrefix      = "substate.audit."
+	SubjectActionsPrefix    = "substate.actions."
+	SubjectLeasesPrefix     = "substate.leases."
+	SubjectUnresolvedPrefix = "substate.unresolved."
 )
 
 // JobSubject returns the subject of one part of a fleet job's record:
@@ -65,6 +69,14 @@ func AuditJobSubject(job string) string {
 func AuditTenantSubjects(tenant string) []string {
 	t := EncodeToken(tenant)
 	return []string{SubjectAuditPrefix + "*." + t, SubjectAuditPrefix + "*." + t + ".*"}
+}
+
+// UnresolvedSubject returns the subject on which SUBSTATE_UNRESOLVED
+// remembers an execution without tenant: substate.unresolved.<provider>.
+// <the hex SHA-256 of its id, cut to 32 digits>, whatever the id's length.
+func UnresolvedSubject(p Provider, executionID string) string {
+	sum := sha256.Sum256([]byte(executionID))
+	return SubjectUnresolvedPrefix + EncodeToken(string(p)) + "." + hex.EncodeToString(sum[:16])
 }
 
 // EventsSubject returns the canonical events subject of a tenant.

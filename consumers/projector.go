@@ -153,7 +153,7 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substa
 		end = max(end, meta.Sequence.Stream+meta.NumPending)
 		e, err := substate.UnmarshalEvent(m.Data())
 		if err != nil {
-			if err := p.dlq.store(ctx, m, err); err != nil {
+			if err := p.dlq.store(ctx, m, err, ""); err != nil {
 				return nil, nil, err
 			}
 			continue

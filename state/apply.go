@@ -242,6 +242,7 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	d.stats.BytesWritten += written
 	d.allocated = alloc
 	if d.ChangeOutbox && w != nil && w.changes() {
+		d.keepFresh(w.res.Changes)
 		d.signalOutbox()
 	}
 	if w != nil && w.sloDigest != nil {

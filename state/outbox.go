@@ -70,6 +70,27 @@ func putOutbox(b *bolt.Bucket, c *substate.Change) error {
 	return b.Put(outboxKey(c), v)
 }
 
+// maxFresh bounds the changes kept in memory beside the outbox: a feed
+// that lags further reads the rest from the file.
+const maxFresh = 16384
+
+// keepFresh keeps the changes a commit just wrote to the outbox in memory,
+// up to maxFresh, so that the change feed, which publishes them right
+// after, takes them as they are instead of decoding them back from the
+// file; the file stays the record (after a restart, beyond maxFresh, and
+// for stuck and unstuck messages, PendingChanges decodes them). d.pmu
+// must be held for writing.
+func (d *DB) keepFresh(changes []substate.Change) {
+	for _, c := range changes {
+		if len(d.fresh) >= maxFresh {
+			return
+		}
+		if c.Kind == substate.ChangeFromEvent {
+			d.fresh[c.Seq] = c
+		}
+	}
+}
+
 // signalOutbox wakes the change feed after a commit that wrote changes.
 func (d *DB) signalOutbox() {
 	select {
@@ -98,6 +119,10 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
 			if d.isRemoved(k) {
+				continue
+			}
+			if c, ok := d.fresh[binary.BigEndian.Uint64(k)]; ok && len(k) == 8 {
+				out = append(out, c)
 				continue
 			}
 			var e outboxEntry
@@ -147,6 +172,7 @@ func (d *DB) RemoveChanges(ctx context.Context, changes []substate.Change) error
 	for i := range changes {
 		if c := &changes[i]; c.Kind == substate.ChangeFromEvent {
 			d.removed[c.Seq] = struct{}{}
+			delete(d.fresh, c.Seq)
 		} else {
 			d.removedKeyed[string(outboxKey(c))] = struct{}{}
 		}

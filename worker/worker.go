@@ -240,11 +240,14 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := w.Flags.Topology().EnsureUnresolvedStream(ctx, w.Bus.JetStream); err != nil {
+		return err
+	}
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	w.Normalizer = &consumers.Normalizer{
 		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
-		Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries}, BatchSize: w.Flags.BatchSize,
-		Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
+		Unresolved: &publishers.Unresolved{JS: w.Bus.JetStream}, Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries},
+		BatchSize: w.Flags.BatchSize, Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
 	}
 	return nil
 }
