@@ -68,6 +68,10 @@ type ExecutionInfo struct {
 	// stopped): what tells a stop that took effect from one that came
 	// after the execution had ended.
 	Stopped bool `json:"stopped,omitempty"`
+	// Killed reports a stopped execution that a kill ended (Restate's
+	// killed, not cancelled): a cancel still pending when it ended did not
+	// end it.
+	Killed bool `json:"killed,omitempty"`
 	// Retryable reports whether retry may act on it; RetryRefusal says why
 	// not when it may not.
 	Retryable    bool   `json:"retryable"`

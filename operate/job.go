@@ -103,7 +103,7 @@ func (s *Service) resolve(ctx context.Context, req substate.ExecutionRequest) (s
 	if err != nil {
 		return res, true, err
 	}
-	if got, _ := shows(req.Action, before, info); got != substate.AuditDone {
+	if got, _ := shows(req, before, info); got != substate.AuditDone {
 		return res, false, nil
 	}
 	res.Outcome, res.Next = substate.AuditDone, "taken before the worker restarted: the provider's state read back shows it"
