@@ -48,6 +48,9 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		redactPage(&page, s.Redaction)
 	}
 	linkTraces(&page, s.TraceUI)
+	if page.Actions == nil {
+		page.Actions = []substate.AuditEvent{}
+	}
 	httpx.JSON(w, http.StatusOK, page)
 }
 

@@ -47,11 +47,8 @@ func (s *Service) readBack(ctx context.Context, op substate.ExecutionOperator, r
 // effect reads the provider's state once and returns the outcome it shows
 // of an action the provider took: done when the state shows its effect,
 // refused (with the error) when it shows the action changed nothing, and
-// pending otherwise (a read that fails shows nothing). A stop without
-// Kill that finds the execution killed changed nothing: a kill (another
-// action, with its own audit event) ended it before the cancel did.
+// pending otherwise (a read that fails shows nothing).
 func effect(ctx context.Context, op substate.ExecutionOperator, req substate.ExecutionRequest, res substate.ExecutionResult) (string, error) {
-	before := res.Execution
 	if req.Action == substate.ActionRestart {
 		if _, err := op.DescribeExecution(ctx, res.NewExecutionID); err != nil {
 			return substate.AuditPending, nil
@@ -62,17 +59,26 @@ func effect(ctx context.Context, op substate.ExecutionOperator, req substate.Exe
 	if err != nil {
 		return substate.AuditPending, nil
 	}
+	return shows(req, res.Execution, after)
+}
+
+// shows returns the outcome the execution's description after a stop or
+// a retry shows, against its description before: done, refused (a stop
+// that found the execution ended otherwise) or pending. A stop without
+// Kill that finds the execution killed changed nothing: a kill (another
+// action, with its own audit event) ended it before the cancel did.
+func shows(req substate.ExecutionRequest, before, after substate.ExecutionInfo) (string, error) {
 	switch req.Action {
 	case substate.ActionStop:
 		switch {
 		case after.Ended && after.Killed && !req.Kill:
 			return substate.AuditRefused, substate.Errorf(substate.ECONFLICT,
-				"execution %s was killed before the cancel reached it: the cancel changed nothing (the kill's audit event records the stop)", res.ExecutionID)
+				"execution %s was killed before the cancel reached it: the cancel changed nothing (the kill's audit event records the stop)", after.ExecutionID)
 		case after.Ended && after.Stopped:
 			return substate.AuditDone, nil
 		case after.Ended:
 			return substate.AuditRefused, substate.Errorf(substate.ECONFLICT,
-				"execution %s ended (%s) before the stop reached it: the stop changed nothing", res.ExecutionID, after.ProviderState)
+				"execution %s ended (%s) before the stop reached it: the stop changed nothing", after.ExecutionID, after.ProviderState)
 		}
 	case substate.ActionRetry:
 		if after.ProviderState != before.ProviderState || after.Redrives > before.Redrives {
@@ -128,6 +134,9 @@ func (s *Service) settleFollowUp(ctx context.Context, req substate.ExecutionRequ
 	res.Outcome, res.Next, res.At = outcome, "", s.now()
 	ev := s.auditEvent(req, res, cause)
 	ev.Settles = settles
+	if req.Job != "" {
+		ev.ID += ".settled"
+	}
 	if err := s.Audit.PublishAudit(ctx, ev); err != nil {
 		return res, substate.WrapError(substate.EUNAVAILABLE, err, "the outcome of %s of %s is %s, but its audit event could not be recorded", res.Action, res.ExecutionID, outcome)
 	}

@@ -58,6 +58,7 @@ type Flags struct {
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
+	ActionFlags          `embed:""`
 	DeadlineFlags        `embed:""`
 }
 
@@ -101,6 +102,7 @@ type Worker struct {
 	backlog   atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
 	gapFirst  atomic.Uint64         // the first sequence of the last gap watchStream reported
 	reconcile reconcile
+	jobs      substate.JobService // fleet jobs; nil without a view
 	closers   []func() error
 }
 
@@ -314,6 +316,9 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
 		Events: replay.NewEventFeed(&replay.Reader{JS: w.Bus.JetStream}), DeadLetters: replay.DeadLetters{Reader: &replay.Reader{JS: w.Bus.JetStream}},
 		TraceUI: w.Flags.TraceUIURL,
+	}
+	if w.jobs != nil {
+		w.HTTP.Jobs = w.jobs
 	}
 	if w.View != nil { // a role without a view has none of these
 		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View
