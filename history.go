@@ -78,6 +78,12 @@ type HistoryQuery struct {
 type HistoryPage struct {
 	TenantID    string       `json:"tenantId"`
 	Transitions []Transition `json:"transitions"`
+	// Actions are the operator actions on the tenant (SUBSTATE_AUDIT:
+	// who, why, the outcome, the fleet job) recorded in the span of the
+	// page's transitions, oldest first: a timeline interleaves them with
+	// the transitions by time (an action's time, a transition's
+	// storedAt). The last page holds those after its last transition.
+	Actions []AuditEvent `json:"actions"`
 	// NextAfterSeq, when not 0, is the AfterSeq of the next page.
 	NextAfterSeq uint64 `json:"nextAfterSeq,omitempty"`
 }

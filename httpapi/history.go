@@ -46,6 +46,9 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	if !p.Unredacted() {
 		redactPage(&page, s.Redaction)
 	}
+	if page.Actions == nil {
+		page.Actions = []substate.AuditEvent{}
+	}
 	httpx.JSON(w, http.StatusOK, page)
 }
 

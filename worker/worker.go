@@ -56,6 +56,7 @@ type Flags struct {
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
+	ActionFlags          `embed:""`
 	DeadlineFlags        `embed:""`
 }
 
@@ -96,6 +97,7 @@ type Worker struct {
 	backlog   atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
 	gapFirst  atomic.Uint64         // the first sequence of the last gap watchStream reported
 	reconcile reconcile
+	jobs      substate.JobService // fleet jobs; nil without a view
 	closers   []func() error
 }
 
@@ -305,6 +307,9 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
 		Events: replay.NewEventFeed(&replay.Reader{JS: w.Bus.JetStream}), DeadLetters: replay.DeadLetters{Reader: &replay.Reader{JS: w.Bus.JetStream}},
+	}
+	if w.jobs != nil {
+		w.HTTP.Jobs = w.jobs
 	}
 	if w.View != nil { // a role without a view has none of these
 		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View
