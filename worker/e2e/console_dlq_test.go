@@ -21,7 +21,13 @@ import (
 )
 
 func TestConsoleDeadLetters(t *testing.T) {
-	w := workertest.Start(t, func(f *worker.Flags) { f.RedactAllow = []string{"$.order.id"} })
+	// RequeueAsAdmin edits the running worker's tenant rules (what a
+	// restart with new flags does); the evidence check, which reads them,
+	// is off so that edit races with nothing.
+	w := workertest.Start(t, func(f *worker.Flags) {
+		f.RedactAllow = []string{"$.order.id"}
+		f.EvidenceCheckInterval = 0
+	})
 	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
 	// An execution whose input names no tenant: the worker's rules cannot
 	// place it, so it is dead-lettered with its raw message kept.
