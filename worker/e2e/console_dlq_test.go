@@ -75,6 +75,13 @@ func TestConsoleDeadLetters(t *testing.T) {
 			t.Fatalf("row %+v", got)
 		}
 		waitJS(t, ctx, 10*time.Second, `document.getElementById('dlq-size').textContent === '1'`)
+		// The loopback caller without a key is read:raw: a requeue would
+		// be refused, so there is no button for it.
+		var buttons int
+		eval(t, ctx, `document.querySelectorAll('#deadletters button').length`, &buttons)
+		if buttons != 0 {
+			t.Fatalf("%d requeue buttons shown to the anonymous loopback caller, who would get 403", buttons)
+		}
 	})
 
 	// The operator fixes the tenant rules and requeues with an admin key:
