@@ -13,22 +13,26 @@ import (
 // in Ingress, the HTTP ingress's, which count their dead letters on the
 // same DeadLettered.
 type Metrics struct {
-	Ingress        *ingress.Metrics
-	Normalized     *prometheus.CounterVec // provider
-	DeadLettered   *prometheus.CounterVec // stage, reason
-	Naks           *prometheus.CounterVec // stage
-	UnknownStates  *prometheus.CounterVec // provider (the state goes to the log)
-	Applied        prometheus.Counter
-	Unchanged      prometheus.Counter
-	Stale          prometheus.Counter
-	Redelivered    prometheus.Counter
-	Commits        prometheus.Counter
-	WrittenBytes   prometheus.Counter
-	BatchSize      *prometheus.HistogramVec // stage
-	ConsumerLag    *prometheus.GaugeVec     // consumer
-	ChangesEmitted prometheus.Counter
-	StreamLosses   prometheus.Counter     // SUBSTATE_EVENTS found not to hold what the view expects
-	SLOEvents      *prometheus.CounterVec // slo, outcome (SLOMet, SLOMissed)
+	Ingress       *ingress.Metrics
+	Normalized    *prometheus.CounterVec // provider
+	DeadLettered  *prometheus.CounterVec // stage, reason
+	Naks          *prometheus.CounterVec // stage
+	UnknownStates *prometheus.CounterVec // provider (the state goes to the log)
+	// UnresolvedRepeats counts, by provider, the raw messages of an
+	// execution without tenant already dead-lettered, acknowledged
+	// without another dead letter.
+	UnresolvedRepeats *prometheus.CounterVec
+	Applied           prometheus.Counter
+	Unchanged         prometheus.Counter
+	Stale             prometheus.Counter
+	Redelivered       prometheus.Counter
+	Commits           prometheus.Counter
+	WrittenBytes      prometheus.Counter
+	BatchSize         *prometheus.HistogramVec // stage
+	ConsumerLag       *prometheus.GaugeVec     // consumer
+	ChangesEmitted    prometheus.Counter
+	StreamLosses      prometheus.Counter     // SUBSTATE_EVENTS found not to hold what the view expects
+	SLOEvents         *prometheus.CounterVec // slo, outcome (SLOMet, SLOMissed)
 	// Freshness is, by provider, how long after the provider's own time
 	// of an event (its occurredAt) the view committed the change it made.
 	Freshness *prometheus.HistogramVec
@@ -64,6 +68,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"stage"}),
 		UnknownStates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "substate_unknown_states_total", Help: "Unknown provider states mapped to running.",
+		}, []string{"provider"}),
+		UnresolvedRepeats: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_unresolved_repeats_total",
+			Help: "Raw messages of an execution already dead-lettered for having no tenant, acknowledged without another dead letter (SUBSTATE_RAW keeps them).",
 		}, []string{"provider"}),
 		Applied:        counter("substate_view_applied_total", "Events that changed the tenant view."),
 		Unchanged:      counter("substate_view_unchanged_total", "Events skipped because they changed nothing."),
@@ -103,9 +111,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.Ingress = ingress.NewMetrics(reg, m.DeadLettered)
 	if reg != nil {
 		reg.MustRegister(m.Normalized, m.DeadLettered, m.Naks,
-			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
-			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag,
-			m.Freshness, m.LastApplied, m.ChangesLastPublished, m.ConsumerAges, m.SLOEvents)
+			m.UnknownStates, m.UnresolvedRepeats, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
+			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag, m.SLOEvents,
+			m.Freshness, m.LastApplied, m.ChangesLastPublished, m.ConsumerAges)
 	}
 	return m
 }
@@ -153,6 +161,12 @@ func (m *Metrics) observeApplied(changes []substate.Change, now time.Time, histo
 func (m *Metrics) countNak(stage string) {
 	if m != nil {
 		m.Naks.WithLabelValues(stage).Inc()
+	}
+}
+
+func (m *Metrics) countUnresolvedRepeat(p substate.Provider) {
+	if m != nil {
+		m.UnresolvedRepeats.WithLabelValues(string(p)).Inc()
 	}
 }
 

@@ -86,8 +86,9 @@ type DB struct {
 	// removedKeyed are the stuck and unstuck messages the feed removed,
 	// by outbox key (see outboxKey), still in the file.
 	removedKeyed map[string]struct{}
-	seq          uint64 // highest sequence applied, in memory
-	checkpoint   uint64 // highest sequence committed
+	fresh        map[uint64]substate.Change // see keepFresh
+	seq          uint64                     // highest sequence applied, in memory
+	checkpoint   uint64                     // highest sequence committed
 	stats        Stats
 	allocated    int64 // bbolt's page bytes allocated as of the last commit
 }
@@ -153,6 +154,7 @@ func (d *DB) Open() error {
 	}
 	d.deadline.init()
 	d.db, d.pending, d.removed, d.removedKeyed = db, make(map[string]Record), make(map[uint64]struct{}), make(map[string]struct{})
+	d.fresh = make(map[uint64]substate.Change)
 	d.seq, d.checkpoint, d.stats = cp, cp, Stats{}
 	d.allocated = pageAlloc(db)
 	d.corrupt.Store(nil)

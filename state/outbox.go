@@ -33,11 +33,14 @@ func outboxKey(c *substate.Change) []byte {
 // Compile-time check that DB is a change outbox.
 var _ substate.ChangeOutbox = (*DB)(nil)
 
-// outboxEntry is the value of a change in the outbox: the change and the
-// traceparent of the event that made it.
+// outboxEntry is the value of a change in the outbox: the change, the
+// traceparent of the event that made it, when tracing is on the
+// traceparent of the span that applied it, and what kind of message it
+// is.
 type outboxEntry struct {
 	Change      substate.Change     `json:"change"`
 	TraceParent string              `json:"traceparent,omitempty"`
+	Hop         string              `json:"hop,omitempty"`
 	Kind        substate.ChangeKind `json:"kind,omitzero"`
 }
 
@@ -63,11 +66,32 @@ func (w *work) writeOutbox(tx *bolt.Tx) error {
 
 // putOutbox stores one change in the outbox.
 func putOutbox(b *bolt.Bucket, c *substate.Change) error {
-	v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent, Kind: c.Kind})
+	v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent, Hop: c.Hop, Kind: c.Kind})
 	if err != nil {
 		return fmt.Errorf("encode change %d: %w", c.Seq, err)
 	}
 	return b.Put(outboxKey(c), v)
+}
+
+// maxFresh bounds the changes kept in memory beside the outbox: a feed
+// that lags further reads the rest from the file.
+const maxFresh = 16384
+
+// keepFresh keeps the changes a commit just wrote to the outbox in memory,
+// up to maxFresh, so that the change feed, which publishes them right
+// after, takes them as they are instead of decoding them back from the
+// file; the file stays the record (after a restart, beyond maxFresh, and
+// for stuck and unstuck messages, PendingChanges decodes them). d.pmu
+// must be held for writing.
+func (d *DB) keepFresh(changes []substate.Change) {
+	for _, c := range changes {
+		if len(d.fresh) >= maxFresh {
+			return
+		}
+		if c.Kind == substate.ChangeFromEvent {
+			d.fresh[c.Seq] = c
+		}
+	}
 }
 
 // signalOutbox wakes the change feed after a commit that wrote changes.
@@ -100,11 +124,15 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 			if d.isRemoved(k) {
 				continue
 			}
+			if c, ok := d.fresh[binary.BigEndian.Uint64(k)]; ok && len(k) == 8 {
+				out = append(out, c)
+				continue
+			}
 			var e outboxEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode outbox change %x: %w", k, err)
 			}
-			e.Change.TraceParent, e.Change.Kind = e.TraceParent, e.Kind
+			e.Change.TraceParent, e.Change.Hop, e.Change.Kind = e.TraceParent, e.Hop, e.Kind
 			out = append(out, e.Change)
 		}
 		return nil
@@ -147,6 +175,7 @@ func (d *DB) RemoveChanges(ctx context.Context, changes []substate.Change) error
 	for i := range changes {
 		if c := &changes[i]; c.Kind == substate.ChangeFromEvent {
 			d.removed[c.Seq] = struct{}{}
+			delete(d.fresh, c.Seq)
 		} else {
 			d.removedKeyed[string(outboxKey(c))] = struct{}{}
 		}

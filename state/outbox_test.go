@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +138,41 @@ func changesAt(seqs ...uint64) []substate.Change {
 		out[i] = substate.Change{Seq: s}
 	}
 	return out
+}
+
+// The changes a commit just wrote are handed to the feed from memory;
+// they encode exactly as the same changes decoded from the file after a
+// restart, so the feed publishes the same bytes either way.
+func TestFreshChangesEqualTheFile(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, func(db *state.DB) { db.ChangeOutbox = true })
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	newStream(t, db).apply(
+		ev("a", "e1", substate.StateRunning, 1, started(at), native("RUNNING")),
+		ev("b", "e1", substate.StateFailed, 1, failure("boom: timeout"), retries(2), step("Charge")),
+		ev("a", "e1", substate.StateBackingOff, 3, retries(1)))
+	encode := func(changes []substate.Change) []string {
+		var out []string
+		for _, c := range changes {
+			b, err := substate.MarshalChangeEvent(c, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+		return out
+	}
+	fresh, err := db.PendingChanges(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopen(t, db)
+	stored, err := db.PendingChanges(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := encode(fresh), encode(stored)
+	if len(got) != 3 || !slices.Equal(got, want) {
+		t.Fatalf("from memory:\n%s\nfrom the file:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -24,7 +24,7 @@ func (w *Worker) openChangeFeed(context.Context) error {
 			emitted.Add(float64(n))
 			last.SetToCurrentTime()
 		},
-		Logger: w.Logger.With("component", "changefeed"),
+		Tracer: w.Tracer, Logger: w.Logger.With("component", "changefeed"),
 	}
 	return nil
 }

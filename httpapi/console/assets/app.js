@@ -6,9 +6,9 @@
 (function () {
   const SUB_STATES = ["running", "waiting", "backing-off", "error", "succeeded", "failed"];
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
-  const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "sort"];
+  const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb", "inStateLongerThan", "stuck", "sort"];
   const main = document.getElementById("main");
-  const state = { counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
+  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
 
   // el builds an element: attributes from an object, children as nodes or
   // text (strings become text nodes, never markup).
@@ -42,6 +42,23 @@
     return body;
   }
 
+  // The routes the page's key may call, from GET /v1/whoami (the server's
+  // own guards): a control is shown only for a route listed there, so no
+  // button answers 403.
+  async function loadIdentity() {
+    try {
+      state.who = await api("/v1/whoami");
+      state.may = new Set(state.who.routes);
+    } catch (e) {
+      state.who = null;
+      state.may = new Set();
+    }
+    const w = document.getElementById("who");
+    w.textContent = state.who ? state.who.name + " · " + state.who.scope + (state.who.tenantPrefix ? " · " + state.who.tenantPrefix + "*" : "") : "no key";
+    document.body.dataset.scope = state.who ? state.who.scope : "";
+  }
+  function may(route) { return state.may.has(route); }
+
   // Times: relative, with the absolute time under it.
   function rel(t) {
     const s = Math.round((Date.now() - t.getTime()) / 1000);
@@ -74,6 +91,7 @@
   function route() {
     const h = location.hash || "#/";
     if (h.startsWith("#/tenant/")) return showTenant(decodeURIComponent(h.slice("#/tenant/".length)));
+    if (h.startsWith("#/actions/") && window.substateFleet) return window.substateFleet.showJob(decodeURIComponent(h.slice("#/actions/".length)));
     if (h.startsWith("#/deadletters")) return showDeadLetters(new URLSearchParams(h.split("?")[1] || ""));
     return showOverview(new URLSearchParams(h.split("?")[1] || ""));
   }
@@ -99,7 +117,9 @@
         el("section", { class: "card" }, el("h2", {}, "Tenants by sub-state"), el("div", { class: "chips", id: "chips" }),
           el("h2", { class: "spaced" }, "Events per minute, last hour"), el("div", { id: "chart" })),
         el("section", { class: "card" }, el("h2", {}, "Health"), el("dl", { class: "health", id: "health" }))),
-      el("section", { class: "card" }, el("h2", {}, "Tenants"), filterForm(f), el("div", { id: "table-note" }),
+      el("section", { class: "card", id: "groups-card" }, el("h2", {}, "Groups"), el("div", { id: "groups" })),
+      el("section", { class: "card" }, el("h2", {}, "Tenants"), filterForm(f), el("div", { id: "active-filter" }), el("div", { id: "select-all" }),
+        el("div", { id: "fleet" }), el("div", { id: "table-note" }),
         el("div", { class: "scroll" }, el("table", { id: "tenants" },
           el("thead", {}, el("tr", {}, ["Tenant", "Sub-state", "Retries", "Error", "Provider", "Updated"].map((h) => el("th", {}, h)))),
           el("tbody"))),
@@ -108,6 +128,7 @@
     renderCounts();
     loadOverview();
     loadTable();
+    if (window.substateFleet) window.substateFleet.overview(f);
   }
 
   function filterForm(f) {
@@ -130,6 +151,7 @@
     const f = {
       subState: v("f-subState").value, hasError: v("f-hasError").checked ? "true" : "", minRetryCount: v("f-minRetryCount").value,
       provider: v("f-provider").value, tenantPrefix: v("f-tenantPrefix").value, sort: v("f-sort").value,
+      fingerprint: state.filter.fingerprint, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: state.filter.stuck,
     };
     const q = filterQuery(f).toString();
     const want = "#/" + (q ? "?" + q : "");
@@ -249,7 +271,8 @@
     const f = state.filter;
     return (!f.subState || v.workflowSubState === f.subState) && (f.hasError !== "true" || v.workflowErrorMessage) &&
       v.workflowRetryCount >= Number(f.minRetryCount || 0) && (!f.provider || v.provider === f.provider) &&
-      v.tenantId.startsWith(f.tenantPrefix || "");
+      v.tenantId.startsWith(f.tenantPrefix || "") && (!f.fingerprint || v.workflowErrorFingerprint === f.fingerprint) &&
+      (!f.verb || v.workflowVerb === f.verb) && (f.stuck !== "true" || v.stuck);
   }
 
   // ---- live ----
@@ -382,6 +405,7 @@
   }
 
   // ---- dead letters ----
+  const REQUEUE = "POST /console/api/deadletters/{seq}/requeue";
   async function showDeadLetters(params) {
     state.view = "deadletters";
     state.tenant = null;
@@ -390,7 +414,7 @@
     const tbody = el("tbody");
     const msg = el("div", { id: "dlq-note" });
     main.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Dead letters, newest first"), msg,
-      el("p", { class: "muted" }, "Payloads are shown to read:raw keys, redacted unless your key is admin. Requeue maps a raw message again and needs an admin key."),
+      el("p", { class: "muted" }, "Payloads are shown to read:raw keys, redacted unless your key is admin." + (may(REQUEUE) ? " Requeue maps a raw message again." : "")),
       el("div", { class: "scroll" }, el("table", { id: "deadletters" }, el("thead", {}, el("tr", {}, ["Time", "Stage", "Reason", "Tenant", "Payload", ""].map((h) => el("th", {}, h)))), tbody)),
       el("div", { class: "pager", id: "dlq-pager" })));
     try {
@@ -400,7 +424,7 @@
         el("td", { class: "id" }, d.tenantId ? el("a", { href: "#/tenant/" + encodeURIComponent(d.tenantId) }, d.tenantId) : "–"),
         el("td", {}, d.payload === undefined ? el("span", { class: "muted payload-omitted" }, d.payloadOmitted || "no payload") :
           el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
-        el("td", {}, d.rawSeq ? el("button", { type: "button", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
+        el("td", {}, d.rawSeq && may(REQUEUE) ? el("button", { type: "button", class: "requeue", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
       if (!page.deadLetters.length) msg.replaceChildren(notice("No dead letters."));
       if (page.before) document.getElementById("dlq-pager").replaceChildren(el("a", { href: "#/deadletters?before=" + page.before }, "Older →"));
     } catch (e) {
@@ -426,9 +450,12 @@
     // a cookie scoped to its path.
     document.cookie = "substate_console_key=" + encodeURIComponent(k) + "; path=/console/api/changes; SameSite=Strict" + (k ? "" : "; max-age=0");
     connect();
-    route();
+    loadIdentity().then(route);
   });
 
+  // The other scripts of the page (fleet.js) use these.
+  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state };
+
   connect();
-  route();
+  loadIdentity().then(route);
 })();
