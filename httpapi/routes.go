@@ -49,6 +49,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/v1/tenants", Guard: GuardRead, Handler: when(views, s.listTenants)},
 		{Method: "GET", Path: "/v1/tenants/{id}", Guard: GuardRead, Handler: when(views, s.getTenant)},
 		{Method: "GET", Path: "/v1/groups", Guard: GuardRead, Handler: when(views, s.listGroups)},
+		{Method: "GET", Path: "/v1/whoami", Guard: GuardRead, Handler: when(views, s.whoami)},
 		{Method: "GET", Path: "/v1/view/checkpoint", Guard: GuardRead, Handler: when(s.Checkpoint != nil, s.checkpoint)},
 		// raw=true needs read:raw, which the handler checks.
 		{Method: "GET", Path: "/v1/tenants/{id}/history", Guard: GuardRead, Handler: when(s.History != nil, s.history)},

@@ -111,6 +111,10 @@ type Server struct {
 	Jobs        substate.JobService       // /v1/actions: fleet jobs
 	Contract    fs.FS                     // GET /v1/openapi.json, /v1/asyncapi.json, /v1/schemas/{name} (contract.Files)
 	Console     Console                   // GET /, /console/… (console.Console)
+	// TraceUI is the URL of a trace in the operator's trace UI, with
+	// {traceId} where the trace id goes: each transition of a history
+	// gets its link (Transition.TraceURL). Empty leaves the links out.
+	TraceUI string
 
 	ln  net.Listener
 	srv *http.Server

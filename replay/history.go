@@ -115,6 +115,6 @@ func fold(rec state.Record, m *Event) (substate.Transition, state.Record) {
 		}, rec
 	}
 	t, next := state.Fold(rec, &m.Event, m.Stored)
-	t.Seq = m.Seq
+	t.Seq, t.TraceID = m.Seq, substate.TraceIDOf(m.Event.TraceParent)
 	return t, next
 }

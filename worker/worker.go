@@ -22,6 +22,7 @@ import (
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/netx"
+	"github.com/substatehq/substate/internal/tracing"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/redact"
@@ -53,6 +54,7 @@ type Flags struct {
 	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
+	TraceFlags           `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
@@ -78,6 +80,9 @@ type Worker struct {
 	Auth        *httpapi.Authorizer
 	Redaction   *redact.Policy
 	MetricsHTTP *httpapi.Server // on --metrics-addr; nil without it
+	// Tracer makes the pipeline's spans; nil when tracing is off (no
+	// OTEL_* exporter configured).
+	Tracer *tracing.Tracer
 
 	// The pipeline's stages, each nil when the role does not run it: the
 	// normalizer, the projector and the change feed that drains the
@@ -118,6 +123,9 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
+		return err
+	}
+	if err := w.openTracing(ctx); err != nil {
 		return err
 	}
 	if err := w.openSLOs(); err != nil {
@@ -247,7 +255,7 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 	w.Normalizer = &consumers.Normalizer{
 		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
 		Unresolved: &publishers.Unresolved{JS: w.Bus.JetStream}, Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries},
-		BatchSize: w.Flags.BatchSize, Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
+		BatchSize: w.Flags.BatchSize, Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "normalizer"),
 	}
 	return nil
 }
@@ -272,7 +280,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 	w.Projector = &consumers.Projector{
 		Consumer: c, Stream: stream, Store: w.View,
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
-		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
+		Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "projector"),
 	}
 	return nil
 }
@@ -307,6 +315,7 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
 		Events: replay.NewEventFeed(&replay.Reader{JS: w.Bus.JetStream}), DeadLetters: replay.DeadLetters{Reader: &replay.Reader{JS: w.Bus.JetStream}},
+		TraceUI: w.Flags.TraceUIURL,
 	}
 	if w.jobs != nil {
 		w.HTTP.Jobs = w.jobs
