@@ -137,6 +137,7 @@
     const form = el("form", { class: "filters", on: { submit: (e) => { e.preventDefault(); applyForm(); } } },
       sel("subState", [["", "any"]].concat(SUB_STATES.map((s) => [s, s])), "Sub-state"),
       el("label", {}, el("input", { type: "checkbox", id: "f-hasError", checked: f.hasError === "true" }), "has error"),
+      el("label", {}, el("input", { type: "checkbox", id: "f-stuck", checked: f.stuck === "true" }), "stuck"),
       el("label", {}, "Min retries", el("input", { type: "number", min: "0", id: "f-minRetryCount", value: f.minRetryCount || "", class: "narrow" })),
       sel("provider", [["", "any"]].concat(PROVIDERS.map((p) => [p, p])), "Provider"),
       el("label", {}, "Tenant id starts with", el("input", { type: "text", id: "f-tenantPrefix", value: f.tenantPrefix || "", maxlength: "256" })),
@@ -151,7 +152,7 @@
     const f = {
       subState: v("f-subState").value, hasError: v("f-hasError").checked ? "true" : "", minRetryCount: v("f-minRetryCount").value,
       provider: v("f-provider").value, tenantPrefix: v("f-tenantPrefix").value, sort: v("f-sort").value,
-      fingerprint: state.filter.fingerprint, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: state.filter.stuck,
+      fingerprint: state.filter.fingerprint, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: v("f-stuck").checked ? "true" : "",
     };
     const q = filterQuery(f).toString();
     const want = "#/" + (q ? "?" + q : "");
@@ -162,6 +163,7 @@
     try {
       const o = await api("/console/api/overview");
       state.counts = o.counts;
+      state.stuck = o.stuck || null;
       renderCounts();
       renderChart(o.activity);
       renderHealth(o);
@@ -178,7 +180,11 @@
     box.replaceChildren(...SUB_STATES.map((s) => el("button", {
       type: "button", class: "chip" + (state.filter.subState === s ? " active" : ""), dataset: { s },
       on: { click: () => { const f = Object.assign({}, state.filter, { subState: state.filter.subState === s ? "" : s }); location.hash = "#/?" + filterQuery(f); } },
-    }, el("span", { class: "label" }, s), el("span", { class: "n" }, state.counts ? String(state.counts[s] || 0) : "–"))));
+    }, el("span", { class: "label" }, s), el("span", { class: "n" }, state.counts ? String(state.counts[s] || 0) : "–"))),
+    state.stuck ? el("button", {
+      type: "button", id: "stuck-chip", class: "chip stuck" + (state.filter.stuck === "true" ? " active" : ""), title: "past their deadline with no change",
+      on: { click: () => { const f = Object.assign({}, state.filter, { stuck: state.filter.stuck === "true" ? "" : "true" }); location.hash = "#/?" + filterQuery(f); } },
+    }, el("span", { class: "label" }, "stuck"), el("span", { class: "n" }, String(Object.values(state.stuck).reduce((a, n) => a + n, 0)))) : "");
   }
 
   function renderChart(act) {
@@ -332,7 +338,7 @@
     const note = el("div");
     if (main.dataset.tenant !== id) {
       main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tenants")), el("h1", { id: "tenant-id", class: "tenant-title" }, id),
-        el("section", { class: "card" }, el("h2", {}, "Current view"), fields), note,
+        el("section", { class: "card" }, el("h2", {}, "Current view"), fields, el("div", { id: "tenant-actions" })), note,
         el("section", { class: "card" }, el("h2", {}, "Timeline"), el("div", { class: "scroll" }, el("table", { id: "timeline" },
           el("thead", {}, el("tr", {}, ["Recorded", "Occurred", "Sub-state", "Step", "Retries", "Error", "Outcome", "Provider state", "Evidence"].map((h) => el("th", {}, h)))), tbody))));
       main.dataset.tenant = id;
@@ -342,9 +348,15 @@
       if (state.tenant !== id) return;
       const f = [["Sub-state", badge(v.workflowSubState)], ["Verb", v.workflowVerb], ["Legacy status", v.workflowStatus], ["Retry count", String(v.workflowRetryCount)],
         ["Error", el("span", { class: "bad", id: "tenant-error" }, v.workflowErrorMessage || "")], ["Provider", v.provider], ["Provider state", v.providerState],
-        ["Execution", v.workflowExecutionId], ["Current step", v.workflowStep || "–"], ["Updated", timeCell(v.updatedAt)], ["Last event", timeCell(v.lastEventAt)]];
+        ["Execution", el("span", {}, v.workflowExecutionId, " ", providerLink(v))], ["Current step", v.workflowStep || "–"],
+        ["In this sub-state since", timeCell(v.workflowSubStateSince)],
+        ["Deadline", v.deadline && !v.deadline.startsWith("0001-") ? timeCell(v.deadline) : el("span", { class: "muted" }, "none")],
+        ["Stuck", v.stuck ? el("span", { class: "bad", id: "stuck-since" }, "stuck since ", timeCell(v.stuckSince)) : el("span", { id: "stuck-since" }, "no")],
+        ["Next retry", nextRetry(v)],
+        ["Updated", timeCell(v.updatedAt)], ["Last event", timeCell(v.lastEventAt)]];
       document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
-      document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map(transitionRow));
+      document.querySelector("#timeline tbody").replaceChildren(...timeline(hist.transitions, hist.actions || []));
+      renderTenantActions(v);
       main.querySelectorAll(".more").forEach((n) => n.remove());
       if (hist.nextAfterSeq) main.append(moreTransitions(id, hist.nextAfterSeq, hist.transitions.length));
       document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
@@ -363,7 +375,7 @@
       try {
         const h = await api("/v1/tenants/" + encodeURIComponent(id) + "/history?limit=1000&afterSeq=" + after);
         if (state.tenant !== id) return;
-        document.querySelector("#timeline tbody").append(...h.transitions.map(transitionRow));
+        document.querySelector("#timeline tbody").append(...timeline(h.transitions, h.actions || []));
         p.replaceWith(...(h.nextAfterSeq ? [moreTransitions(id, h.nextAfterSeq, shown + h.transitions.length)] : []));
       } catch (e) {
         b.disabled = false;
@@ -382,7 +394,84 @@
         el("td", { class: "step" }, t.new.step || ""),
         el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
         el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
-        el("td", { class: "evidence" }, evidence("/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1))));
+        el("td", { class: "evidence" }, evidence("/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1)),
+          t.traceUrl ? el("a", { class: "trace", href: t.traceUrl, target: "_blank", rel: "noopener noreferrer" }, "trace") : null));
+  }
+
+  // timeline interleaves the operator actions with the transitions, by
+  // time (an action at the same time as a transition comes after it).
+  function timeline(transitions, actions) {
+    const rows = transitions.map((t) => ({ at: Date.parse(t.storedAt), tr: () => transitionRow(t) }))
+      .concat(actions.map((a) => ({ at: Date.parse(a.time) + 0.5, tr: () => actionRow(a) })));
+    rows.sort((a, b) => a.at - b.at);
+    return rows.map((r) => r.tr());
+  }
+  function actionRow(a) {
+    const what = a.action + (a.kill ? " (kill)" : "") + " by " + a.who + (a.reason ? " — " + a.reason : "");
+    const outcome = a.outcome + (a.error ? ": " + a.error : a.detail ? ": " + a.detail : "");
+    return el("tr", { class: "operator", dataset: { audit: a.id, outcome: a.outcome } },
+      el("td", {}, timeCell(a.time)), el("td", {}, el("span", { class: "op-label" }, "operator")),
+      el("td", { colspan: "4", class: "op-what" }, what, a.newExecutionId ? " → " + a.newExecutionId : ""),
+      el("td", { class: "op-outcome" }, outcome), el("td", {}, a.job ? el("a", { href: "#/actions/" + encodeURIComponent(a.job) }, "job") : ""), el("td"));
+  }
+
+  // providerLink is the execution in its provider's own console: the AWS
+  // console from a Step Functions execution ARN (its region is in it).
+  function providerLink(v) {
+    const m = /^arn:aws[a-z-]*:states:([a-z0-9-]+):\d+:execution:/.exec(v.workflowExecutionId || "");
+    if (v.provider !== "stepfunctions" || !m) return null;
+    const url = "https://" + m[1] + ".console.aws.amazon.com/states/home?region=" + m[1] + "#/v2/executions/details/" + encodeURIComponent(v.workflowExecutionId);
+    return el("a", { id: "provider-link", href: url, target: "_blank", rel: "noopener noreferrer" }, "open in the AWS console");
+  }
+  // nextRetry: no provider reports when it will retry next in what the
+  // view keeps, so the page says so rather than guess.
+  function nextRetry(v) {
+    return v.workflowSubState === "backing-off" ? el("span", { class: "muted", id: "next-retry" }, "unknown (the provider does not report it)") : el("span", { class: "muted" }, "–");
+  }
+
+  // ---- actions on one tenant's execution ----
+  const ACT = "POST /v1/tenants/{id}/execution/{action}";
+  function renderTenantActions(v) {
+    const box = document.getElementById("tenant-actions");
+    if (!box || box.dataset.tenant === v.tenantId && box.dataset.busy) return;
+    box.dataset.tenant = v.tenantId;
+    if (!may(ACT) || !v.workflowExecutionId) { box.replaceChildren(); return; }
+    box.replaceChildren(el("div", { class: "controls" }, ["retry", "stop", "restart"].map((a) =>
+      el("button", { type: "button", id: "act-" + a, on: { click: () => previewAction(v.tenantId, a) } }, a[0].toUpperCase() + a.slice(1)))));
+  }
+  async function previewAction(id, action) {
+    const box = document.getElementById("tenant-actions");
+    box.dataset.busy = "1";
+    const path = "/v1/tenants/" + encodeURIComponent(id) + "/execution/" + action;
+    const post = (body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const out = el("div", { id: "act-result" });
+    const done = () => { delete box.dataset.busy; };
+    let pv;
+    try {
+      pv = await post({ dryRun: true, reason: "preview" });
+    } catch (e) {
+      box.replaceChildren(notice(action + " would be refused: " + e.message), el("button", { type: "button", on: { click: () => { done(); showTenant(id); } } }, "Close"));
+      done();
+      return;
+    }
+    const reason = el("input", { type: "text", id: "act-reason", maxlength: "500", placeholder: "why (recorded in the audit trail)" });
+    const form = el("form", { class: "confirm", on: { submit: async (e) => {
+      e.preventDefault();
+      if (!reason.value.trim()) { out.replaceChildren(notice("Say why: the reason is recorded with the action.")); return; }
+      form.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      try {
+        const r = await post({ reason: reason.value.trim() });
+        out.replaceChildren(el("p", { dataset: { outcome: r.outcome } }, action + ": " + r.outcome + (r.next ? " — " + r.next : "") + (r.newExecutionId ? " (new execution " + r.newExecutionId + ")" : "")));
+      } catch (err) {
+        out.replaceChildren(notice(action + " failed: " + err.message));
+      }
+      done();
+      setTimeout(() => { if (state.tenant === id) showTenant(id); }, 1500);
+    } } }, el("label", {}, "Reason ", reason), el("button", { type: "submit", id: "act-confirm" }, "Confirm " + action),
+      el("button", { type: "button", on: { click: () => { done(); renderTenantActions({ tenantId: id, workflowExecutionId: pv.executionId }); } } }, "Cancel"));
+    box.replaceChildren(el("div", { class: "fleet", id: "act-preview" },
+      el("p", {}, action + " " + pv.provider + " execution " + pv.executionId + " (" + (pv.execution && pv.execution.providerState ? pv.execution.providerState : "as described") + "). Nothing has been changed yet."),
+      form, out));
   }
 
   // evidence is a transition's raw provider evidence, fetched with the

@@ -58,7 +58,7 @@
   function renderActiveFilter(f) {
     const box = document.getElementById("active-filter");
     if (!box) return;
-    const extra = ["fingerprint", "verb", "inStateLongerThan", "stuck"].filter((k) => f[k]);
+    const extra = ["fingerprint", "verb", "inStateLongerThan"].filter((k) => f[k]);
     box.replaceChildren(...extra.map((k) => el("span", { class: "filter-chip", dataset: { k } }, k + ": " + f[k],
       el("a", { href: "#/?" + C.filterQuery(Object.assign({}, f, { [k]: "" })), class: "remove", title: "remove this filter" }, "✕"))));
   }
