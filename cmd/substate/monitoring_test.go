@@ -225,7 +225,7 @@ func TestDashboard(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dashboard-queries.yaml"), []byte(rules.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runPromtool(t, dir, "check", "rules", "dashboard-queries.yaml")
+	t.Run("PromQL", func(t *testing.T) { runPromtool(t, dir, "check", "rules", "dashboard-queries.yaml") })
 }
 
 // metricName is a metric substate exports in a query: every such name
