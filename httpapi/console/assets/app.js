@@ -8,7 +8,7 @@
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
   const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb", "inStateLongerThan", "stuck", "sort"];
   const main = document.getElementById("main");
-  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
+  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [""], page: 1, total: null, reloadTimer: 0 };
 
   // el builds an element: attributes from an object, children as nodes or
   // text (strings become text nodes, never markup).
@@ -93,7 +93,10 @@
     if (h.startsWith("#/tenant/")) return showTenant(decodeURIComponent(h.slice("#/tenant/".length)));
     if (h.startsWith("#/actions/") && window.substateFleet) return window.substateFleet.showJob(decodeURIComponent(h.slice("#/actions/".length)));
     if (h.startsWith("#/deadletters")) return showDeadLetters(new URLSearchParams(h.split("?")[1] || ""));
-    return showOverview(new URLSearchParams(h.split("?")[1] || ""));
+    const params = new URLSearchParams(h.split("?")[1] || "");
+    // Another page of the same filter: only the table changes.
+    if (state.view === "overview" && document.getElementById("tenants") && FILTERS.every((k) => (params.get(k) || "") === (state.filter[k] || ""))) return gotoPage(params);
+    return showOverview(params);
   }
   window.addEventListener("hashchange", route);
 
@@ -111,7 +114,8 @@
     const f = {};
     for (const k of FILTERS) if (params.get(k)) f[k] = params.get(k);
     state.filter = f;
-    state.tokens = params.get("pageToken") ? [params.get("pageToken")] : [""];
+    state.total = null;
+    setPage(params);
     main.replaceChildren(
       el("div", { class: "grid" },
         el("section", { class: "card" }, el("h2", {}, "Tenants by sub-state"), el("div", { class: "chips", id: "chips" }),
@@ -123,8 +127,9 @@
         el("div", { class: "scroll" }, el("table", { id: "tenants" },
           el("thead", {}, el("tr", {}, ["Tenant", "Sub-state", "Retries", "Error", "Provider", "Updated"].map((h) => el("th", {}, h)))),
           el("tbody"))),
-        el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => { state.tokens = [""]; loadTable(); } } }, "First page"),
-          el("button", { id: "next", type: "button", on: { click: nextPage } }, "Next page"), el("span", { id: "page-info" }))));
+        el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => pageTo(1) } }, "First page"),
+          el("button", { id: "prev", type: "button", on: { click: () => pageTo(state.page - 1) } }, "Previous page"),
+          el("button", { id: "next", type: "button", on: { click: () => pageTo(state.page + 1) } }, "Next page"), el("span", { id: "page-info" }))));
     renderCounts();
     loadOverview();
     loadTable();
@@ -240,7 +245,7 @@
   }
 
   async function loadTable() {
-    const token = state.tokens[state.tokens.length - 1];
+    const token = state.tokens[state.page - 1] || "";
     const q = filterQuery(state.filter, { pageToken: token, limit: "50" });
     const body = document.querySelector("#tenants tbody");
     const note = document.getElementById("table-note");
@@ -250,16 +255,46 @@
       state.rows = new Map();
       body.replaceChildren(...page.tenants.map((v) => row(v)));
       state.next = page.nextPageToken || "";
-      document.getElementById("next").disabled = !state.next;
-      document.getElementById("page-info").textContent = "page " + state.tokens.length + (page.tenants.length ? "" : " — no tenants") +
-        (state.next && page.tenants.length < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+      state.tokens[state.page] = state.next;
+      state.shown = page.tenants.length;
+      renderPager();
       note.replaceChildren();
       body.dataset.loaded = String(Date.now());
     } catch (e) {
       note.replaceChildren(notice(e.message));
     }
   }
-  function nextPage() { if (state.next) { state.tokens.push(state.next); loadTable(); } }
+
+  // Paging: the page tokens of the pages seen, in order, so that Previous
+  // goes back without a reload; the page's token and number are in the
+  // address, so a page can be shared and the back button works. A page
+  // opened from a shared address knows no earlier token: Previous then
+  // offers the first page.
+  function setPage(params) {
+    const token = params.get("pageToken") || "";
+    const page = Math.max(1, Number(params.get("page")) || 1);
+    if (!token) { state.tokens = [""]; state.page = 1; return; }
+    if (state.tokens[page - 1] !== token) state.tokens = Object.assign([""], { [page - 1]: token });
+    state.tokens.length = page;
+    state.page = page;
+  }
+  function gotoPage(params) { setPage(params); loadTable(); }
+  function pageTo(n) {
+    const token = n <= 1 ? "" : state.tokens[n - 1];
+    if (token === undefined) n = 1;
+    location.hash = "#/?" + filterQuery(state.filter, n > 1 ? { pageToken: token, page: String(n) } : {});
+  }
+  function renderPager() {
+    const info = document.getElementById("page-info");
+    if (!info) return;
+    document.getElementById("next").disabled = !state.next;
+    document.getElementById("prev").disabled = state.page <= 1;
+    document.getElementById("first").disabled = state.page <= 1;
+    const pages = state.total === null ? null : Math.max(1, Math.ceil(state.total / 50));
+    info.textContent = "page " + state.page + (pages ? " of " + pages : "") + (state.total !== null ? " · " + state.total + " tenants" : "") +
+      (state.shown ? "" : " — no tenants on this page") +
+      (state.next && state.shown < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+  }
 
   function row(v) {
     const tr = el("tr", { dataset: { id: v.tenantId } },
@@ -297,9 +332,9 @@
         const tr = row(ch.new);
         if (!matches(ch.new)) tr.classList.add("gone");
         tr.classList.add("flash");
-        if (state.filter.sort === "updatedAt:desc" && state.tokens.length === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
+        if (state.filter.sort === "updatedAt:desc" && state.page === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
         else old.replaceWith(tr);
-      } else if (state.tokens.length === 1 && matches(ch.new)) {
+      } else if (state.page === 1 && matches(ch.new)) {
         clearTimeout(state.reloadTimer);
         state.reloadTimer = setTimeout(loadTable, 300);
       }
@@ -543,7 +578,7 @@
   });
 
   // The other scripts of the page (fleet.js) use these.
-  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state };
+  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state, renderPager };
 
   connect();
   loadIdentity().then(route);
