@@ -169,6 +169,7 @@
       const o = await api("/console/api/overview");
       state.counts = o.counts;
       state.stuck = o.stuck || null;
+      state.restateUI = o.restateUiUrl || "";
       renderCounts();
       renderChart(o.activity);
       renderHealth(o);
@@ -451,8 +452,12 @@
   }
 
   // providerLink is the execution in its provider's own console: the AWS
-  // console from a Step Functions execution ARN (its region is in it).
+  // console from a Step Functions execution ARN (its region is in it), the
+  // Restate UI when the worker has --restate-ui-url.
   function providerLink(v) {
+    if (v.provider === "restate" && state.restateUI && v.workflowExecutionId) {
+      return el("a", { id: "provider-link", href: state.restateUI.split("{invocationId}").join(encodeURIComponent(v.workflowExecutionId)), target: "_blank", rel: "noopener noreferrer" }, "open in the Restate UI");
+    }
     const m = /^arn:aws[a-z-]*:states:([a-z0-9-]+):\d+:execution:/.exec(v.workflowExecutionId || "");
     if (v.provider !== "stepfunctions" || !m) return null;
     const url = "https://" + m[1] + ".console.aws.amazon.com/states/home?region=" + m[1] + "#/v2/executions/details/" + encodeURIComponent(v.workflowExecutionId);
