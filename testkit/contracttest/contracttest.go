@@ -25,9 +25,23 @@ import (
 	"github.com/substatehq/substate/internal/jsonx"
 )
 
-// Prefixes are the paths substate serves; a request elsewhere (a test's
-// own route, a provider's API) is not checked.
-var Prefixes = []string{"/v1/", "/healthz", "/readyz", "/metrics"}
+// Prefixes are the paths substate serves JSON or metrics on (the console's
+// page and its assets are the rest); a request elsewhere (a test's own
+// route, a provider's API) is not checked.
+var Prefixes = []string{"/v1/", "/healthz", "/readyz", "/metrics", "/console/api/"}
+
+// OpenAPIPath returns the path of openapi.json that documents a route of
+// the server's table (httpapi.Route.Path): the same path, except that the
+// root "/{$}" is "/" and a subtree "/x/" is "/x/{file}".
+func OpenAPIPath(route string) string {
+	switch {
+	case route == "/{$}":
+		return "/"
+	case strings.HasSuffix(route, "/") && route != "/":
+		return route + "{file}"
+	}
+	return route
+}
 
 // Validator checks responses against the OpenAPI document.
 type Validator struct {
@@ -107,6 +121,25 @@ func (v *Validator) Check(req *http.Request, status int, header http.Header, bod
 	return openapi3filter.ValidateResponse(context.Background(), in)
 }
 
+// isEventStream reports whether resp is a stream of Server-Sent Events.
+func isEventStream(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+}
+
+// checkStream checks that req's operation documents an event stream
+// answer with status.
+func (v *Validator) checkStream(req *http.Request, status int) error {
+	route, _, err := v.router.FindRoute(req)
+	if err != nil {
+		return fmt.Errorf("%s %s answered an event stream but is not in openapi.json", req.Method, req.URL.Path)
+	}
+	r := route.Operation.Responses.Status(status)
+	if r == nil || r.Value == nil || r.Value.Content.Get("text/event-stream") == nil {
+		return fmt.Errorf("%s %s answered %d text/event-stream, which openapi.json does not document", req.Method, req.URL.Path, status)
+	}
+	return nil
+}
+
 func (v *Validator) checkError(body []byte) error {
 	val, err := jsonx.Decode(body)
 	if err != nil {
@@ -121,6 +154,12 @@ func (v *Validator) Transport(base http.RoundTripper) http.RoundTripper {
 		resp, err := base.RoundTrip(req)
 		if err != nil || !Substate(req.URL.Path) || req.Method == http.MethodHead || slices.Contains(v.Stubbed, req.URL.Path) {
 			return resp, err
+		}
+		if isEventStream(resp) {
+			// A stream lasts as long as its reader reads: its status and
+			// content type are checked, its body is passed on unread.
+			v.record(req, resp.StatusCode, v.checkStream(req, resp.StatusCode))
+			return resp, nil
 		}
 		body, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
