@@ -1,6 +1,10 @@
 package substate
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
 
 // Pipeline stages that dead-letter input; the stage is the last token of the
 // substate.dlq.<stage> subject.
@@ -39,4 +43,47 @@ type DeadLetterPublisher interface {
 // error code and its message.
 func DeadLetterReason(err error) string {
 	return ErrorCode(err) + ": " + err.Error()
+}
+
+// StoredDeadLetter is a dead letter as SUBSTATE_DLQ keeps it, as GET
+// /v1/deadletters and "substate events dlq" show it.
+type StoredDeadLetter struct {
+	Seq        uint64    `json:"seq"`  // its sequence in SUBSTATE_DLQ
+	Time       time.Time `json:"time"` // when SUBSTATE_DLQ stored it
+	Stage      string    `json:"stage"`
+	Reason     string    `json:"reason"`
+	Subject    string    `json:"subject"`              // the subject the input arrived on
+	SubjectSeq uint64    `json:"subjectSeq,omitempty"` // its sequence there, when it came from a stream
+	OriginalID string    `json:"originalId,omitempty"` // the input's own id (Nats-Msg-Id), when it had one
+	TenantID   string    `json:"tenantId,omitempty"`   // the tenant the payload names, when it names one
+	Size       int       `json:"size"`                 // the payload's length in bytes
+	// Payload is the input as received: JSON as JSON, other bytes as a
+	// JSON string. Redacted says its execution input and output are
+	// hidden; PayloadOmitted, when set, says why there is no payload.
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	Redacted       bool            `json:"redacted"`
+	PayloadOmitted string          `json:"payloadOmitted,omitempty"`
+}
+
+// DeadLetterQuery selects dead letters, oldest first: of one stage (""
+// for all), stored at or after Since, after the sequence AfterSeq, at
+// most Limit of them (0 for the reader's default).
+type DeadLetterQuery struct {
+	Stage    string
+	Since    time.Time
+	AfterSeq uint64
+	Limit    int
+}
+
+// DeadLetterPage is a page of dead letters, oldest first.
+type DeadLetterPage struct {
+	DeadLetters []StoredDeadLetter `json:"deadLetters"`
+	// NextAfterSeq, when not 0, is the AfterSeq of the next page: more
+	// dead letters are stored already.
+	NextAfterSeq uint64 `json:"nextAfterSeq,omitempty"`
+}
+
+// DeadLetterReader reads the dead letters SUBSTATE_DLQ keeps.
+type DeadLetterReader interface {
+	DeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error)
 }

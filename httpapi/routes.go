@@ -52,6 +52,10 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/v1/view/checkpoint", Guard: GuardRead, Handler: when(s.Checkpoint != nil, s.checkpoint)},
 		// raw=true needs read:raw, which the handler checks.
 		{Method: "GET", Path: "/v1/tenants/{id}/history", Guard: GuardRead, Handler: when(s.History != nil, s.history)},
+		// The retained streams: canonical events live, dead letters. A
+		// dead letter's payload needs read:raw, which the handler checks.
+		{Method: "GET", Path: "/v1/events", Guard: GuardRead, Stream: true, Handler: when(s.Events != nil, s.followEvents)},
+		{Method: "GET", Path: "/v1/deadletters", Guard: GuardRead, Handler: when(s.DeadLetters != nil, s.deadLetters)},
 		{Method: "GET", Path: "/v1/tenants/{id}/execution", Guard: GuardReadRaw, Handler: when(execs, s.describeExecution)},
 		{Method: "POST", Path: "/v1/tenants/{id}/execution/{action}", Guard: GuardAdminOrLoopback, JSONBody: true, Handler: when(execs, s.actOnExecution)},
 

@@ -30,6 +30,7 @@ func fullServer(tb testing.TB, a *httpapi.Authorizer) *httpapi.Server {
 		Auth: a, Ready: func() error { return nil }, Metrics: ok,
 		Ingest: ingesters{substate.ProviderStepFunctions: ok, substate.ProviderRestate: ok},
 		Views:  db, Checkpoint: db, History: storyReader{}, Executions: recordingService(&got),
+		Events: eventFeed{}, DeadLetters: deadLetterBox{},
 		Contract: contract.Files(),
 		Console:  console{Page: ok, Assets: ok, Overview: ok, DeadLetters: ok, Requeue: ok, Changes: ok},
 	}

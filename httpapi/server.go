@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -52,6 +53,9 @@ type Limits struct {
 	// MaxConnsPerClient caps the connections of one client address (an
 	// IPv4 address, an IPv6 /64); negative for no cap.
 	MaxConnsPerClient int
+	// MaxEventStreams caps the GET /v1/events streams served at once (0:
+	// DefaultMaxEventStreams); one more is answered 503.
+	MaxEventStreams int
 	// HealthConns are the connections beyond the caps that may ask for
 	// /healthz or /readyz; negative for none.
 	HealthConns int
@@ -94,19 +98,26 @@ type Server struct {
 	// nil shows none of it.
 	Redaction *redact.Policy
 
-	Live       func() error              // GET /healthz: nil error means alive; nil func means always
-	Ready      func() error              // GET /readyz: nil error means ready; nil func means always
-	Metrics    http.Handler              // GET /metrics
-	Ingest     Ingester                  // POST /v1/ingest/…
-	Views      substate.ViewStore        // GET /v1/tenants, /v1/tenants/{id}
-	Checkpoint PositionedView            // GET /v1/view/checkpoint
-	History    substate.HistoryReader    // GET /v1/tenants/{id}/history
-	Executions substate.ExecutionService // GET /v1/tenants/{id}/execution, POST …/execution/{action}
-	Contract   fs.FS                     // GET /v1/openapi.json, /v1/asyncapi.json, /v1/schemas/{name} (contract.Files)
-	Console    Console                   // GET /, /console/… (console.Console)
+	Live        func() error              // GET /healthz: nil error means alive; nil func means always
+	Ready       func() error              // GET /readyz: nil error means ready; nil func means always
+	Metrics     http.Handler              // GET /metrics
+	Ingest      Ingester                  // POST /v1/ingest/…
+	Views       substate.ViewStore        // GET /v1/tenants, /v1/tenants/{id}
+	Checkpoint  PositionedView            // GET /v1/view/checkpoint
+	History     substate.HistoryReader    // GET /v1/tenants/{id}/history
+	Events      substate.EventFollower    // GET /v1/events (replay.EventFeed)
+	DeadLetters substate.DeadLetterReader // GET /v1/deadletters (replay.DeadLetters)
+	Executions  substate.ExecutionService // GET /v1/tenants/{id}/execution, POST …/execution/{action}
+	Contract    fs.FS                     // GET /v1/openapi.json, /v1/asyncapi.json, /v1/schemas/{name} (contract.Files)
+	Console     Console                   // GET /, /console/… (console.Console)
 
 	ln  net.Listener
 	srv *http.Server
+
+	streamsOnce  sync.Once
+	streams      chan struct{}   // a token per GET /v1/events stream served
+	closing      context.Context // cancelled by Close, which ends the streams
+	closeStreams context.CancelFunc
 }
 
 // Ingester takes provider events pushed over HTTP (ingress.Ingress).
@@ -186,6 +197,8 @@ func (s *Server) Close() error {
 	if s.srv == nil {
 		return nil
 	}
+	s.initStreams()
+	s.closeStreams()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return s.srv.Shutdown(ctx)

@@ -8,10 +8,13 @@
 // the verification of a running worker's view against the replay of what
 // it applied; a check of every event against its raw evidence; and a
 // renormalizer that maps the raw stream again into the events stream
-// without duplicating anything.
+// without duplicating anything; and the live side of reading: a stream
+// followed as it grows (Reader.Follow, EventFeed, every follower waiting
+// on one Tail) and the dead letters page by page (DeadLetters).
 //
 // Reads use batched direct gets, which hold no consumer on the server, so
 // they run beside a live worker without disturbing its durable consumers,
 // any number of them leave the streams' consumers as they were, and each
-// ends at the stream's last sequence as of its start.
+// ends at the stream's last sequence as of its start (a follow reads on
+// from there once the stream grows).
 package replay

@@ -103,7 +103,7 @@ func (r *Reader) Events(ctx context.Context, tenant string, rg Range) iter.Seq2[
 func (r *Reader) Messages(ctx context.Context, stream, subject string, rg Range) iter.Seq2[Message, error] {
 	return func(yield func(Message, error) bool) {
 		stopped := false
-		err := r.read(ctx, stream, subject, rg, func(m Message) bool {
+		_, err := r.read(ctx, stream, subject, rg, func(m Message) bool {
 			stopped = !yield(m, nil)
 			return !stopped
 		})
@@ -114,11 +114,13 @@ func (r *Reader) Messages(ctx context.Context, stream, subject string, rg Range)
 }
 
 // read delivers the messages of rg to each until it returns false, asking
-// the stream for them in batches of direct gets.
-func (r *Reader) read(ctx context.Context, stream, subject string, rg Range, each func(Message) bool) error {
+// the stream for them in batches of direct gets, and returns the last
+// sequence the read covered: the stream's last as of its start, or
+// rg.ToSeq when lower.
+func (r *Reader) read(ctx context.Context, stream, subject string, rg Range, each func(Message) bool) (uint64, error) {
 	s, err := r.JS.Stream(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", stream, err)
+		return 0, fmt.Errorf("read %s: %w", stream, err)
 	}
 	info := s.CachedInfo()
 	last := info.State.LastSeq
@@ -126,20 +128,20 @@ func (r *Reader) read(ctx context.Context, stream, subject string, rg Range, eac
 		last = min(last, rg.ToSeq)
 	}
 	if info.State.Msgs == 0 || last < max(rg.FromSeq, info.State.FirstSeq) {
-		return nil
+		return last, nil
 	}
 	if !info.Config.AllowDirect {
-		return fmt.Errorf("read %s: the stream does not allow direct gets (a worker of this version turns them on when it starts)", stream)
+		return 0, fmt.Errorf("read %s: the stream does not allow direct gets (a worker of this version turns them on when it starts)", stream)
 	}
 	d, err := openDirect(r.JS, stream, cmp.Or(r.IdleTimeout, DefaultIdleTimeout))
 	if err != nil {
-		return fmt.Errorf("read %s: %w", stream, err)
+		return 0, fmt.Errorf("read %s: %w", stream, err)
 	}
 	defer d.close()
 	if err := r.drain(ctx, d, subject, rg, last, each); err != nil {
-		return fmt.Errorf("read %s: %w", stream, err)
+		return 0, fmt.Errorf("read %s: %w", stream, err)
 	}
-	return nil
+	return last, nil
 }
 
 // drain asks for batch after batch and hands over their messages up to

@@ -22,7 +22,7 @@ type AuditCmd struct {
 	OutputFlags `embed:""`
 
 	RedactFlags `embed:""`
-	ClientFlags `embed:""`
+	SourceFlags `embed:""`
 }
 
 // Run prints the tenant's transitions.
@@ -31,16 +31,11 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 	if err != nil {
 		return err
 	}
-	redact, err := c.redactor()
+	redact, err := c.redaction(c.RedactFlags)
 	if err != nil {
 		return err
 	}
-	nc, js, err := c.Connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	page, err := replay.NewHistory(js).History(ctx, q)
+	page, err := c.history(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -53,6 +48,31 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 		}
 	}
 	return printAudit(c.Printer(m.Stdout), page, c.Raw)
+}
+
+// history reads the whole history q asks for: over HTTP page by page,
+// from NATS at once.
+func (c *AuditCmd) history(ctx context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
+	if !c.overHTTP() {
+		nc, js, err := c.Connect()
+		if err != nil {
+			return substate.HistoryPage{}, err
+		}
+		defer nc.Close()
+		return replay.NewHistory(js).History(ctx, q)
+	}
+	var all substate.HistoryPage
+	for {
+		page, err := c.client().History(ctx, q)
+		if err != nil {
+			return all, err
+		}
+		all.TenantID, all.Transitions = page.TenantID, append(all.Transitions, page.Transitions...)
+		if page.NextAfterSeq == 0 {
+			return all, nil
+		}
+		q.AfterSeq = page.NextAfterSeq
+	}
 }
 
 func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {

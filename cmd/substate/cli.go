@@ -36,7 +36,7 @@ type CLI struct {
 	Version    VersionCmd    `cmd:"" help:"Print substate's version, the commit it was built from and its Go version."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell completion script for bash, zsh or fish."`
 
-	PrintVersion kong.VersionFlag `name:"version" help:"Print the version on one line and exit."`
+	PrintVersion kong.VersionFlag `name:"version" env:"-" help:"Print the version on one line and exit."`
 }
 
 // Main runs one substate command; end-to-end tests drive it as main does.

@@ -161,4 +161,10 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "version ") || !strings.Contains(out, "\ncommit ") {
 		t.Errorf("version: exit %d: %q", code, out)
 	}
+	// A deployment's own SUBSTATE_VERSION is not --version.
+	t.Setenv("SUBSTATE_VERSION", "1.2.3")
+	code, out, _ = runCLI(t, "completion", "bash")
+	if code != 0 || !strings.Contains(out, "complete -o default") {
+		t.Errorf("completion bash with SUBSTATE_VERSION set: exit %d: %q", code, out)
+	}
 }

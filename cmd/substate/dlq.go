@@ -2,16 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/termtext"
+	"github.com/substatehq/substate/internal/timex"
+	"github.com/substatehq/substate/replay"
 )
+
+// dlqPoll is how often --follow asks for new dead letters.
+const dlqPoll = time.Second
 
 // EventsDLQCmd is "substate events dlq": the dead letters, with their reason.
 type EventsDLQCmd struct {
@@ -20,113 +21,79 @@ type EventsDLQCmd struct {
 	Follow      bool   `short:"f" help:"Keep printing new dead letters as they arrive instead of exiting after the last one."`
 	OutputFlags `embed:""`
 	RedactFlags `embed:""`
-	ClientFlags `embed:""`
-
-	redact func([]byte) []byte
+	SourceFlags `embed:""`
 }
 
 // Run prints the retained dead letters, and with --follow the new ones.
+// -o json and yaml print each with its payload: from NATS redacted
+// unless --unredacted; over HTTP as the key may see it (read:raw for a
+// payload, admin for it unredacted).
 func (c *EventsDLQCmd) Run(ctx context.Context, m *Main) error {
-	redact, err := c.redactor()
-	if err != nil {
-		return err
-	}
-	c.redact = redact
-	cfg := jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute}
-	if c.Stage != "" {
-		cfg.FilterSubject = substate.DLQSubject(c.Stage)
-	}
+	q := substate.DeadLetterQuery{Stage: c.Stage, Limit: replay.MaxDeadLetterLimit}
 	if c.Since != "" {
 		t, err := parseSince(c.Since, time.Now())
 		if err != nil {
 			return err
 		}
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+		q.Since = t
 	}
-	nc, js, err := c.Connect()
+	rd, redact, done, err := c.reader()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	cons, err := js.CreateConsumer(ctx, substate.StreamDLQ, cfg)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", substate.StreamDLQ, err)
-	}
-	defer func() {
-		// Should the delete fail, the server removes the consumer after its
-		// minute of inactivity.
-		_ = js.DeleteConsumer(context.WithoutCancel(ctx), substate.StreamDLQ, cons.CachedInfo().Name)
-	}()
-	if !c.Follow && cons.CachedInfo().NumPending == 0 {
-		return nil
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	go func() { <-ctx.Done(); it.Stop() }()
+	defer done()
+	p := c.Printer(m.Stdout)
 	for {
-		msg, err := it.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		meta, err := msg.Metadata()
+		page, err := rd.DeadLetters(ctx, q)
 		if err != nil {
 			return err
 		}
-		if err := c.print(c.Printer(m.Stdout), msg, meta); err != nil {
-			return err
+		for _, d := range page.DeadLetters {
+			if err := printDeadLetter(p, d, redact); err != nil {
+				return err
+			}
+			q.AfterSeq, q.Since = d.Seq, time.Time{}
 		}
-		if !c.Follow && meta.NumPending == 0 {
+		switch {
+		case page.NextAfterSeq != 0:
+			q.AfterSeq, q.Since = page.NextAfterSeq, time.Time{}
+		case !c.Follow:
+			return nil
+		case timex.Sleep(ctx, dlqPoll) != nil:
 			return nil
 		}
 	}
 }
 
-// deadLetterJSON is the --json form of one dead letter.
-type deadLetterJSON struct {
-	Seq        uint64              `json:"seq"`
-	Time       time.Time           `json:"time"`
-	Stage      string              `json:"stage"`
-	Reason     string              `json:"reason"`
-	Subject    string              `json:"subject"`
-	SubjectSeq string              `json:"subjectSeq,omitempty"`
-	OriginalID string              `json:"originalId,omitempty"`
-	Headers    map[string][]string `json:"headers"`
-	// Body is the original body: as JSON when it is JSON, else as a string.
-	Body any `json:"body"`
+// reader returns what reads the dead letters, over HTTP or NATS; how to
+// redact a payload read from NATS (nil: as it is); what to call when done.
+func (c *EventsDLQCmd) reader() (substate.DeadLetterReader, func([]byte) []byte, func(), error) {
+	redact, err := c.redaction(c.RedactFlags)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if c.overHTTP() {
+		return c.client(), nil, func() {}, nil
+	}
+	nc, js, err := c.Connect()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return replay.DeadLetters{Reader: &replay.Reader{JS: js}}, redact, nc.Close, nil
 }
 
-func (c *EventsDLQCmd) print(p *termtext.Printer, msg jetstream.Msg, meta *jetstream.MsgMetadata) error {
-	h := msg.Headers()
-	d := deadLetterJSON{
-		Seq: meta.Sequence.Stream, Time: meta.Timestamp.UTC(), Stage: h.Get(substate.HeaderDLQStage),
-		Reason: h.Get(substate.HeaderDLQReason), Subject: h.Get(substate.HeaderDLQSubject),
-		SubjectSeq: h.Get(substate.HeaderDLQSeq), OriginalID: h.Get(substate.HeaderOriginalMsgID),
-		Headers: h, Body: deadLetterBody(msg.Data(), c.redact),
+// printDeadLetter prints one dead letter: a line, or with -o json and
+// yaml the whole record, its payload redacted by redact when not nil.
+func printDeadLetter(p *termtext.Printer, d substate.StoredDeadLetter, redact func([]byte) []byte) error {
+	if redact != nil && d.Payload != nil {
+		d.Payload, d.Redacted = redact(d.Payload), true
 	}
 	return p.Item(d, func(bool) string {
 		from := d.Subject
-		if d.SubjectSeq != "" {
-			from += "#" + d.SubjectSeq
+		if d.SubjectSeq != 0 {
+			from += fmt.Sprintf("#%d", d.SubjectSeq)
 		}
 		return fmt.Sprintf("%s  %-9s seq=%d  %s  id=%s  %d bytes  %s",
-			d.Time.Format("2006-01-02T15:04:05.000Z"), termtext.Text(d.Stage), d.Seq, termtext.Text(from), termtext.Text(termtext.Dash(d.OriginalID)), len(msg.Data()), termtext.Text(d.Reason))
+			d.Time.Format("2006-01-02T15:04:05.000Z"), termtext.Text(d.Stage), d.Seq, termtext.Text(from), termtext.Text(termtext.Dash(d.OriginalID)), d.Size, termtext.Text(d.Reason))
 	})
-}
-
-// deadLetterBody is a dead letter's body for --json: JSON as JSON, other
-// bytes as a string, redacted by redact unless it is nil (a body that is
-// not JSON is then hidden whole).
-func deadLetterBody(data []byte, redact func([]byte) []byte) any {
-	if redact != nil {
-		data = redact(data)
-	}
-	if json.Valid(data) {
-		return json.RawMessage(data)
-	}
-	return string(data)
 }

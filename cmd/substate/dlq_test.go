@@ -60,12 +60,13 @@ func TestEventsDLQ(t *testing.T) {
 	}
 	var d struct {
 		Stage, Reason, OriginalID string
-		Body                      map[string]any
+		Payload                   map[string]any
+		Redacted                  bool
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Stage != "normalize" || d.OriginalID != "nt-1" || !strings.HasPrefix(d.Reason, "tenant_unresolved: ") || d.Body["id"] != "nt-1" {
+	if d.Stage != "normalize" || d.OriginalID != "nt-1" || !strings.HasPrefix(d.Reason, "tenant_unresolved: ") || d.Payload["id"] != "nt-1" || !d.Redacted {
 		t.Fatalf("dead letter JSON: %+v", d)
 	}
 

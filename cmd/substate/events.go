@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/termtext"
+	"github.com/substatehq/substate/replay"
 )
 
 // EventsCmd is "substate events".
@@ -24,110 +21,66 @@ type EventsCmd struct {
 
 // EventsTailCmd is "substate events tail".
 type EventsTailCmd struct {
-	Tenant      string `help:"Only this tenant's events."`
-	Since       string `help:"Start from this time (RFC 3339) or this long ago (e.g. 1h); default: new events only."`
-	FromStart   bool   `help:"Start from the oldest retained event."`
-	Count       int    `help:"Exit after this many events (0 = run until interrupted)."`
-	OutputFlags `embed:""`
+	Tenant      string        `help:"Only this tenant's events."`
+	Since       string        `help:"Start from this time (RFC 3339) or this long ago (e.g. 1h); default: new events only."`
+	FromStart   bool          `help:"Start from the oldest retained event."`
+	Count       int           `help:"Exit after this many events (0 = run until interrupted)."`
 	IdleTimeout time.Duration `help:"Exit when no event arrives for this long (0 = never)."`
-	ClientFlags `embed:""`
+	OutputFlags `embed:""`
+	SourceFlags `embed:""`
 }
 
 // Run prints events until interrupted, Count events, or the idle timeout.
 func (c *EventsTailCmd) Run(ctx context.Context, m *Main) error {
-	cfg, err := c.consumerConfig(time.Now())
+	q := substate.EventStreamQuery{TenantID: c.Tenant, FromStart: c.FromStart}
+	if c.Since != "" {
+		t, err := parseSince(c.Since, time.Now())
+		if err != nil {
+			return err
+		}
+		q.Since = t
+	}
+	feed, done, err := c.feed()
 	if err != nil {
 		return err
 	}
-	nc, js, err := c.Connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	cons, err := js.OrderedConsumer(ctx, substate.StreamEvents, cfg)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", substate.StreamEvents, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer deleteConsumer(js, substate.StreamEvents, cons)
-	defer it.Stop()
-	go func() { <-ctx.Done(); it.Stop() }()
-	return c.print(c.Printer(m.Stdout), it)
-}
-
-// tailInactive is how long the server keeps the consumer of a tail whose
-// process died without deleting it.
-const tailInactive = 30 * time.Second
-
-// deleteConsumer deletes the consumer a command read with, once it is done
-// or interrupted: the server keeps a consumer per reader, and a stream
-// holds only so many.
-func deleteConsumer(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	_ = js.DeleteConsumer(ctx, stream, info.Name)
-}
-
-func (c *EventsTailCmd) print(p *termtext.Printer, it jetstream.MessagesContext) error {
-	for n := 0; c.Count == 0 || n < c.Count; n++ {
-		var opts []jetstream.NextOpt
-		if c.IdleTimeout > 0 {
-			opts = append(opts, jetstream.NextMaxWait(c.IdleTimeout))
-		}
-		msg, err := it.Next(opts...)
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			return nil
-		} else if errors.Is(err, nats.ErrTimeout) {
-			return nil
-		} else if err != nil {
+	var idle *time.Timer
+	if c.IdleTimeout > 0 {
+		idle = time.AfterFunc(c.IdleTimeout, cancel)
+		defer idle.Stop()
+	}
+	p, n := c.Printer(m.Stdout), 0
+	for e, err := range feed.FollowEvents(ctx, q) {
+		if err != nil {
 			return err
 		}
-		if err := printEvent(p, msg.Subject(), msg.Data()); err != nil {
+		if err := printEvent(p, e); err != nil {
 			return err
+		}
+		if n++; c.Count > 0 && n >= c.Count {
+			return nil
+		}
+		if idle != nil {
+			idle.Reset(c.IdleTimeout)
 		}
 	}
 	return nil
 }
 
-// printEvent prints one message of SUBSTATE_EVENTS: the CloudEvent as
-// stored for -o json and yaml, else a line (wide: with more fields).
-func printEvent(p *termtext.Printer, subject string, data []byte) error {
-	if !p.Text() {
-		if !json.Valid(data) {
-			return p.Item(string(data), nil)
-		}
-		return p.Item(json.RawMessage(data), nil)
+// feed returns what follows SUBSTATE_EVENTS, over HTTP or NATS, and what
+// to call when done with it.
+func (c *EventsTailCmd) feed() (substate.EventFollower, func(), error) {
+	if c.overHTTP() {
+		return c.client(), func() {}, nil
 	}
-	e, err := substate.UnmarshalEvent(data)
+	nc, js, err := c.Connect()
 	if err != nil {
-		return p.Item(nil, func(bool) string { return termtext.Text(fmt.Sprintf("undecodable event on %s: %v", subject, err)) })
+		return nil, nil, err
 	}
-	return p.Item(nil, func(wide bool) string { return eventLine(&e.Data, wide) })
-}
-
-func (c *EventsTailCmd) consumerConfig(now time.Time) (jetstream.OrderedConsumerConfig, error) {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy, InactiveThreshold: tailInactive}
-	if c.Tenant != "" {
-		cfg.FilterSubjects = []string{substate.EventsSubject(c.Tenant)}
-	}
-	switch {
-	case c.FromStart:
-		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
-	case c.Since != "":
-		t, err := parseSince(c.Since, now)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
-	}
-	return cfg, nil
+	return replay.NewEventFeed(&replay.Reader{JS: js}), nc.Close, nil
 }
 
 // parseSince reads an RFC 3339 time or a duration before now.
@@ -140,6 +93,24 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, substate.Errorf(substate.EINVALID, "--since %q: want an RFC 3339 time or a duration like 1h", s)
 	}
 	return t, nil
+}
+
+// printEvent prints one message of SUBSTATE_EVENTS: the CloudEvent as
+// stored for -o json and yaml, else a line (wide: with more fields).
+func printEvent(p *termtext.Printer, e substate.StoredEvent) error {
+	if !p.Text() {
+		if !json.Valid(e.Data) {
+			return p.Item(string(e.Data), nil)
+		}
+		return p.Item(json.RawMessage(e.Data), nil)
+	}
+	ev, err := substate.UnmarshalEvent(e.Data)
+	if err != nil {
+		return p.Item(nil, func(bool) string {
+			return termtext.Text(fmt.Sprintf("undecodable event at sequence %d: %v", e.Seq, err))
+		})
+	}
+	return p.Item(nil, func(wide bool) string { return eventLine(&ev.Data, wide) })
 }
 
 // eventLine is one readable line per canonical event; wide adds the

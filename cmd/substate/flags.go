@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -22,12 +23,18 @@ import (
 
 // ClientFlags connect a command to the NATS a worker uses.
 type ClientFlags struct {
-	NATSURL   string `name:"nats-url" default:"nats://127.0.0.1:4222" help:"NATS server URL (a worker's embedded server listens on 127.0.0.1:4222 by default)."`
+	NATSURL   string `name:"nats-url" help:"NATS server URL (default nats://127.0.0.1:4222, where a worker's embedded server listens by default)."`
 	NATSCreds string `name:"nats-creds" type:"existingfile" help:"NATS credentials file."`
 	NATSNkey  string `name:"nats-nkey" type:"existingfile" help:"NATS nkey seed file (default: the worker's, under --data-dir, when there)."`
 	NATSTLSCA string `name:"nats-tls-ca" type:"existingfile" help:"CA certificate to verify the NATS server with."`
 	DataDir   string `default:"./data" help:"Data directory of the worker whose embedded NATS server to connect to: its credentials are read there."`
 }
+
+// DefaultNATSURL is where a command looks for NATS without --nats-url.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
+// URL is the NATS URL to dial: --nats-url, or DefaultNATSURL.
+func (f ClientFlags) URL() string { return cmp.Or(f.NATSURL, DefaultNATSURL) }
 
 // Connect dials NATS and returns the connection with JetStream. Without
 // credentials it authenticates as the worker whose data directory is
@@ -58,12 +65,12 @@ func (f ClientFlags) ConnectAs(id bus.Identity) (*nats.Conn, jetstream.JetStream
 	if f.NATSTLSCA != "" {
 		opts = append(opts, nats.RootCAs(f.NATSTLSCA))
 	}
-	nc, err := nats.Connect(f.NATSURL, opts...)
+	nc, err := nats.Connect(f.URL(), opts...)
 	if errors.Is(err, nats.ErrAuthorization) {
-		return nil, nil, fmt.Errorf("nats at %s refused the credentials: give the worker's --data-dir (its credentials are read there) or --nats-nkey: %w", f.NATSURL, err)
+		return nil, nil, fmt.Errorf("nats at %s refused the credentials: give the worker's --data-dir (its credentials are read there) or --nats-nkey: %w", f.URL(), err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to nats at %s (is \"substate run\" running?): %w", f.NATSURL, err)
+		return nil, nil, fmt.Errorf("connect to nats at %s (is \"substate run\" running?): %w", f.URL(), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

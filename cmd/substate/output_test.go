@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v4"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/testkit/workertest"
 )
 
@@ -106,4 +108,24 @@ func TestTenantsOutput(t *testing.T) {
 			t.Errorf("tenants groups -o yaml: exit %d\n%s", code, out)
 		}
 	})
+}
+
+// TestTenantsListHasEveryParameter: "tenants list" has a flag for every
+// query parameter of GET /v1/tenants, so a filter added to the API and
+// not to the command fails here.
+func TestTenantsListHasEveryParameter(t *testing.T) {
+	code, help, _ := runCLI(t, "tenants", "list", "--help")
+	if code != 0 {
+		t.Fatalf("tenants list --help: exit %d", code)
+	}
+	flag := map[string]string{"minRetryCount": "min-retries"} // the rest: camelCase → kebab-case
+	for _, p := range httpapi.TenantParams {
+		name, ok := flag[p]
+		if !ok {
+			name = strings.ToLower(regexp.MustCompile(`([a-z])([A-Z])`).ReplaceAllString(p, "$1-$2"))
+		}
+		if !strings.Contains(help, "--"+name) {
+			t.Errorf("GET /v1/tenants takes %s, tenants list has no --%s", p, name)
+		}
+	}
 }

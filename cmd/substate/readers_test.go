@@ -10,9 +10,8 @@ import (
 )
 
 // TestCommandsLeaveNoConsumers: the commands that read the streams, run
-// again and again, leave each stream with the consumers it had: the
-// replays read with direct gets, and the tail and the dead-letter listing
-// delete the consumer they read with when they end.
+// again and again, leave each stream with the consumers it had: they
+// all read with direct gets, the tail and the dead-letter listing too.
 func TestCommandsLeaveNoConsumers(t *testing.T) {
 	w := startWorkerProcess(t, t.TempDir())
 	workertest.IngestTenant(t, w.httpURL, "acme", "")

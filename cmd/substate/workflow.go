@@ -90,7 +90,7 @@ func (c *WorkflowStartCmd) Run(ctx context.Context, m *Main) error {
 		return err
 	}
 	if len(unserved) > 0 {
-		fmt.Fprint(m.Stderr, termtext.Lines(unservedWarning(unserved, c.NATSURL)))
+		fmt.Fprint(m.Stderr, termtext.Lines(unservedWarning(unserved, c.URL())))
 	}
 	return c.Printer(m.Stdout).Print(x, func(w io.Writer, _ bool) error {
 		verb := "started"
@@ -159,7 +159,7 @@ func (c *WorkflowDemoServicesCmd) Run(ctx context.Context, m *Main) (err error) 
 		return err
 	}
 	defer func() { err = errors.Join(err, svc.Stop()) }()
-	fmt.Fprintf(m.Stdout, "serving the demo task services on %s; interrupt to stop\n", c.NATSURL)
+	fmt.Fprintf(m.Stdout, "serving the demo task services on %s; interrupt to stop\n", c.URL())
 	<-ctx.Done()
 	return nil
 }

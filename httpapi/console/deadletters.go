@@ -116,7 +116,7 @@ func (c *Console) deadLetter(m replay.Message, p httpapi.Principal) DeadLetter {
 	h := m.Header
 	d := DeadLetter{
 		Seq: m.Seq, Time: m.Stored.UTC(), Stage: h.Get(substate.HeaderDLQStage), Reason: h.Get(substate.HeaderDLQReason),
-		Subject: h.Get(substate.HeaderDLQSubject), TenantID: tenantOf(m.Data),
+		Subject: h.Get(substate.HeaderDLQSubject), TenantID: replay.DeadLetterTenant(m.Data),
 	}
 	if strings.HasPrefix(d.Subject, substate.SubjectRawPrefix) {
 		d.RawSeq, _ = strconv.ParseUint(h.Get(substate.HeaderDLQSeq), 10, 64)
@@ -135,39 +135,6 @@ func (c *Console) deadLetter(m replay.Message, p httpapi.Principal) DeadLetter {
 		d.Payload, d.Redacted = httpapi.RedactEvidence(d.Payload, c.Redact), true
 	}
 	return d
-}
-
-// tenantOf finds the tenant a dead payload names, where substate's own
-// messages and the usual provider payloads carry it.
-func tenantOf(body []byte) string {
-	var v struct {
-		TenantID string `json:"tenantId"`
-		Data     struct {
-			TenantID string `json:"tenantId"`
-		} `json:"data"`
-		Detail struct {
-			Input string `json:"input"`
-		} `json:"detail"`
-		TargetServiceKey string `json:"target_service_key"`
-	}
-	if json.Unmarshal(body, &v) != nil {
-		return ""
-	}
-	switch {
-	case v.TenantID != "":
-		return v.TenantID
-	case v.Data.TenantID != "":
-		return v.Data.TenantID
-	case v.TargetServiceKey != "":
-		return v.TargetServiceKey
-	}
-	var in struct {
-		TenantID string `json:"tenantId"`
-	}
-	if json.Unmarshal([]byte(v.Detail.Input), &in) == nil {
-		return in.TenantID
-	}
-	return ""
 }
 
 // requeue serves POST /console/api/deadletters/{seq}/requeue (admin): the
