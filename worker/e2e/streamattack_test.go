@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,8 +128,8 @@ func TestSubscriberCannotFillConsumers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	violations := 0 // each refused request, counted instead of printed
-	nc, err := nats.Connect(w.Bus.ClientURL(), append(opts, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) { violations++ }))...)
+	var violations atomic.Int64 // each refused request, counted instead of printed (on the client's callback goroutine)
+	nc, err := nats.Connect(w.Bus.ClientURL(), append(opts, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) { violations.Add(1) }))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,12 @@ func TestSubscriberCannotFillConsumers(t *testing.T) {
 	}
 
 	_ = nc.Flush()
-	if violations == 0 {
+	// The client reports each -ERR on its own callback goroutine, after
+	// the read loop has seen it: wait for the first.
+	for deadline := time.Now().Add(10 * time.Second); violations.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if violations.Load() == 0 {
 		t.Error("no permission violation reported to the attacker")
 	}
 	ctx := context.Background()
