@@ -11,6 +11,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/ratelog"
 	"github.com/substatehq/substate/internal/termtext"
 )
 
@@ -26,7 +27,7 @@ func DefaultFlags() Flags {
 		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second, ViewFailureTimeout: 2 * time.Minute,
 		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute},
 		RoleFlags:    RoleFlags{Role: RoleAll, ChangeFeed: true},
-		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo},
+		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo, LogRate: 1000},
 		NATSFlags: NATSFlags{NATSListen: "127.0.0.1:4222", NATSSync: "default", NATSReplicas: 1,
 			SubscriberConsumers: slices.Clone(bus.DefaultSubscriberConsumers)},
 		StreamFlags: StreamFlags{
@@ -45,6 +46,7 @@ func DefaultFlags() Flags {
 type LogFlags struct {
 	LogFormat string     `enum:"text,json" default:"text" help:"Log format: text for humans (colored on a terminal, key=value elsewhere), json for machines."`
 	LogLevel  slog.Level `default:"info" help:"Lowest level logged: debug, info, warn or error."`
+	LogRate   int        `default:"1000" placeholder:"LINES" help:"Most log lines of one message per second at info and warn (0: no limit); the rest of that second are counted in one 'log lines suppressed' line. Debug and error lines always pass."`
 }
 
 // Logger returns the logger the flags describe, writing to stderr.
@@ -56,14 +58,30 @@ func (f LogFlags) Logger() *slog.Logger { return f.LoggerTo(os.Stderr) }
 // scans every value for color codes to strip, allocating as it goes) and
 // reads as well in a file or a log collector.
 func (f LogFlags) LoggerTo(w *os.File) *slog.Logger {
+	return slog.New(ratelog.New(f.handler(w), f.LogRate))
+}
+
+// handler is the handler of the format the flags name, writing to w.
+func (f LogFlags) handler(w *os.File) slog.Handler {
 	opts := &slog.HandlerOptions{Level: f.LogLevel}
 	switch {
 	case f.LogFormat == "json":
-		return slog.New(slog.NewJSONHandler(w, opts))
+		opts.ReplaceAttr = millisecondTime
+		return slog.NewJSONHandler(w, opts)
 	case termtext.Terminal(w):
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
+		return tint.NewTextHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly})
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.NewTextHandler(w, opts)
+}
+
+// millisecondTime writes a JSON line's time in UTC to the millisecond,
+// as the text format does (slog's JSON default is to the nanosecond: ten
+// bytes more on every line).
+func millisecondTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
+		return slog.String(slog.TimeKey, a.Value.Time().UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+	return a
 }
 
 // OpenLogFile opens a log file for appending, creating its directory: the

@@ -69,8 +69,8 @@ func TestBenchJSON(t *testing.T) {
 	if c := rep.Scenarios[3]; c.ConsoleStreams != bench.Consoles || c.ConsoleDelivered != 1 {
 		t.Errorf("console scenario: %d streams received %.3f of the changes, want %d and all", c.ConsoleStreams, c.ConsoleDelivered, bench.Consoles)
 	}
-	if len(rep.Targets) != 8 {
-		t.Errorf("%d targets, want 8", len(rep.Targets))
+	if len(rep.Targets) != 10 {
+		t.Errorf("%d targets, want 10", len(rep.Targets))
 	}
 }
 
