@@ -187,7 +187,7 @@ func checkImportTable(t *testing.T, doc []byte, pkgs map[string][]string) {
 // the import table shows.
 var layers = [][]string{
 	{".", "internal/"},
-	{"redact", "mapping"},
+	{"redact", "mapping", "slofile"},
 	{"state", "bus", "publishers", "engine", "contract", "operate"},
 	{"consumers", "ingress", "reconcile", "replay", "providers/"},
 	{"httpapi"},

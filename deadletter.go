@@ -87,3 +87,15 @@ type DeadLetterPage struct {
 type DeadLetterReader interface {
 	DeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error)
 }
+
+// UnresolvedMemory remembers, for a while and for every process that
+// shares it, the executions whose tenant no rule resolved and that a dead
+// letter has reported: the normalizer dead-letters the first raw event of
+// such an execution and acknowledges the later ones without a dead letter
+// of their own (the raw stream keeps them as evidence).
+type UnresolvedMemory interface {
+	// Reported reports whether a dead letter reported the execution.
+	Reported(ctx context.Context, p Provider, executionID string) (bool, error)
+	// Remember records that a dead letter reported the execution.
+	Remember(ctx context.Context, p Provider, executionID string) error
+}

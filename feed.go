@@ -24,9 +24,9 @@ type ChangeOutbox interface {
 	// PendingChanges returns up to limit changes in sequence order, the
 	// oldest first.
 	PendingChanges(ctx context.Context, limit int) ([]Change, error)
-	// RemoveChanges removes the changes with these sequences, once the feed
-	// acknowledged them.
-	RemoveChanges(ctx context.Context, seqs []uint64) error
+	// RemoveChanges removes these changes (by sequence and kind), once
+	// the feed acknowledged them.
+	RemoveChanges(ctx context.Context, changes []Change) error
 	// ChangesWaiting returns a channel that receives after a commit that
 	// wrote changes into the outbox.
 	ChangesWaiting() <-chan struct{}
@@ -44,9 +44,22 @@ func ChangeSubject(c *Change) string {
 		EncodeToken(string(c.New.Provider)) + "." + EncodeToken(c.TenantID)
 }
 
-// ChangeMsgID is the Nats-Msg-Id of a change on the feed: its sequence in
-// SUBSTATE_EVENTS, the same in every projector replica and after a restart.
-func ChangeMsgID(c *Change) string { return strconv.FormatUint(c.Seq, 10) }
+// ChangeMsgID is the Nats-Msg-Id of a change on the feed, and its
+// CloudEvent id: its sequence in SUBSTATE_EVENTS, the same in every
+// projector replica and after a restart. A stuck or unstuck message adds
+// its kind and the tenant (<seq>.stuck.<tenant>, as EncodeToken writes
+// it): its sequence is that of the tenant's change it follows, which the
+// feed carries under the bare sequence.
+func ChangeMsgID(c *Change) string {
+	seq := strconv.FormatUint(c.Seq, 10)
+	switch c.Kind {
+	case ChangeStuck:
+		return seq + ".stuck." + EncodeToken(c.TenantID)
+	case ChangeUnstuck:
+		return seq + ".unstuck." + EncodeToken(c.TenantID)
+	}
+	return seq
+}
 
 // Change kinds: the CloudEvents type of a change on the feed says what
 // kind of occurrence it is, the most significant first when several
@@ -57,17 +70,30 @@ const (
 	ChangeTypeRetry     = "io.substate.tenant.retry.changed.v1"
 	ChangeTypeError     = "io.substate.tenant.error.changed.v1"
 	ChangeTypeStep      = "io.substate.tenant.step.changed.v1"
+	// ChangeTypeStuck says a tenant's deadline passed with no change;
+	// ChangeTypeUnstuck that a stuck tenant moved on. Neither is a
+	// sub-state: stuck is a field of the view.
+	ChangeTypeStuck   = "io.substate.tenant.stuck.v1"
+	ChangeTypeUnstuck = "io.substate.tenant.unstuck.v1"
 )
 
 // ChangeTypes are every CloudEvents type of the change feed.
-var ChangeTypes = []string{ChangeTypeSubState, ChangeTypeExecution, ChangeTypeRetry, ChangeTypeError, ChangeTypeStep}
+var ChangeTypes = []string{ChangeTypeSubState, ChangeTypeExecution, ChangeTypeRetry, ChangeTypeError, ChangeTypeStep,
+	ChangeTypeStuck, ChangeTypeUnstuck}
 
-// ChangeType returns the CloudEvents type of a change: a new sub-state
-// (or verb), else a new execution, else a new retry count, else a new
-// error (message, type or fingerprint), else a new step; any other
-// change (the workflow type or provider of the same execution, the
-// execution the view keeps internally) is an execution change.
+// ChangeType returns the CloudEvents type of a change: stuck or unstuck
+// by its kind; else a new sub-state (or verb), else a new execution, else
+// a new retry count, else a new error (message, type or fingerprint),
+// else a new step; any other change (the workflow type or provider of
+// the same execution, the execution the view keeps internally) is an
+// execution change.
 func ChangeType(c *Change) string {
+	switch c.Kind {
+	case ChangeStuck:
+		return ChangeTypeStuck
+	case ChangeUnstuck:
+		return ChangeTypeUnstuck
+	}
 	o, n := &c.Old, &c.New
 	switch {
 	case o.WorkflowSubState != n.WorkflowSubState || o.WorkflowVerb != n.WorkflowVerb:

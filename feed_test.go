@@ -143,3 +143,27 @@ func TestEventTimeFixedPrecision(t *testing.T) {
 		t.Errorf("type of another sub-state: %v, want EINVALID", err)
 	}
 }
+
+// Stuck and unstuck messages have their own type and an id of their own:
+// the change they follow keeps the bare sequence.
+func TestStuckChangeIDs(t *testing.T) {
+	for _, c := range []struct {
+		kind    substate.ChangeKind
+		typ, id string
+	}{
+		{substate.ChangeFromEvent, substate.ChangeTypeSubState, "42"},
+		{substate.ChangeStuck, substate.ChangeTypeStuck, "42.stuck.acme~2Eeu"},
+		{substate.ChangeUnstuck, substate.ChangeTypeUnstuck, "42.unstuck.acme~2Eeu"},
+	} {
+		ch := substate.Change{Seq: 42, TenantID: "acme.eu", Kind: c.kind, New: substate.TenantView{WorkflowSubState: substate.StateRunning}}
+		if got := substate.ChangeType(&ch); got != c.typ {
+			t.Errorf("kind %d: type %s, want %s", c.kind, got, c.typ)
+		}
+		if got := substate.ChangeMsgID(&ch); got != c.id {
+			t.Errorf("kind %d: id %s, want %s", c.kind, got, c.id)
+		}
+		if e := substate.NewChangeEvent(ch, ""); e.ID != c.id || e.Type != c.typ {
+			t.Errorf("kind %d: event id %s type %s", c.kind, e.ID, e.Type)
+		}
+	}
+}

@@ -90,3 +90,12 @@ type GroupPage struct {
 	// the view keeps answered.
 	Scanned int64 `json:"scanned"`
 }
+
+// StuckCount is how many stuck tenants share a sub-state, a provider and
+// a workflow type.
+type StuckCount struct {
+	SubState     SubState `json:"subState"`
+	Provider     Provider `json:"provider"`
+	WorkflowType string   `json:"workflowType"`
+	Count        int64    `json:"count"`
+}

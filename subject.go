@@ -12,16 +12,20 @@ const (
 	StreamEvents = "SUBSTATE_EVENTS"
 	StreamDLQ    = "SUBSTATE_DLQ"
 	StreamAudit  = "SUBSTATE_AUDIT"
+	// StreamUnresolved remembers the executions without tenant already
+	// dead-lettered (see UnresolvedMemory).
+	StreamUnresolved = "SUBSTATE_UNRESOLVED"
 )
 
 // Subject prefixes.
 const (
-	SubjectRawPrefix     = "substate.raw."
-	SubjectEventsPrefix  = "substate.events."
-	SubjectChangesPrefix = "substate.changes."
-	SubjectDLQPrefix     = "substate.dlq."
-	SubjectTasksPrefix   = "substate.tasks."
-	SubjectAuditPrefix   = "substate.audit."
+	SubjectRawPrefix        = "substate.raw."
+	SubjectEventsPrefix     = "substate.events."
+	SubjectChangesPrefix    = "substate.changes."
+	SubjectDLQPrefix        = "substate.dlq."
+	SubjectTasksPrefix      = "substate.tasks."
+	SubjectAuditPrefix      = "substate.audit."
+	SubjectUnresolvedPrefix = "substate.unresolved."
 )
 
 // RawSubject returns the subject raw events of kind are published on.
@@ -31,6 +35,14 @@ func RawSubject(kind RawKind) string { return SubjectRawPrefix + string(kind) }
 // published on: substate.audit.<action>.<tenant token>.
 func AuditSubject(action ExecutionAction, tenant string) string {
 	return SubjectAuditPrefix + EncodeToken(string(action)) + "." + EncodeToken(tenant)
+}
+
+// UnresolvedSubject returns the subject on which SUBSTATE_UNRESOLVED
+// remembers an execution without tenant: substate.unresolved.<provider>.
+// <the hex SHA-256 of its id, cut to 32 digits>, whatever the id's length.
+func UnresolvedSubject(p Provider, executionID string) string {
+	sum := sha256.Sum256([]byte(executionID))
+	return SubjectUnresolvedPrefix + EncodeToken(string(p)) + "." + hex.EncodeToString(sum[:16])
 }
 
 // EventsSubject returns the canonical events subject of a tenant.

@@ -48,3 +48,19 @@ func validRuneAt(s string, i int) bool {
 	_, size := utf8.DecodeRuneInString(s[i:])
 	return size > 1
 }
+
+// UnresolvedTenant is the error of a raw event about one execution whose
+// tenant no tenant rule finds (its code, from Err, is ENOTENANT). It names
+// the execution, so that the normalizer can dead-letter the first such
+// event of an execution and keep the later ones in the raw stream only.
+type UnresolvedTenant struct {
+	Provider    Provider
+	ExecutionID string
+	Err         error // an *Error with code ENOTENANT listing the rules tried
+}
+
+// Error returns the message of Err.
+func (e *UnresolvedTenant) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *UnresolvedTenant) Unwrap() error { return e.Err }

@@ -32,6 +32,21 @@ type TenantView struct {
 	ProviderState            string    `json:"providerState"`
 	UpdatedAt                time.Time `json:"updatedAt"`
 	LastEventAt              time.Time `json:"lastEventAt"`
+	// Deadline is when the tenant becomes stuck if its view does not
+	// change: the earlier of its sub-state's and its run's deadline under
+	// the worker's SLOs, from WorkflowSubStateSince and the execution's
+	// start; zero when no SLO applies or the tenant is terminal.
+	// DeadlineSLO says which SLO it is: the sub-state's name, or run.
+	// (Unset times are written as the zero time, as every time of the
+	// view is: leaving them out would cost the JSON encoder an allocation
+	// per field and view.)
+	Deadline    time.Time `json:"deadline"`
+	DeadlineSLO SLO       `json:"deadlineSlo"`
+	// Stuck says the deadline passed and the view has not changed since;
+	// StuckSince is that deadline. A change that moves the deadline (a new
+	// sub-state, a new execution, the end) ends it.
+	Stuck      bool      `json:"stuck"`
+	StuckSince time.Time `json:"stuckSince"`
 }
 
 // Sequenced is a canonical event together with its stream sequence number in
@@ -44,7 +59,8 @@ type Sequenced struct {
 }
 
 // Change is one real change of a tenant's view, published on the change feed
-// after the transaction that made it committed.
+// after the transaction that made it committed. Kind says whether it is a
+// change an event made, or a tenant becoming stuck or moving on.
 type Change struct {
 	Seq      uint64     `json:"seq"`
 	TenantID string     `json:"tenantId"`
@@ -53,7 +69,28 @@ type Change struct {
 	// TraceParent is the W3C traceparent of the event that made the change,
 	// carried to the change's CloudEvent; it is not part of the data.
 	TraceParent string `json:"-"`
+	// Kind is not part of the data either: the CloudEvent's type says it.
+	Kind ChangeKind `json:"-"`
 }
+
+// ChangeKind says what a message of the change feed reports. Of a
+// tenant's messages with one sequence, the kinds happen in their order:
+// the change, then unstuck (the change moved a stuck tenant on), then
+// stuck (its new deadline passed too).
+type ChangeKind uint8
+
+// The kinds of change.
+const (
+	// ChangeFromEvent is a change an event made; Seq is that event's
+	// sequence in SUBSTATE_EVENTS.
+	ChangeFromEvent ChangeKind = iota
+	// ChangeUnstuck is a stuck tenant that moved on; Seq is the sequence
+	// of the change that moved it, which the feed also carries.
+	ChangeUnstuck
+	// ChangeStuck is a tenant whose deadline passed with no change; Seq
+	// is the sequence of its last change.
+	ChangeStuck
+)
 
 // ApplyResult reports what one applied batch did.
 type ApplyResult struct {
@@ -85,8 +122,10 @@ type TenantFilter struct {
 	// InStateLongerThan keeps the tenants that entered their sub-state
 	// more than this long ago (WorkflowSubStateSince).
 	InStateLongerThan time.Duration
-	Limit             int    // page size; 0 means the store's default
-	PageToken         string // opaque token from a previous page
+	// Stuck keeps the stuck tenants (TenantView.Stuck); false keeps all.
+	Stuck     bool
+	Limit     int    // page size; 0 means the store's default
+	PageToken string // opaque token from a previous page
 }
 
 // TenantPage is one page of a tenant listing.
@@ -110,4 +149,23 @@ type ViewStore interface {
 	// Groups counts the tenants matching a filter by the values of one
 	// field.
 	Groups(ctx context.Context, q GroupQuery) (GroupPage, error)
+}
+
+// DeadlineStore is a view that keeps deadlines (see TenantView.Deadline):
+// it sets and clears them in the transaction of each change, and the
+// projector drives the rest.
+type DeadlineStore interface {
+	// ExpireDeadlines marks stuck up to limit tenants whose deadline has
+	// passed, in one transaction; it returns their changes (of kind
+	// ChangeStuck) and whether more deadlines are due.
+	ExpireDeadlines(ctx context.Context, limit int) (ApplyResult, bool, error)
+	// RecomputeDeadlines gives every tenant that is neither terminal nor
+	// stuck the deadline of the current SLOs, in bounded transactions.
+	RecomputeDeadlines(ctx context.Context) (int, error)
+	// NextDeadline returns the first deadline (zero for none) and whether
+	// RecomputeDeadlines is due.
+	NextDeadline() (time.Time, bool)
+	// DeadlinesChanged receives when NextDeadline's answer may have
+	// changed.
+	DeadlinesChanged() <-chan struct{}
 }

@@ -47,7 +47,7 @@ func (d stageDLQ) fail(ctx context.Context, msg jetstream.Msg, err error) {
 // it once that store is acknowledged. If the dead-letter stream cannot take
 // it either, the message is handed back for a later attempt: never dropped.
 func (d stageDLQ) deadLetter(ctx context.Context, msg jetstream.Msg, err error) {
-	if perr := d.store(ctx, msg, err); perr != nil {
+	if perr := d.store(ctx, msg, err, ""); perr != nil {
 		if nerr := msg.NakWithDelay(d.retry.Delay(1)); nerr != nil {
 			d.log.Warn("nak failed; the message is redelivered after the ack wait", "err", nerr)
 		}
@@ -57,10 +57,12 @@ func (d stageDLQ) deadLetter(ctx context.Context, msg jetstream.Msg, err error) 
 }
 
 // store stores msg on the dead-letter stream with the reason and counts
-// it; acknowledging msg is the caller's. It returns the error of a
-// dead-letter publish that failed.
-func (d stageDLQ) store(ctx context.Context, msg jetstream.Msg, err error) error {
-	dl := substate.DeadLetter{Stage: d.stage, Reason: substate.DeadLetterReason(err), Subject: msg.Subject(), Body: msg.Data(), Header: msg.Headers()}
+// it; acknowledging msg is the caller's. A dead letter with an id is
+// stored once within the stream's duplicate window, whatever message it
+// holds; without one, the id is msg's stream sequence. It returns the
+// error of a dead-letter publish that failed.
+func (d stageDLQ) store(ctx context.Context, msg jetstream.Msg, err error, id string) error {
+	dl := substate.DeadLetter{Stage: d.stage, Reason: substate.DeadLetterReason(err), Subject: msg.Subject(), Body: msg.Data(), Header: msg.Headers(), ID: id}
 	if meta, merr := msg.Metadata(); merr == nil {
 		dl.Seq = meta.Sequence.Stream
 	}

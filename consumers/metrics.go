@@ -11,21 +11,26 @@ import (
 // in Ingress, the HTTP ingress's, which count their dead letters on the
 // same DeadLettered.
 type Metrics struct {
-	Ingress        *ingress.Metrics
-	Normalized     *prometheus.CounterVec // provider
-	DeadLettered   *prometheus.CounterVec // stage, reason
-	Naks           *prometheus.CounterVec // stage
-	UnknownStates  *prometheus.CounterVec // provider (the state goes to the log)
-	Applied        prometheus.Counter
-	Unchanged      prometheus.Counter
-	Stale          prometheus.Counter
-	Redelivered    prometheus.Counter
-	Commits        prometheus.Counter
-	WrittenBytes   prometheus.Counter
-	BatchSize      *prometheus.HistogramVec // stage
-	ConsumerLag    *prometheus.GaugeVec     // consumer
-	ChangesEmitted prometheus.Counter
-	StreamLosses   prometheus.Counter // SUBSTATE_EVENTS found not to hold what the view expects
+	Ingress       *ingress.Metrics
+	Normalized    *prometheus.CounterVec // provider
+	DeadLettered  *prometheus.CounterVec // stage, reason
+	Naks          *prometheus.CounterVec // stage
+	UnknownStates *prometheus.CounterVec // provider (the state goes to the log)
+	// UnresolvedRepeats counts, by provider, the raw messages of an
+	// execution without tenant already dead-lettered, acknowledged
+	// without another dead letter.
+	UnresolvedRepeats *prometheus.CounterVec
+	Applied           prometheus.Counter
+	Unchanged         prometheus.Counter
+	Stale             prometheus.Counter
+	Redelivered       prometheus.Counter
+	Commits           prometheus.Counter
+	WrittenBytes      prometheus.Counter
+	BatchSize         *prometheus.HistogramVec // stage
+	ConsumerLag       *prometheus.GaugeVec     // consumer
+	ChangesEmitted    prometheus.Counter
+	StreamLosses      prometheus.Counter     // SUBSTATE_EVENTS found not to hold what the view expects
+	SLOEvents         *prometheus.CounterVec // slo, outcome (SLOMet, SLOMissed)
 }
 
 // NewMetrics creates the metrics and registers them on reg when it is not nil.
@@ -43,6 +48,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		UnknownStates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "substate_unknown_states_total", Help: "Unknown provider states mapped to running.",
 		}, []string{"provider"}),
+		UnresolvedRepeats: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_unresolved_repeats_total",
+			Help: "Raw messages of an execution already dead-lettered for having no tenant, acknowledged without another dead letter (SUBSTATE_RAW keeps them).",
+		}, []string{"provider"}),
 		Applied:        counter("substate_view_applied_total", "Events that changed the tenant view."),
 		Unchanged:      counter("substate_view_unchanged_total", "Events skipped because they changed nothing."),
 		Stale:          counter("substate_view_stale_total", "Events ignored as older than the view."),
@@ -58,12 +67,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "substate_consumer_lag", Help: "Messages not yet delivered to a durable consumer.",
 		}, []string{"consumer"}),
+		SLOEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "substate_slo_events_total",
+			Help: "Deadlines that ended, by SLO (a sub-state or run) and outcome: met (a change ended it before it passed) or missed (it passed: the tenant became stuck).",
+		}, []string{"slo", "outcome"}),
 	}
 	m.Ingress = ingress.NewMetrics(reg, m.DeadLettered)
 	if reg != nil {
 		reg.MustRegister(m.Normalized, m.DeadLettered, m.Naks,
-			m.UnknownStates, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
-			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag)
+			m.UnknownStates, m.UnresolvedRepeats, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
+			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag, m.SLOEvents)
 	}
 	return m
 }
@@ -92,6 +105,12 @@ func (m *Metrics) countNormalized(events []substate.Event) {
 func (m *Metrics) countNak(stage string) {
 	if m != nil {
 		m.Naks.WithLabelValues(stage).Inc()
+	}
+}
+
+func (m *Metrics) countUnresolvedRepeat(p substate.Provider) {
+	if m != nil {
+		m.UnresolvedRepeats.WithLabelValues(string(p)).Inc()
 	}
 }
 

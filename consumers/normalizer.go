@@ -26,11 +26,15 @@ type Normalizer struct {
 	EventID     func(raw substate.RawEvent, i int) string
 	Events      substate.EventPublisher
 	DeadLetters substate.DeadLetterPublisher
-	Retry       Retry
-	BatchSize   int           // messages per batch; 0 means 256
-	Linger      time.Duration // wait for more messages of a batch; 0 means 2 ms
-	Metrics     *Metrics
-	Logger      *slog.Logger
+	// Unresolved remembers the executions without tenant already
+	// dead-lettered, so that only the first event of each is (see
+	// reject); nil dead-letters every one.
+	Unresolved substate.UnresolvedMemory
+	Retry      Retry
+	BatchSize  int           // messages per batch; 0 means 256
+	Linger     time.Duration // wait for more messages of a batch; 0 means 2 ms
+	Metrics    *Metrics
+	Logger     *slog.Logger
 
 	dlq stageDLQ
 }
@@ -55,7 +59,7 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 	for _, msg := range batch {
 		events, err := n.normalize(msg)
 		if err != nil {
-			n.dlq.deadLetter(ctx, msg, err)
+			n.reject(ctx, msg, err)
 			continue
 		}
 		ok = append(ok, normalized{msg, events})

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,6 +41,12 @@ type Projector struct {
 	ackAll   bool   // the consumer's acks are cumulative
 	dlq      stageDLQ
 	failures failures // the batches that failed in a row
+
+	// What the deadline loop needs to know (deadlines.go): whether the
+	// view has caught up with the stream, and a signal after each batch.
+	mu       sync.Mutex
+	caught   caughtUp
+	progress chan struct{}
 }
 
 // Failing reports since when every batch the projector handled failed to
@@ -48,6 +56,8 @@ type Projector struct {
 func (p *Projector) Failing() (since time.Time, err error) { return p.failures.failing() }
 
 // Run applies batches until ctx is done, then finishes the batch in hand.
+// When the Store keeps deadlines, the deadline loop (deadlines.go) runs
+// beside it until then.
 func (p *Projector) Run(ctx context.Context) error {
 	cp, err := p.Store.Checkpoint(ctx)
 	if err != nil {
@@ -59,6 +69,18 @@ func (p *Projector) Run(ctx context.Context) error {
 		p.ackAll = info.Config.AckPolicy == jetstream.AckAllPolicy
 	}
 	pl := puller{consumer: p.Consumer, batchSize: cmp.Or(p.BatchSize, 512), linger: p.Linger, logger: p.logger()}
+	if ds, ok := p.Store.(substate.DeadlineStore); ok {
+		p.progress = make(chan struct{}, 1)
+		p.noteApplied(cp)
+		if err := p.readStreamEnd(ctx); err != nil {
+			p.noteEnd(math.MaxUint64) // behind until the loop reads it
+			p.logger().Warn("deadlines: cannot read the event stream's end; no deadline fires until it can", "err", err)
+		}
+		dctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { p.runDeadlines(dctx, ds) })
+		defer func() { stop(); wg.Wait() }()
+	}
 	return pl.run(ctx, p.handle)
 }
 
@@ -73,6 +95,9 @@ func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 	}
 	if err == nil && len(seqs) > 0 {
 		p.next = max(p.next, seqs[len(seqs)-1]+1)
+		if p.progress != nil {
+			p.noteApplied(p.next - 1)
+		}
 	}
 	if err != nil {
 		// Not acknowledged: redelivered later, and the checkpoint (which did
@@ -115,6 +140,8 @@ func (p *Projector) ack(batch []jetstream.Msg, seqs []uint64) {
 func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substate.Sequenced, []uint64, error) {
 	out := make([]substate.Sequenced, 0, len(batch))
 	seqs := make([]uint64, 0, len(batch))
+	var end uint64 // the stream's last sequence, as the messages say
+	defer func() { p.noteEnd(end) }()
 	for _, m := range batch {
 		meta, err := m.Metadata()
 		if err != nil {
@@ -123,9 +150,10 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substa
 			continue
 		}
 		seqs = append(seqs, meta.Sequence.Stream)
+		end = max(end, meta.Sequence.Stream+meta.NumPending)
 		e, err := substate.UnmarshalEvent(m.Data())
 		if err != nil {
-			if err := p.dlq.store(ctx, m, err); err != nil {
+			if err := p.dlq.store(ctx, m, err, ""); err != nil {
 				return nil, nil, err
 			}
 			continue
@@ -151,6 +179,7 @@ func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) erro
 		return err
 	}
 	p.observe(res)
+	p.Metrics.observeSLOs(res.Changes)
 	return nil
 }
 

@@ -255,6 +255,9 @@ func publishedSubjects(tb testing.TB) []string {
 	for _, a := range []substate.ExecutionAction{substate.ActionStop, substate.ActionRetry, substate.ActionRestart} {
 		out = append(out, substate.AuditSubject(a, "acme.eu *>"))
 	}
+	for _, p := range []substate.Provider{substate.ProviderStepFunctions, substate.ProviderRestate, substate.ProviderEngine} {
+		out = append(out, substate.UnresolvedSubject(p, "arn:aws:states:us-east-1:1:execution:x:acme.eu *>"))
+	}
 	for _, k := range []substate.RawKind{substate.RawEventBridge, substate.RawStepFunctionsPoll, substate.RawRestate, substate.RawEngine} {
 		out = append(out, substate.RawSubject(k))
 	}

@@ -32,6 +32,10 @@ func TestParseTenantFilter(t *testing.T) {
 		{query: "verb=paused", err: "unknown verb"},
 		{query: "inStateLongerThan=-1s", err: "want a duration"},
 		{query: "inStateLongerThan=10", err: "want a duration"},
+		{query: "stuck=true&subState=backing-off", want: substate.TenantFilter{Stuck: true, SubState: substate.StateBackingOff}},
+		{query: "stuck=false", want: substate.TenantFilter{}},
+		{query: "stuck=yes", err: "stuck \"yes\": want true or false"},
+		{query: "stuck=true&stuck=true", err: "stuck given 2 times"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			q, _ := url.ParseQuery(tc.query)
@@ -57,6 +61,7 @@ func TestEncodeTenantFilter(t *testing.T) {
 		{SubState: substate.StateWaiting, HasError: true, MinRetryCount: 3, SortRetryDesc: true, Limit: 1000, PageToken: "tok"},
 		{SortUpdatedDesc: true, Provider: substate.ProviderStepFunctions, TenantPrefix: "acme/ä&=?"},
 		{Fingerprint: "stepfunctions/states.timeout/task timed out after <n> seconds", Verb: substate.VerbFailed, InStateLongerThan: time.Second},
+		{Stuck: true, Provider: substate.ProviderRestate},
 	} {
 		got, err := httpapi.ParseTenantFilter(httpapi.EncodeTenantFilter(f))
 		if err != nil || got != f {

@@ -41,11 +41,11 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 
 // TenantParams are the query parameters of GET /v1/tenants.
 var TenantParams = []string{"subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb",
-	"inStateLongerThan", "sort", "limit", "pageToken"}
+	"inStateLongerThan", "stuck", "sort", "limit", "pageToken"}
 
 // ParseTenantFilter reads the query parameters of GET /v1/tenants: subState,
 // hasError, minRetryCount, provider, tenantPrefix, fingerprint, verb,
-// inStateLongerThan (a Go duration), sort (retryCount:desc or
+// inStateLongerThan (a Go duration), stuck, sort (retryCount:desc or
 // updatedAt:desc), limit and pageToken. Any other parameter, or one given
 // twice, is an EINVALID error naming the valid ones: a misspelt filter
 // must not answer every tenant.
@@ -110,6 +110,11 @@ func parseConditions(q map[string][]string) (substate.TenantFilter, error) {
 	if v := first(q, "inStateLongerThan"); v != "" {
 		if f.InStateLongerThan, err = time.ParseDuration(v); err != nil || f.InStateLongerThan < 0 {
 			return f, substate.Errorf(substate.EINVALID, "inStateLongerThan %s: want a duration such as 90s, 15m or 2h", substate.QuotePrefix(v, substate.QuoteLimit))
+		}
+	}
+	if v := first(q, "stuck"); v != "" {
+		if f.Stuck, err = strconv.ParseBool(v); err != nil {
+			return f, substate.Errorf(substate.EINVALID, "stuck %s: want true or false", substate.QuotePrefix(v, substate.QuoteLimit))
 		}
 	}
 	return f, nil
@@ -178,6 +183,9 @@ func encodeConditions(f substate.TenantFilter) url.Values {
 	set("verb", string(f.Verb))
 	if f.InStateLongerThan != 0 {
 		q.Set("inStateLongerThan", f.InStateLongerThan.String())
+	}
+	if f.Stuck {
+		q.Set("stuck", "true")
 	}
 	return q
 }

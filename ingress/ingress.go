@@ -8,11 +8,15 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"time"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
@@ -293,7 +297,10 @@ func (in *Ingress) eventBridge(_ *http.Request, body []byte) ([]substate.RawEven
 		var env struct {
 			ID *string `json:"id"`
 		}
-		if err := json.Unmarshal(item, &env); err != nil {
+		if err := jsonv2.Unmarshal(item, &env, envelopeOptions); err != nil {
+			if _, syntax := errors.AsType[*jsontext.SyntacticError](err); syntax || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, substate.Errorf(substate.EINVALID, "body is not valid JSON")
+			}
 			return nil, substate.WrapError(substate.EINVALID, err, "event %d: not an EventBridge event object", i)
 		}
 		if env.ID == nil || *env.ID == "" {
@@ -347,15 +354,20 @@ func (in *Ingress) restate(r *http.Request, body []byte) ([]substate.RawEvent, e
 	return []substate.RawEvent{{Kind: substate.RawRestate, ID: id, Body: body}}, nil
 }
 
+// envelopeOptions decode an EventBridge event's envelope in one pass that
+// also checks the whole object, as encoding/json's checks did (its
+// Valid, then its Unmarshal, then a decode: three passes over every
+// request): a member given twice takes its last value, names match
+// without regard to case, and invalid UTF-8 is the normalizer's to refuse
+// with the bytes kept as evidence.
+var envelopeOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true), jsonv2.MatchCaseInsensitiveNames(true))
+
 // splitJSON returns the elements of a JSON array, or the body itself when it
 // is one object.
 func splitJSON(body []byte) ([]json.RawMessage, error) {
 	switch firstByte(body) {
 	case '{':
-		if !json.Valid(body) {
-			return nil, substate.Errorf(substate.EINVALID, "body is not valid JSON")
-		}
-		return []json.RawMessage{body}, nil
+		return []json.RawMessage{body}, nil // eventBridge's decode checks the whole object
 	case '[':
 		var items []json.RawMessage
 		if err := json.Unmarshal(body, &items); err != nil {

@@ -41,7 +41,7 @@ func (m *Mapper) MapEngineEvent(ev substate.EngineEvent) (substate.EventData, er
 		}
 	}
 	apply(&out, m.resolve(substate.ProviderEngine, ev.Status, cond))
-	src := tenantSource{execution: ev.ExecutionID, name: ev.ExecutionID, engineTenant: ev.TenantID}
+	src := tenantSource{provider: substate.ProviderEngine, execution: ev.ExecutionID, name: ev.ExecutionID, engineTenant: ev.TenantID}
 	tenant, err := m.tenants.resolve(&src)
 	if err != nil {
 		return substate.EventData{}, err

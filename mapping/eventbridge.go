@@ -77,7 +77,7 @@ func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
 	apply(&out, r)
 	out.OccurredAt = sfnOccurredAt(out.Terminal, d.StopDate.Time, d.RedriveDate.Time, d.StartDate.Time, ev.Time)
 	out.Revision = StepFunctionsRevision(d.RedriveCount, sfnRank(d.Status, out.Terminal), 0)
-	src := tenantSource{execution: d.ExecutionARN, name: d.Name, input: sfnInput(d.Input, d.InputDetails)}
+	src := tenantSource{provider: substate.ProviderStepFunctions, execution: d.ExecutionARN, name: d.Name, input: sfnInput(d.Input, d.InputDetails)}
 	if src.name == "" {
 		src.name = executionName(d.ExecutionARN)
 	}

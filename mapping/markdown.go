@@ -258,12 +258,14 @@ step leaves the one the view has.
 
 Rules are tried in order; the first that yields a non-empty tenant wins. With no rule
 resolving, the raw event is dead-lettered with code ` + "`tenant_unresolved`" + ` and a message
-listing every rule tried. Default: ` + "`input:$.tenantId`, `restate:key`, `engine:tenant`" + `.
+listing every rule tried, once per execution: its later events stay in ` + "`SUBSTATE_RAW`" + `
+without a dead letter of their own ([pipeline.md](pipeline.md#tenant-resolution)).
+Default: ` + "`input:$.tenantId`, `restate:key`, `engine:tenant`" + `.
 
 | rule | reads |
 | --- | --- |
-| ` + "`input:<JSONPath>`" + ` | the execution input (RFC 9535 JSONPath; strings and numbers) |
-| ` + "`name:<regexp>`" + ` | the execution name (Restate: the service key), group ` + "`(?P<tenant>…)`" + ` |
+| ` + "`input:<JSONPath>`" + ` | the execution input (RFC 9535 JSONPath; strings and numbers; Restate: only a keyless service's invocation, whose ` + "`input`" + ` the poller attaches) |
+| ` + "`name:<regexp>`" + ` | the execution name (Restate: the service key, or a keyless service's ` + "`idempotency_key`" + `), group ` + "`(?P<tenant>…)`" + ` |
 | ` + "`restate:key`" + ` | the Restate ` + "`target_service_key`" + ` |
 | ` + "`engine:tenant`" + ` | the engine event's own ` + "`tenantId`" + ` |
 `

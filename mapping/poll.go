@@ -76,7 +76,7 @@ func (m *Mapper) MapPoll(body []byte) (substate.EventData, error) {
 	pollError(&out, x, &h)
 	out.OccurredAt = pollOccurredAt(&out, x, &h, p.PolledAt)
 	out.Revision = StepFunctionsRevision(x.RedriveCount, sfnRank(x.Status, out.Terminal), h.NewestEventID)
-	src := tenantSource{execution: x.ExecutionARN, name: x.Name, input: sfnInput(x.Input, x.InputDetails)}
+	src := tenantSource{provider: substate.ProviderStepFunctions, execution: x.ExecutionARN, name: x.Name, input: sfnInput(x.Input, x.InputDetails)}
 	if src.name == "" {
 		src.name = executionName(x.ExecutionARN)
 	}

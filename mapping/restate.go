@@ -2,8 +2,12 @@ package mapping
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/substatehq/substate"
 )
@@ -11,23 +15,26 @@ import (
 // restateRow is one sys_invocation row as the admin API's /query returns it
 // with Accept: application/json. Only the columns mapping reads are declared.
 // The poller may add the invocation's failure events from
-// sys_journal_events (see restateJournal).
+// sys_journal_events (see restateJournal), and, to the row of an
+// invocation of a keyless service, its input (see restateInput).
 type restateRow struct {
-	ID                string      `json:"id"`
-	Target            string      `json:"target"`
-	TargetServiceName string      `json:"target_service_name"`
-	TargetServiceKey  string      `json:"target_service_key"`
-	Status            string      `json:"status"`
-	CreatedAt         restateTime `json:"created_at"`
-	ModifiedAt        restateTime `json:"modified_at"`
-	RunningAt         restateTime `json:"running_at"`
-	CompletedAt       restateTime `json:"completed_at"`
-	NextRetryAt       restateTime `json:"next_retry_at"`
-	RetryCount        *int        `json:"retry_count"`
-	LastFailure       string      `json:"last_failure"`
-	LastFailureCode   string      `json:"last_failure_error_code"`
-	CompletionResult  string      `json:"completion_result"`
-	CompletionFailure string      `json:"completion_failure"`
+	ID                string         `json:"id"`
+	Target            string         `json:"target"`
+	TargetServiceName string         `json:"target_service_name"`
+	TargetServiceKey  string         `json:"target_service_key"`
+	IdempotencyKey    string         `json:"idempotency_key"`
+	Input             jsontext.Value `json:"input"`
+	Status            string         `json:"status"`
+	CreatedAt         restateTime    `json:"created_at"`
+	ModifiedAt        restateTime    `json:"modified_at"`
+	RunningAt         restateTime    `json:"running_at"`
+	CompletedAt       restateTime    `json:"completed_at"`
+	NextRetryAt       restateTime    `json:"next_retry_at"`
+	RetryCount        *int           `json:"retry_count"`
+	LastFailure       string         `json:"last_failure"`
+	LastFailureCode   string         `json:"last_failure_error_code"`
+	CompletionResult  string         `json:"completion_result"`
+	CompletionFailure string         `json:"completion_failure"`
 	restateJournal
 }
 
@@ -49,7 +56,7 @@ func (m *Mapper) mapRestate(body []byte, stopCause string) ([]substate.EventData
 	for i := range rows {
 		ev, err := m.mapRestateRow(&rows[i])
 		if err != nil {
-			return nil, err
+			return nil, aboutRows(err, len(rows))
 		}
 		withStopCause(&ev, &rows[i], stopCause)
 		out = append(out, ev)
@@ -83,13 +90,50 @@ func (m *Mapper) mapRestateRow(r *restateRow) (substate.EventData, error) {
 	if err != nil {
 		return substate.EventData{}, err
 	}
-	src := tenantSource{execution: r.ID, name: r.TargetServiceKey, serviceKey: r.TargetServiceKey}
+	src := tenantSource{provider: substate.ProviderRestate, execution: r.ID, name: r.name(),
+		serviceKey: r.TargetServiceKey, input: restateInput(r.Input)}
 	tenant, err := m.tenants.resolve(&src)
 	if err != nil {
 		return substate.EventData{}, err
 	}
 	out.TenantID = tenant
 	return out, nil
+}
+
+// name is what name: tenant rules match: the service key, or for an
+// invocation of a keyless service its idempotency_key (the caller's
+// idempotency key; Restate 1.7 fills in a ULID when the caller sent none).
+func (r *restateRow) name() string {
+	return cmp.Or(r.TargetServiceKey, r.IdempotencyKey)
+}
+
+// restateInput returns the input JSON text attached to a row: the value
+// itself, or the text of a JSON string (as Step Functions gives its
+// input); nil when there is none.
+func restateInput(v jsontext.Value) []byte {
+	switch v.Kind() {
+	case '{', '[', '0', 't', 'f':
+		return v
+	case '"':
+		s, err := decodeString(v)
+		if err != nil || s == "" {
+			return nil
+		}
+		return []byte(s)
+	}
+	return nil
+}
+
+// aboutRows returns the error of one of n rows of a payload: a tenant
+// that cannot be resolved names its execution only when the payload holds
+// that one row, so that a payload of several invocations' rows is always
+// dead-lettered whole.
+func aboutRows(err error, n int) error {
+	var u *substate.UnresolvedTenant
+	if n > 1 && errors.As(err, &u) {
+		return u.Err
+	}
+	return err
 }
 
 // restateStatus maps a row to its canonical event, all but the tenant.

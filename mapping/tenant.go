@@ -146,6 +146,7 @@ func (r *TenantRule) UnmarshalText(b []byte) error {
 
 // tenantSource is what an execution offers to the tenant rules.
 type tenantSource struct {
+	provider     substate.Provider
 	execution    string // for the error message
 	input        []byte // execution input JSON text; nil when absent or excluded
 	name         string // execution name
@@ -162,8 +163,9 @@ const maxQuoted = 512
 // rule that finds an id ValidateTenantID refuses (too long, not UTF-8, a
 // control character) ends the search with an EINVALID error: the next rule
 // might name another tenant, and filing the event there would be wrong.
-// When no rule finds one, the ENOTENANT error lists every rule tried and
-// why it did not.
+// When no rule finds one, the error is a *substate.UnresolvedTenant naming
+// the execution, whose ENOTENANT error lists every rule tried and why it
+// did not.
 func (rs TenantRules) resolve(src *tenantSource) (string, error) {
 	for i := range rs {
 		t, _, err := rs[i].apply(src)
@@ -183,8 +185,9 @@ func (rs TenantRules) resolve(src *tenantSource) (string, error) {
 		_, why, _ := rs[i].apply(src)
 		tried = append(tried, rs[i].text+" ("+why+")")
 	}
-	return "", substate.Errorf(substate.ENOTENANT, "no tenant for execution %s: tried %s",
-		substate.QuotePrefix(src.execution, maxQuoted), strings.Join(tried, "; "))
+	return "", &substate.UnresolvedTenant{Provider: src.provider, ExecutionID: src.execution,
+		Err: substate.Errorf(substate.ENOTENANT, "no tenant for execution %s: tried %s",
+			substate.QuotePrefix(src.execution, maxQuoted), strings.Join(tried, "; "))}
 }
 
 // apply returns the tenant the rule finds in src; or "" and why not; or an

@@ -128,10 +128,10 @@ func onePerTenant(changes []substate.Change) []substate.Change {
 	return out
 }
 
-// publish sends the round asynchronously and returns the sequences of
-// the changes the server acknowledged (stored or found a duplicate), with
+// publish sends the round asynchronously and returns the changes the
+// server acknowledged (stored or found a duplicate), with
 // the first error.
-func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]uint64, error) {
+func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]substate.Change, error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(round))
 	var sendErr error
 	for i := range round {
@@ -152,12 +152,12 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]ui
 	}
 	timeout := time.NewTimer(cmp.Or(f.AckTimeout, DefaultFeedAckTimeout))
 	defer timeout.Stop()
-	acked := make([]uint64, 0, len(futures))
+	acked := make([]substate.Change, 0, len(futures))
 	var ackErr error
 	for i, fut := range futures {
 		select {
 		case <-fut.Ok():
-			acked = append(acked, round[i].Seq)
+			acked = append(acked, round[i])
 		case err := <-fut.Err():
 			ackErr = cmp.Or(ackErr, unavailable(err, "publish change"))
 		case <-timeout.C:

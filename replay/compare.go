@@ -26,7 +26,9 @@ type TenantDiff struct {
 
 // viewFields are the compared fields of a tenant view. updatedAt is not
 // among them: the live projector stamps it with the wall clock of its
-// commit, which no stream records (see Rebuild).
+// commit, which no stream records (see Rebuild). Nor are deadline,
+// deadlineSlo, stuck and stuckSince: they come from the worker's SLO file
+// and its clock.
 var viewFields = []struct {
 	name string
 	get  func(*substate.TenantView) string
@@ -55,7 +57,7 @@ func formatTime(t time.Time) string {
 }
 
 // Compare returns the tenants whose views differ between live and replay,
-// by tenant id, comparing every field but updatedAt.
+// by tenant id, comparing every field but updatedAt and the deadline's.
 func Compare(live, replay []substate.TenantView) []TenantDiff {
 	byID := make(map[string]*substate.TenantView, len(replay))
 	for i := range replay {

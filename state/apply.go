@@ -81,12 +81,16 @@ func storable(t time.Time) bool {
 // every tenant it touches, and the result so far.
 type work struct {
 	now   time.Time
+	slos  *substate.SLOs     // the deadlines changes get
 	orig  map[string]*Record // as stored; nil when not stored yet
 	next  map[string]*Record // after the batch's events so far
 	dirty map[string]bool    // tenants to write: true when their view changed
 	order []string           // tenants in first-touch order
 	res   substate.ApplyResult
 	last  uint64
+	// sloDigest, when set, is stored with the commit: the deadlines are
+	// those of these SLOs.
+	sloDigest *string
 	// noops are the events that changed nothing, kept only when the
 	// logger writes debug lines.
 	noops []noop
@@ -100,6 +104,7 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 	w := &work{
 		debug: debug,
 		now:   utc(d.Now()),
+		slos:  d.slos.Load(),
 		orig:  make(map[string]*Record),
 		next:  make(map[string]*Record),
 		dirty: make(map[string]bool),
@@ -167,6 +172,8 @@ func (w *work) apply(s *substate.Sequenced, rec *Record, next Record, out Outcom
 			w.dirty[id] = false
 		}
 	case Changed:
+		next.Seq = s.Seq
+		setDeadline(w.slos, rec, &next)
 		w.res.Changes = append(w.res.Changes, substate.Change{Seq: s.Seq, TenantID: id, Old: rec.View, New: next.View, TraceParent: s.TraceParent})
 		w.dirty[id] = true
 	}
@@ -193,6 +200,9 @@ func (w *work) write(b *buckets) error {
 	if err := b.saveCounts(); err != nil {
 		return err
 	}
+	if err := b.saveStuckCounts(); err != nil {
+		return err
+	}
 	return b.saveGroups()
 }
 
@@ -203,6 +213,7 @@ func (w *work) write(b *buckets) error {
 func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
+	var next time.Time // the first deadline after the commit
 	err := d.update(func(tx *bolt.Tx) error {
 		b := bucketsOf(tx)
 		if err := d.writePending(&b, w); err != nil {
@@ -221,6 +232,12 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 				}
 			}
 		}
+		if w != nil && w.sloDigest != nil {
+			if err := b.meta.Put(keySLODigest, []byte(*w.sloDigest)); err != nil {
+				return err
+			}
+		}
+		next = firstDeadline(tx)
 		return b.meta.Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))
 	})
 	if err != nil {
@@ -228,6 +245,7 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	}
 	clear(d.pending)
 	clear(d.removed)
+	clear(d.removedKeyed)
 	d.seq, d.checkpoint = seq, seq
 	d.stats.Commits++
 	alloc := pageAlloc(d.db)
@@ -235,8 +253,15 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	d.stats.BytesWritten += written
 	d.allocated = alloc
 	if d.ChangeOutbox && w != nil && w.changes() {
+		d.keepFresh(w.res.Changes)
 		d.signalOutbox()
 	}
+	if w != nil && w.sloDigest != nil {
+		d.deadline.mu.Lock()
+		d.deadline.digest = *w.sloDigest
+		d.deadline.mu.Unlock()
+	}
+	d.setNextDeadline(next)
 	return written, nil
 }
 

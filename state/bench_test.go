@@ -17,20 +17,25 @@ import (
 // fsyncs each commit as the projector does; "nosync" is a rebuild.
 // "outbox" writes the changes into the change outbox as the worker does,
 // and after each batch takes them out again as the change feed does once
-// the stream acknowledged them.
+// the stream acknowledged them. "deadlines" sets SLOs under which every
+// change moves the tenant's deadline (running 30 minutes, a 2-hour run).
 func BenchmarkApply(b *testing.B) {
 	for _, sync := range []string{"sync", "nosync"} {
 		for _, mix := range []string{"changes", "half-unchanged", "unchanged"} {
-			b.Run(sync+"/"+mix, func(b *testing.B) { benchApply(b, sync == "sync", mix, false) })
+			b.Run(sync+"/"+mix, func(b *testing.B) { benchApply(b, sync == "sync", mix, false, false) })
 		}
 	}
-	b.Run("sync/changes/outbox", func(b *testing.B) { benchApply(b, true, "changes", true) })
-	b.Run("nosync/changes/outbox", func(b *testing.B) { benchApply(b, false, "changes", true) })
+	b.Run("sync/changes/outbox", func(b *testing.B) { benchApply(b, true, "changes", true, false) })
+	b.Run("nosync/changes/outbox", func(b *testing.B) { benchApply(b, false, "changes", true, false) })
+	b.Run("nosync/changes/deadlines", func(b *testing.B) { benchApply(b, false, "changes", false, true) })
 }
 
-func benchApply(b *testing.B, sync bool, mix string, outbox bool) {
+func benchApply(b *testing.B, sync bool, mix string, outbox, deadlines bool) {
 	const tenants, batchSize = 10000, 100
 	db := openDB(b, func(db *state.DB) { db.NoSync, db.ChangeOutbox = !sync, outbox })
+	if deadlines {
+		db.SetSLOs(testSLOs(b))
+	}
 	ctx := context.Background()
 	drain := func() {
 		if !outbox {
@@ -40,11 +45,7 @@ func benchApply(b *testing.B, sync bool, mix string, outbox bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		seqs := make([]uint64, len(pending))
-		for i := range pending {
-			seqs[i] = pending[i].Seq
-		}
-		if err := db.RemoveChanges(ctx, seqs); err != nil {
+		if err := db.RemoveChanges(ctx, pending); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -30,13 +30,15 @@ const (
 	flagStep         = 1 << 2 // the step follows, last (records written before it have none)
 	flagWorkflowType = 1 << 3 // version 2: the workflow type follows the step
 	flagErrorKind    = 1 << 4 // version 2: the error type and fingerprint follow
-	flagSince        = 1 << 5 // version 2: the time the sub-state began follows, last
+	flagSince        = 1 << 5 // version 2: the time the sub-state began follows
+	flagSeq          = 1 << 6 // version 2: the sequence of the last change follows
+	flagDeadline     = 1 << 7 // version 2: the deadline, its SLO and stuck flag follow, last
 )
 
 // knownFlags are the flags decodeRecord accepts, by record version.
 const (
 	knownFlags1 = flagOwnExecution | flagMapping | flagStep
-	knownFlags  = knownFlags1 | flagWorkflowType | flagErrorKind | flagSince
+	knownFlags  = knownFlags1 | flagWorkflowType | flagErrorKind | flagSince | flagSeq | flagDeadline
 )
 
 // encodeRecord returns the stored form of r. The tenant id is the key and is
@@ -80,6 +82,13 @@ func encodeRecord(r *Record) []byte {
 	if flags&flagSince != 0 {
 		b = appendTime(b, v.WorkflowSubStateSince)
 	}
+	if flags&flagSeq != 0 {
+		b = binary.AppendUvarint(b, r.Seq)
+	}
+	if flags&flagDeadline != 0 {
+		b = appendTime(b, v.Deadline)
+		b = append(b, deadlineByte(v))
+	}
 	return b
 }
 
@@ -105,6 +114,12 @@ func recordFlags(r *Record) byte {
 	}
 	if !v.WorkflowSubStateSince.IsZero() {
 		flags |= flagSince
+	}
+	if r.Seq != 0 {
+		flags |= flagSeq
+	}
+	if !v.Deadline.IsZero() {
+		flags |= flagDeadline
 	}
 	return flags
 }
@@ -163,6 +178,15 @@ func decodeAdded(d *decoder, r *Record, flags byte) {
 	}
 	if flags&flagSince != 0 {
 		v.WorkflowSubStateSince = d.time()
+	}
+	if flags&flagSeq != 0 {
+		r.Seq = d.uvarint()
+	}
+	if flags&flagDeadline != 0 {
+		v.Deadline = d.time()
+		if !setDeadlineByte(v, d.byte()) {
+			d.err = true
+		}
 	}
 }
 

@@ -72,19 +72,25 @@ type DB struct {
 	mu      sync.Mutex                   // serializes Apply, Sync, Check and Close
 	corrupt atomic.Pointer[CorruptError] // set when the file was found corrupt; see Health
 
-	outboxReady chan struct{} // see ChangesWaiting
-	removeTimer *time.Timer   // see RemoveChanges; guarded by pmu
-	removeArmed bool          // removeTimer is set to fire; guarded by pmu
+	outboxReady chan struct{}                 // see ChangesWaiting
+	slos        atomic.Pointer[substate.SLOs] // see SetSLOs
+	deadline    deadlineState                 // see NextDeadline
+	removeTimer *time.Timer                   // see RemoveChanges; guarded by pmu
+	removeArmed bool                          // removeTimer is set to fire; guarded by pmu
 
 	// pmu guards what readers see besides the file: pending, removed, seq,
 	// checkpoint, stats. Apply takes it for writing only around a commit.
-	pmu        sync.RWMutex
-	pending    map[string]Record   // unchanged-but-newer records not yet written
-	removed    map[uint64]struct{} // outbox changes the feed removed, still in the file
-	seq        uint64              // highest sequence applied, in memory
-	checkpoint uint64              // highest sequence committed
-	stats      Stats
-	allocated  int64 // bbolt's page bytes allocated as of the last commit
+	pmu     sync.RWMutex
+	pending map[string]Record   // unchanged-but-newer records not yet written
+	removed map[uint64]struct{} // outbox changes the feed removed, still in the file
+	// removedKeyed are the stuck and unstuck messages the feed removed,
+	// by outbox key (see outboxKey), still in the file.
+	removedKeyed map[string]struct{}
+	fresh        map[uint64]substate.Change // see keepFresh
+	seq          uint64                     // highest sequence applied, in memory
+	checkpoint   uint64                     // highest sequence committed
+	stats        Stats
+	allocated    int64 // bbolt's page bytes allocated as of the last commit
 }
 
 // Stats counts what the DB did since Open.
@@ -130,6 +136,12 @@ func (d *DB) Open() error {
 	if errors.As(err, &ce) && d.MoveCorrupt {
 		db, cp, err = d.reopenEmpty(ce)
 	}
+	if err == nil {
+		d.deadline.init()
+		if err = d.guard(OpOpen, func() error { return d.readDeadlineState(db) }); err != nil {
+			err = errors.Join(err, closeBolt(db, err))
+		}
+	}
 	if err != nil {
 		if errors.As(err, &ce) {
 			d.corrupt.CompareAndSwap(nil, ce)
@@ -140,7 +152,10 @@ func (d *DB) Open() error {
 	if d.outboxReady == nil {
 		d.outboxReady = make(chan struct{}, 1)
 	}
-	d.db, d.pending, d.removed, d.seq, d.checkpoint, d.stats = db, make(map[string]Record), make(map[uint64]struct{}), cp, cp, Stats{}
+	d.deadline.init()
+	d.db, d.pending, d.removed, d.removedKeyed = db, make(map[string]Record), make(map[uint64]struct{}), make(map[string]struct{})
+	d.fresh = make(map[uint64]substate.Change)
+	d.seq, d.checkpoint, d.stats = cp, cp, Stats{}
 	d.allocated = pageAlloc(db)
 	d.corrupt.Store(nil)
 	d.pmu.Unlock()
@@ -200,7 +215,7 @@ func (d *DB) reopenEmpty(ce *CorruptError) (*bolt.DB, uint64, error) {
 // (migrateGroups).
 func initBuckets(tx *bolt.Tx, cp *uint64, migrate *bool) error {
 	for _, name := range [][]byte{bucketTenants, bucketSubState, bucketError, bucketRetry, bucketMeta, bucketOutbox,
-		bucketGroupValues, bucketGroupCounts, bucketGroupMembers} {
+		bucketGroupValues, bucketGroupCounts, bucketGroupMembers, bucketDeadlines, bucketStuck, bucketStuckCounts} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

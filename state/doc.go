@@ -52,6 +52,19 @@
 //     followed one: a newer execution first seen already succeeded leaves
 //     the public fields as they were but must be written, so it is a change.
 //
+// # Deadlines
+//
+// With SLOs set (SetSLOs), every change also sets the tenant's deadline
+// (substate.SLOs.Deadline, from WorkflowSubStateSince and the execution's
+// start) and its key in the timer index, in the change's transaction; a
+// terminal tenant holds none. A tenant that is stuck stays stuck while a
+// change leaves its deadline where it was. ExpireDeadlines marks the due
+// tenants stuck and writes their stuck changes into the outbox;
+// writeOutbox adds an unstuck message after a change that ended stuck.
+// RecomputeDeadlines gives the tenants that are neither terminal nor stuck
+// the deadlines of new SLOs, in bounded transactions. The record keeps the
+// sequence of its last change (Record.Seq), which a stuck message carries.
+//
 // # Unchanged events
 //
 // An event that is newer but changes nothing the dirty check looks at
@@ -89,8 +102,9 @@
 //
 // Buckets: tenants (id → record), by-sub-state (code, id), with-error (id),
 // by-retry (8-byte big-endian count, id), by-updated, the group buckets
-// (groupkeys.go) and meta (checkpoint, schema, sub-state counts). A file of
-// schema 1 gets its group buckets built from its records on Open.
+// (groupkeys.go), the deadline buckets (deadline.go) and meta (checkpoint,
+// schema, sub-state counts, the SLOs' digest). A file of schema 1 gets its
+// group buckets built from its records on Open.
 // The indexes hold every tenant, so a retry-count listing highest first is
 // a reverse cursor walk that stops at the minimum. Records use a compact
 // versioned binary encoding, several times smaller and faster than JSON

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -53,6 +54,9 @@ func Verify(path string) error {
 			return err
 		}
 		if err := verifyDerived(tx); err != nil {
+			return err
+		}
+		if err := verifyDeadlines(tx); err != nil {
 			return err
 		}
 		return verifyGroups(tx)
@@ -264,4 +268,57 @@ func ForgetGroups(path string) error {
 	}
 	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte{schemaVersion1}) })
 	return errors.Join(err, db.Close())
+}
+
+// verifyDeadlines checks the timer and stuck indexes and the stuck counts
+// against the records: a terminal tenant holds no deadline, a stuck one
+// is in the stuck index alone.
+func verifyDeadlines(tx *bolt.Tx) error {
+	want := map[string]map[string]bool{string(bucketDeadlines): {}, string(bucketStuck): {}}
+	counts := map[string]int64{}
+	err := tx.Bucket(bucketTenants).ForEach(func(k, v []byte) error {
+		rec, err := decodeRecord(string(k), v)
+		if err != nil {
+			return err
+		}
+		view := &rec.View
+		if view.WorkflowSubState.Terminal() && !view.Deadline.IsZero() {
+			return fmt.Errorf("terminal tenant %q holds deadline %s", k, view.Deadline)
+		}
+		if dk := deadlineKey(view); dk != nil {
+			want[string(bucketDeadlines)][string(dk)] = true
+			if v := tx.Bucket(bucketDeadlines).Get(dk); len(v) != 1 || v[0] != deadlineByte(view) {
+				return fmt.Errorf("timer index entry of %q says SLO %x, the record %q", k, v, view.DeadlineSLO)
+			}
+		}
+		if sk := stuckKey(view); sk != nil {
+			want[string(bucketStuck)][string(sk)] = true
+			counts[stuckCountKey(view)]++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range [][]byte{bucketDeadlines, bucketStuck} {
+		n := 0
+		err := tx.Bucket(name).ForEach(func(k, _ []byte) error {
+			if n++; !want[string(name)][string(k)] {
+				return fmt.Errorf("index %s has stray key %x", name, k)
+			}
+			return nil
+		})
+		if err == nil && n != len(want[string(name)]) {
+			err = fmt.Errorf("index %s has %d keys, want %d", name, n, len(want[string(name)]))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	got := map[string]int64{}
+	tx.Bucket(bucketStuckCounts).ForEach(func(k, v []byte) error { got[string(k)] = decodeCount(v); return nil })
+	if !maps.Equal(got, counts) {
+		return fmt.Errorf("stuck counts %v, want %v", got, counts)
+	}
+	return nil
 }

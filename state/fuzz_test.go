@@ -26,7 +26,12 @@ func sampleRecords() []state.Record {
 		rec, _ = state.ApplyEvent(rec, e, t0)
 		out = append(out, rec)
 	}
-	return out
+	rec.Seq = 4711
+	out = append(out, rec)
+	rec.View.Deadline, rec.View.DeadlineSLO = t0.Add(time.Hour), substate.SLOBackingOff
+	out = append(out, rec)
+	rec.View.Stuck, rec.View.StuckSince = true, rec.View.Deadline
+	return append(out, rec)
 }
 
 // FuzzDecodeRecord feeds arbitrary stored bytes to the record decoder: it
@@ -86,6 +91,15 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		rec.View.WorkflowType, rec.View.WorkflowErrorType, rec.View.WorkflowErrorFingerprint = parts[0], parts[1], parts[2]
 		if s%2 == 0 {
 			rec.View.WorkflowSubStateSince = at
+		}
+		if s%3 == 0 {
+			rec.Seq = rev
+		}
+		if s%3 == 1 {
+			rec.View.Deadline, rec.View.DeadlineSLO = at, substate.SLONames[int(mapping)%len(substate.SLONames)]
+			if s%4 == 1 {
+				rec.View.Stuck, rec.View.StuckSince = true, at
+			}
 		}
 		got, err := state.DecodeRecord("t", state.EncodeRecord(rec))
 		if err != nil {

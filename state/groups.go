@@ -28,9 +28,9 @@ const DefaultGroupScanLimit = 1_000_000
 // cost is one read per counter cell of the dimension (distinct value ×
 // sub-state × provider × error flag) and two seeks per cell of the groups
 // returned, whatever the number of tenants. Any other filter (tenantPrefix,
-// minRetryCount, inStateLongerThan, verb, a fingerprint when grouping by
-// another field) reads the matching tenants from the narrowest index that
-// holds them all: the fingerprint's members, the tenant-id range of the
+// minRetryCount, inStateLongerThan, verb, stuck, a fingerprint when
+// grouping by another field) reads the matching tenants from the narrowest
+// index that holds them all: the stuck index, the fingerprint's members, the tenant-id range of the
 // prefix, or the members of the sub-states, providers and error flag the
 // filter allows, each in time-in-state order so that inStateLongerThan
 // stops early. A query that would read more than GroupScanLimit tenants is
@@ -100,7 +100,7 @@ func (d *DB) groupLimit(q *substate.GroupQuery) (int, error) {
 // countersServe reports whether the group counters answer q exactly.
 func countersServe(q *substate.GroupQuery) bool {
 	f := &q.Filter
-	return f.TenantPrefix == "" && f.MinRetryCount == 0 && f.InStateLongerThan == 0 && f.Verb == "" &&
+	return f.TenantPrefix == "" && f.MinRetryCount == 0 && f.InStateLongerThan == 0 && f.Verb == "" && !f.Stuck &&
 		(f.Fingerprint == "" || q.By == substate.GroupByFingerprint)
 }
 

@@ -26,7 +26,7 @@ func (d *DB) walkGroups(ctx context.Context, g *groupQuery) (substate.GroupPage,
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
+		defer func() { _ = tx.Rollback() }() // a read transaction: nothing to undo
 		g.tx = tx
 		page, err = d.walk(ctx, g, pending)
 		return err
@@ -104,14 +104,19 @@ type groupSource struct {
 	bucket   []byte
 	prefixes [][]byte // one range per prefix
 	members  bool     // keys are member keys, in time-in-sub-state order per range
+	skip     int      // bytes before the tenant id in a key that is not a member key
 }
 
-// source picks the ranges a walk reads: the fingerprint's members when the
-// filter names one, else the members of the cells the filter allows,
+// source picks the ranges a walk reads: the stuck tenants when the filter
+// asks for them (few, when the SLOs are right), the fingerprint's members
+// when the filter names one, else the members of the cells the filter allows,
 // unless they hold more than a listing scans and the tenant-id prefix
 // range is there to read instead. nil means nothing can match.
 func (g *groupQuery) source(small int) (*groupSource, error) {
 	f := &g.q.Filter
+	if f.Stuck {
+		return &groupSource{bucket: bucketStuck, prefixes: [][]byte{{}}, skip: sinceLen}, nil
+	}
 	dim := byte(dimType)
 	var only valueID
 	if f.Fingerprint != "" {
@@ -145,7 +150,10 @@ func (s *groupSource) walk(tx *bolt.Tx, cutoff time.Time, fn func(id []byte) err
 	c := tx.Bucket(s.bucket).Cursor()
 	for _, prefix := range s.prefixes {
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			id := k
+			if len(k) < s.skip {
+				continue
+			}
+			id := k[s.skip:]
 			if s.members {
 				tenant, since, ok := memberTenant(k)
 				if !ok {
@@ -203,6 +211,7 @@ func matcher(f *substate.TenantFilter, cutoff time.Time) func(*substate.TenantVi
 			strings.HasPrefix(v.TenantID, f.TenantPrefix) &&
 			(f.Fingerprint == "" || v.WorkflowErrorFingerprint == f.Fingerprint) &&
 			(f.Verb == "" || v.WorkflowVerb == f.Verb) &&
-			(cutoff.IsZero() || v.WorkflowSubStateSince.Before(cutoff))
+			(cutoff.IsZero() || v.WorkflowSubStateSince.Before(cutoff)) &&
+			(!f.Stuck || v.Stuck)
 	}
 }

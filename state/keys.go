@@ -106,19 +106,24 @@ type buckets struct {
 	moved                                  [codeFailed]int64 // count changes by sub-state, not saved yet (saveCounts)
 	values, counts, members                *bolt.Bucket      // see groupkeys.go
 	groups                                 *groupWork        // group count changes, not saved yet (saveGroups)
+	deadlines, stuck, stuckCounts          *bolt.Bucket      // see deadline.go
+	stuckMoved                             map[string]int64  // stuck count changes, not saved yet (saveStuckCounts)
 }
 
 func bucketsOf(tx *bolt.Tx) buckets {
 	return buckets{
-		tenants:  tx.Bucket(bucketTenants),
-		subState: tx.Bucket(bucketSubState),
-		errors:   tx.Bucket(bucketError),
-		retry:    tx.Bucket(bucketRetry),
-		meta:     tx.Bucket(bucketMeta),
-		updated:  tx.Bucket(bucketUpdated),
-		values:   tx.Bucket(bucketGroupValues),
-		counts:   tx.Bucket(bucketGroupCounts),
-		members:  tx.Bucket(bucketGroupMembers),
+		tenants:     tx.Bucket(bucketTenants),
+		subState:    tx.Bucket(bucketSubState),
+		errors:      tx.Bucket(bucketError),
+		retry:       tx.Bucket(bucketRetry),
+		meta:        tx.Bucket(bucketMeta),
+		updated:     tx.Bucket(bucketUpdated),
+		values:      tx.Bucket(bucketGroupValues),
+		counts:      tx.Bucket(bucketGroupCounts),
+		members:     tx.Bucket(bucketGroupMembers),
+		deadlines:   tx.Bucket(bucketDeadlines),
+		stuck:       tx.Bucket(bucketStuck),
+		stuckCounts: tx.Bucket(bucketStuckCounts),
 	}
 }
 
@@ -143,6 +148,9 @@ func (b *buckets) put(old *Record, next *Record) error {
 		return err
 	}
 	if err := b.trackDerived(old, next); err != nil {
+		return err
+	}
+	if err := b.trackDeadlines(old, next); err != nil {
 		return err
 	}
 	return b.trackGroups(old, next)

@@ -13,18 +13,29 @@ import (
 // and ends with "…". The view and its history keep the whole message.
 const MaxLoggedError = 200
 
-// LogChange writes the one log line of a committed change, "view changed":
-// the tenant, the old and new sub-state and the execution; the retry count
-// when it changed; the error message when it was set or changed. The line
-// is at info, or at warn when the change sets or changes the workflow's
-// error: a failure the provider reported is the tenant's, not substate's,
-// and never logs at error, which is for substate's own faults. A nil
-// logger logs nothing.
+// LogChange writes the one log line of a committed change. A tenant whose
+// deadline passed is "tenant stuck" at warn (tenant, sub-state, SLO,
+// since, execution). Any other change is "view changed": the tenant, the
+// old and new sub-state and the execution; the retry count when it
+// changed; the error message when it was set or changed; unstuck=true
+// when it moved a stuck tenant on. That line is at info, or at warn when
+// the change sets or changes the workflow's error: a failure the provider
+// reported is the tenant's, not substate's, and never logs at error,
+// which is for substate's own faults. A nil logger logs nothing.
 func LogChange(ctx context.Context, l *slog.Logger, c *substate.Change) {
 	if l == nil {
 		return
 	}
 	o, n := &c.Old, &c.New
+	if n.Stuck && !o.Stuck {
+		l.LogAttrs(ctx, slog.LevelWarn, "tenant stuck: its deadline passed with no change",
+			slog.String("tenant", c.TenantID),
+			slog.String("subState", string(n.WorkflowSubState)),
+			slog.String("slo", string(n.DeadlineSLO)),
+			slog.Time("since", n.StuckSince),
+			slog.String("execution", n.WorkflowExecutionID))
+		return
+	}
 	newError := n.WorkflowErrorMessage != "" && n.WorkflowErrorMessage != o.WorkflowErrorMessage
 	level := slog.LevelInfo
 	if newError {
@@ -37,7 +48,7 @@ func LogChange(ctx context.Context, l *slog.Logger, c *substate.Change) {
 	if execution == "" {
 		execution = o.WorkflowExecutionID // succeeded cleared it
 	}
-	var buf [6]slog.Attr
+	var buf [7]slog.Attr
 	attrs := append(buf[:0],
 		slog.String("tenant", c.TenantID),
 		slog.String("old", string(o.WorkflowSubState)),
@@ -48,6 +59,9 @@ func LogChange(ctx context.Context, l *slog.Logger, c *substate.Change) {
 	}
 	if newError {
 		attrs = append(attrs, slog.String("error", clip(n.WorkflowErrorMessage, MaxLoggedError)))
+	}
+	if o.Stuck && !n.Stuck {
+		attrs = append(attrs, slog.Bool("unstuck", true))
 	}
 	l.LogAttrs(ctx, level, "view changed", attrs...)
 }

@@ -13,10 +13,22 @@ import (
 )
 
 // bucketOutbox holds the changes the change feed has not acknowledged:
-// sequence (8 bytes, big-endian) → the change as JSON. With ChangeOutbox
+// sequence (8 bytes, big-endian) → the change as JSON; an unstuck or
+// stuck message has its kind (one byte) and the tenant id after the
+// sequence, so that the messages of one sequence sort in the order they
+// happen (substate.ChangeKind). With ChangeOutbox
 // set, every commit that changes a view writes its changes here in the
 // same transaction.
 var bucketOutbox = []byte("change-outbox")
+
+// outboxKey is the outbox key of a change.
+func outboxKey(c *substate.Change) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 9+len(c.TenantID)), c.Seq)
+	if c.Kind == substate.ChangeFromEvent {
+		return k
+	}
+	return append(append(k, byte(c.Kind)), c.TenantID...)
+}
 
 // Compile-time check that DB is a change outbox.
 var _ substate.ChangeOutbox = (*DB)(nil)
@@ -24,24 +36,59 @@ var _ substate.ChangeOutbox = (*DB)(nil)
 // outboxEntry is the value of a change in the outbox: the change and the
 // traceparent of the event that made it.
 type outboxEntry struct {
-	Change      substate.Change `json:"change"`
-	TraceParent string          `json:"traceparent,omitempty"`
+	Change      substate.Change     `json:"change"`
+	TraceParent string              `json:"traceparent,omitempty"`
+	Kind        substate.ChangeKind `json:"kind,omitzero"`
 }
 
-// writeOutbox stores the batch's changes in the outbox.
+// writeOutbox stores the batch's changes in the outbox, and after a
+// change that ended a tenant's stuck, its unstuck message.
 func (w *work) writeOutbox(tx *bolt.Tx) error {
 	b := tx.Bucket(bucketOutbox)
 	for i := range w.res.Changes {
 		c := &w.res.Changes[i]
-		v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent})
-		if err != nil {
-			return fmt.Errorf("encode change %d: %w", c.Seq, err)
-		}
-		if err := b.Put(binary.BigEndian.AppendUint64(nil, c.Seq), v); err != nil {
+		if err := putOutbox(b, c); err != nil {
 			return err
+		}
+		if c.Kind == substate.ChangeFromEvent && c.Old.Stuck && !c.New.Stuck {
+			u := *c
+			u.Kind = substate.ChangeUnstuck
+			if err := putOutbox(b, &u); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// putOutbox stores one change in the outbox.
+func putOutbox(b *bolt.Bucket, c *substate.Change) error {
+	v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent, Kind: c.Kind})
+	if err != nil {
+		return fmt.Errorf("encode change %d: %w", c.Seq, err)
+	}
+	return b.Put(outboxKey(c), v)
+}
+
+// maxFresh bounds the changes kept in memory beside the outbox: a feed
+// that lags further reads the rest from the file.
+const maxFresh = 16384
+
+// keepFresh keeps the changes a commit just wrote to the outbox in memory,
+// up to maxFresh, so that the change feed, which publishes them right
+// after, takes them as they are instead of decoding them back from the
+// file; the file stays the record (after a restart, beyond maxFresh, and
+// for stuck and unstuck messages, PendingChanges decodes them). d.pmu
+// must be held for writing.
+func (d *DB) keepFresh(changes []substate.Change) {
+	for _, c := range changes {
+		if len(d.fresh) >= maxFresh {
+			return
+		}
+		if c.Kind == substate.ChangeFromEvent {
+			d.fresh[c.Seq] = c
+		}
+	}
 }
 
 // signalOutbox wakes the change feed after a commit that wrote changes.
@@ -71,14 +118,18 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 	err := d.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
-			if _, gone := d.removed[binary.BigEndian.Uint64(k)]; gone {
+			if d.isRemoved(k) {
+				continue
+			}
+			if c, ok := d.fresh[binary.BigEndian.Uint64(k)]; ok && len(k) == 8 {
+				out = append(out, c)
 				continue
 			}
 			var e outboxEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode outbox change %x: %w", k, err)
 			}
-			e.Change.TraceParent = e.TraceParent
+			e.Change.TraceParent, e.Change.Kind = e.TraceParent, e.Kind
 			out = append(out, e.Change)
 		}
 		return nil
@@ -89,18 +140,28 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 	return out, nil
 }
 
-// RemoveChanges forgets the changes with these sequences, once the feed
-// has them: PendingChanges and OutboxLen leave them out at once, and the
+// isRemoved reports whether the feed removed the change of an outbox key.
+// d.pmu must be held.
+func (d *DB) isRemoved(k []byte) bool {
+	if len(k) == 8 {
+		_, gone := d.removed[binary.BigEndian.Uint64(k)]
+		return gone
+	}
+	_, gone := d.removedKeyed[string(k)]
+	return gone
+}
+
+// RemoveChanges forgets these changes, once the feed has them: PendingChanges and OutboxLen leave them out at once, and the
 // file loses them in the next commit of the view, so that draining the
 // outbox costs the projector no write transaction of its own. When no
 // commit comes within removeDelay (a quiet view), a transaction of their
 // own removes them. A crash before then publishes them again after the
 // restart, which the stream drops as duplicates inside its dedupe window.
-func (d *DB) RemoveChanges(ctx context.Context, seqs []uint64) error {
+func (d *DB) RemoveChanges(ctx context.Context, changes []substate.Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(seqs) == 0 {
+	if len(changes) == 0 {
 		return nil
 	}
 	d.pmu.Lock()
@@ -108,11 +169,16 @@ func (d *DB) RemoveChanges(ctx context.Context, seqs []uint64) error {
 	if d.db == nil {
 		return ErrClosed
 	}
-	for _, s := range seqs {
-		d.removed[s] = struct{}{}
+	for i := range changes {
+		if c := &changes[i]; c.Kind == substate.ChangeFromEvent {
+			d.removed[c.Seq] = struct{}{}
+			delete(d.fresh, c.Seq)
+		} else {
+			d.removedKeyed[string(outboxKey(c))] = struct{}{}
+		}
 	}
 	delay := removeDelay
-	if len(d.removed) >= removeBatch {
+	if len(d.removed)+len(d.removedKeyed) >= removeBatch {
 		delay = 0
 	}
 	switch {
@@ -155,27 +221,30 @@ func (d *DB) flushRemoved() {
 func (d *DB) removeNow() error {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
-	if len(d.removed) == 0 {
+	if len(d.removed)+len(d.removedKeyed) == 0 {
 		return nil
 	}
 	if err := d.update(d.deleteRemoved); err != nil {
 		return err
 	}
 	clear(d.removed)
+	clear(d.removedKeyed)
 	return nil
 }
 
 // deleteRemoved deletes the changes the feed removed from the outbox
 // bucket. d.pmu must be held for writing.
 func (d *DB) deleteRemoved(tx *bolt.Tx) error {
-	if len(d.removed) == 0 {
-		return nil
-	}
 	b := tx.Bucket(bucketOutbox)
 	var k [8]byte
 	for s := range d.removed {
 		binary.BigEndian.PutUint64(k[:], s)
 		if err := b.Delete(k[:]); err != nil {
+			return fmt.Errorf("remove from change outbox: %w", err)
+		}
+	}
+	for s := range d.removedKeyed {
+		if err := b.Delete([]byte(s)); err != nil {
 			return fmt.Errorf("remove from change outbox: %w", err)
 		}
 	}
@@ -196,6 +265,11 @@ func (d *DB) OutboxLen() (int, error) {
 		var k [8]byte
 		for s := range d.removed {
 			if binary.BigEndian.PutUint64(k[:], s); b.Get(k[:]) != nil {
+				n--
+			}
+		}
+		for s := range d.removedKeyed {
+			if b.Get([]byte(s)) != nil {
 				n--
 			}
 		}

@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +41,7 @@ func TestChangeOutbox(t *testing.T) {
 		if got, _ := db.PendingChanges(ctx, 2); len(got) != 2 || got[1].Seq != 2 {
 			t.Fatalf("PendingChanges(2) = %+v, want the two oldest", got)
 		}
-		if err := db.RemoveChanges(ctx, []uint64{1, 4}); err != nil {
+		if err := db.RemoveChanges(ctx, changesAt(1, 4)); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := db.PendingChanges(ctx, 10); len(got) != 1 || got[0].Seq != 2 {
@@ -58,7 +60,7 @@ func TestChangeOutbox(t *testing.T) {
 		s := newStream(t, db)
 		s.apply(ev("a", "e1", substate.StateRunning, 1), ev("b", "e1", substate.StateRunning, 1))
 		commits := db.Stats().Commits
-		if err := db.RemoveChanges(ctx, []uint64{1, 2}); err != nil {
+		if err := db.RemoveChanges(ctx, changesAt(1, 2)); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := db.PendingChanges(ctx, 10); err != nil || len(got) != 0 {
@@ -79,7 +81,7 @@ func TestChangeOutbox(t *testing.T) {
 		}
 		quiet := func(seq uint64) {
 			t.Helper()
-			if err := db.RemoveChanges(ctx, []uint64{seq}); err != nil {
+			if err := db.RemoveChanges(ctx, changesAt(seq)); err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(5 * time.Second)
@@ -91,7 +93,7 @@ func TestChangeOutbox(t *testing.T) {
 			}
 		}
 		quiet(3)
-		if err := db.RemoveChanges(ctx, []uint64{3}); err != nil { // again: a feed restarted
+		if err := db.RemoveChanges(ctx, changesAt(3)); err != nil { // again: a feed restarted
 			t.Fatal(err)
 		}
 		if n, err := db.OutboxLen(); err != nil || n != 0 {
@@ -119,11 +121,58 @@ func TestChangeOutbox(t *testing.T) {
 		if _, err := db.PendingChanges(ctx, 1); err != state.ErrClosed {
 			t.Fatalf("PendingChanges on a closed view = %v, want ErrClosed", err)
 		}
-		if err := db.RemoveChanges(ctx, []uint64{1}); err != state.ErrClosed {
+		if err := db.RemoveChanges(ctx, changesAt(1)); err != state.ErrClosed {
 			t.Fatalf("RemoveChanges on a closed view = %v, want ErrClosed", err)
 		}
 		if err := db.Open(); err != nil { // for the cleanup's close
 			t.Fatal(err)
 		}
 	})
+}
+
+// changesAt returns changes made by events at these sequences, as the
+// feed hands them back to RemoveChanges.
+func changesAt(seqs ...uint64) []substate.Change {
+	out := make([]substate.Change, len(seqs))
+	for i, s := range seqs {
+		out[i] = substate.Change{Seq: s}
+	}
+	return out
+}
+
+// The changes a commit just wrote are handed to the feed from memory;
+// they encode exactly as the same changes decoded from the file after a
+// restart, so the feed publishes the same bytes either way.
+func TestFreshChangesEqualTheFile(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, func(db *state.DB) { db.ChangeOutbox = true })
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	newStream(t, db).apply(
+		ev("a", "e1", substate.StateRunning, 1, started(at), native("RUNNING")),
+		ev("b", "e1", substate.StateFailed, 1, failure("boom: timeout"), retries(2), step("Charge")),
+		ev("a", "e1", substate.StateBackingOff, 3, retries(1)))
+	encode := func(changes []substate.Change) []string {
+		var out []string
+		for _, c := range changes {
+			b, err := substate.MarshalChangeEvent(c, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+		return out
+	}
+	fresh, err := db.PendingChanges(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopen(t, db)
+	stored, err := db.PendingChanges(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := encode(fresh), encode(stored)
+	if len(got) != 3 || !slices.Equal(got, want) {
+		t.Fatalf("from memory:\n%s\nfrom the file:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -66,6 +66,8 @@ func (d *DB) record(ctx context.Context, id string) (Record, error) {
 //   - SortUpdatedDesc: last change of the view, newest first.
 //   - SortRetryDesc: retry count, highest first, then tenant id descending;
 //     MinRetryCount ends the scan.
+//   - Stuck: the stuck tenants, stuck longest first (by stuck since, then
+//     tenant id).
 //   - Fingerprint: the fingerprint's tenants by sub-state, provider, time
 //     in sub-state (longest first), then tenant id.
 //   - SubState, or Verb: that sub-state's tenants by tenant id.
@@ -137,6 +139,7 @@ const (
 	kindActive      = 6
 	kindUpdatedDown = 7
 	kindFingerprint = 8
+	kindStuck       = 9
 )
 
 // scan is a walk over one bucket's keys.
@@ -154,6 +157,9 @@ type scan struct {
 // scanFor returns the walk that serves f; false when nothing can match
 // (a fingerprint no tenant has).
 func (d *DB) scanFor(f *substate.TenantFilter) (scan, bool, error) {
+	if f.Stuck && !f.SortUpdatedDesc && !f.SortRetryDesc {
+		return scan{kind: kindStuck, bucket: bucketStuck, id: afterSince}, true, nil
+	}
 	if f.Fingerprint != "" && !f.SortUpdatedDesc && !f.SortRetryDesc {
 		return d.fingerprintScan(f)
 	}
@@ -214,6 +220,15 @@ func indexScan(f *substate.TenantFilter) scan {
 		return scan{kind: kindRetryUp, bucket: bucketRetry, from: retryKey(f.MinRetryCount, ""), id: afterRetry}
 	}
 	return scan{kind: kindAll, bucket: bucketTenants, id: func(k []byte) []byte { return k }, byID: true}
+}
+
+// afterSince returns the tenant id of a stuck index key; nil for a key
+// too short to be one.
+func afterSince(k []byte) []byte {
+	if len(k) < sinceLen {
+		return nil
+	}
+	return k[sinceLen:]
 }
 
 // afterRetry returns the tenant id of a retry index key; nil, which names

@@ -23,6 +23,10 @@ type Record struct {
 	Revision substate.Revision
 	// Mapping is the mapping version of that event.
 	Mapping int
+	// Seq is the sequence in SUBSTATE_EVENTS of the event that made the
+	// view's last change; 0 in records written before the view kept it.
+	// A stuck tenant's message on the change feed carries it.
+	Seq uint64
 }
 
 // Outcome says what one event did to a tenant's record.
@@ -138,7 +142,7 @@ func advance(base Record, ev *substate.EventData) Record {
 		v.WorkflowErrorMessage, v.WorkflowErrorType, v.WorkflowErrorFingerprint = "", "", ""
 		v.WorkflowStep = ""
 	}
-	next := Record{View: v, ExecutionID: ev.ExecutionID, StartedAt: base.StartedAt, Revision: ev.Revision, Mapping: ev.MappingVersion}
+	next := Record{View: v, ExecutionID: ev.ExecutionID, StartedAt: base.StartedAt, Revision: ev.Revision, Mapping: ev.MappingVersion, Seq: base.Seq}
 	if next.StartedAt.IsZero() {
 		next.StartedAt = utc(ev.ExecutionStartedAt)
 	}

@@ -55,5 +55,8 @@ func fingerprint(f *substate.TenantFilter) uint32 {
 	if f.Fingerprint != "" || f.Verb != "" || f.InStateLongerThan != 0 {
 		fmt.Fprintf(h, "|%q|%s|%d", f.Fingerprint, f.Verb, f.InStateLongerThan)
 	}
+	if f.Stuck {
+		fmt.Fprint(h, "|stuck")
+	}
 	return h.Sum32()
 }

@@ -20,7 +20,7 @@ func (w *Worker) openConsole() *console.Console {
 	}
 	log := w.Logger.With("component", "console")
 	c := &console.Console{
-		Counts: w.View.Counts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
+		Counts: w.View.Counts, StuckCounts: w.View.StuckCounts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
 		Consumers: w.consoleDurables(), Requeue: w.RequeueRaw, Redact: w.Redaction, Logger: log,
 	}
 	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {

@@ -26,6 +26,7 @@ func (w *Worker) checkEvidence(ctx context.Context) error {
 	ch := &replay.Checker{
 		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
 		EventID: mapping.EventID, EventIDOf: mapping.EventIDOf, MappingVersion: mapping.Version, Metrics: w.evidence,
+		Budget: w.Flags.EvidenceCheckBudget,
 	}
 	next, err := w.View.Checkpoint(ctx)
 	if err != nil {
@@ -49,6 +50,7 @@ func (w *Worker) checkEvidence(ctx context.Context) error {
 			log.Warn("evidence check failed; the next one retries", "err", err)
 			continue
 		}
+		log.Debug("evidence checked", "from", res.FirstSeq, "to", res.LastSeq, "events", res.LastSeq-res.FirstSeq+1, "busy", res.Busy)
 		for _, f := range res.Findings {
 			log.Error("canonical event without its evidence", "seq", f.Seq, "tenant", f.TenantID, "event", f.EventID, "outcome", f.Outcome, "reason", f.Reason)
 		}

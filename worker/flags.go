@@ -25,7 +25,7 @@ func DefaultFlags() Flags {
 		BatchSize: 512, MaxDeliveries: 10, AckWait: 30 * time.Second,
 		IngestMaxBacklog: 100000, IngestMaxInFlight: 4096,
 		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second, ViewFailureTimeout: 2 * time.Minute,
-		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute},
+		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute, EvidenceCheckBudget: 0.5},
 		RoleFlags:    RoleFlags{Role: RoleAll, ChangeFeed: true},
 		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo, LogRate: 1000},
 		NATSFlags: NATSFlags{NATSListen: "127.0.0.1:4222", NATSSync: "default", NATSReplicas: 1,
@@ -39,6 +39,7 @@ func DefaultFlags() Flags {
 			SFNHistoryInterval: 15 * time.Second, SFNAPIBudget: 4, SFNRedriveCheck: time.Hour,
 			RestatePollEvery: 15 * time.Second,
 		},
+		DeadlineFlags: DeadlineFlags{StuckMetricTypes: 50},
 	}
 }
 

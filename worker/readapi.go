@@ -22,6 +22,7 @@ type ReadAPIFlags struct {
 	APIKeys               string        `name:"api-keys" help:"Read-API key lines as in --api-keys-file, separated by ';' (for SUBSTATE_API_KEYS)."`
 	MetricsAddr           string        `name:"metrics-addr" help:"Serve /metrics, /healthz and /readyz on this address of their own, without keys (for a scraper), and no /metrics on --http-addr."`
 	EvidenceCheckInterval time.Duration `default:"1m" help:"How often the projector checks new canonical events against their raw evidence in SUBSTATE_RAW, as verify does, counting forged and missing ones in substate_evidence_events_total (0 = never)."`
+	EvidenceCheckBudget   float64       `default:"0.5" help:"Share of one core the evidence check may work (0 to 1): after each batch it waits so that its working time stays within it, reported in substate_evidence_check_seconds_total (1 = no wait)."`
 	RedactAllow           []string      `name:"redact-allow" sep:"none" placeholder:"JSONPATH" help:"Field of the providers' execution input and output that read:raw callers see (RFC 9535 JSONPath on the input, e.g. $.order.id), repeatable. The tenant rule's fields are always shown; every other value, and any whose name looks secret, is [redacted]."`
 }
 

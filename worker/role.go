@@ -94,6 +94,9 @@ func (w *Worker) actors() []func(context.Context) error {
 	if w.Flags.APIKeysFile != "" {
 		out = append(out, w.watchKeys)
 	}
+	if w.Flags.SLOFile != "" && w.View != nil {
+		out = append(out, w.watchSLOs)
+	}
 	if w.Changes != nil {
 		out = append(out, w.Changes.Run)
 	}

@@ -56,6 +56,7 @@ type Flags struct {
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
+	DeadlineFlags        `embed:""`
 }
 
 // Worker is a running substate worker: NATS (embedded or not), the streams,
@@ -85,6 +86,7 @@ type Worker struct {
 	Changes    *publishers.ChangeFeed
 
 	evidence *replay.CheckMetrics // what the evidence check found
+	slos     *substate.SLOs       // from --slo-file; nil without one
 
 	registry  *prometheus.Registry
 	forwarder *consumers.Forwarder  // nil without --eventbridge-bus
@@ -114,6 +116,9 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
+		return err
+	}
+	if err := w.openSLOs(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(w.Flags.DataDir, 0o755); err != nil {
@@ -202,6 +207,7 @@ func (w *Worker) openView(context.Context) error {
 		return fmt.Errorf("open view: %w", err)
 	}
 	w.closers = append(w.closers, w.View.Close)
+	w.useSLOs()
 	return nil
 }
 
@@ -232,11 +238,14 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := w.Flags.Topology().EnsureUnresolvedStream(ctx, w.Bus.JetStream); err != nil {
+		return err
+	}
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	w.Normalizer = &consumers.Normalizer{
 		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
-		Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries}, BatchSize: w.Flags.BatchSize,
-		Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
+		Unresolved: &publishers.Unresolved{JS: w.Bus.JetStream}, Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries},
+		BatchSize: w.Flags.BatchSize, Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
 	}
 	return nil
 }

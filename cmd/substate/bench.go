@@ -21,7 +21,10 @@ type BenchCmd struct {
 	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open, or of the flat-cost scenario."`
 
 	FlatFlags    `embed:""`
-	Groups       int `help:"Run only the groups scenario: GET /v1/groups's latency over a view of N tenants with a realistic spread of faults (1,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
+	Incident     time.Duration `help:"Run only the incident scenario: a view of --tenants tenants, then --incident-rate status changes a second (5,000) over the HTTP ingress for this long with no console open, and as long again with a console page following the changes (60s for the documented figure); 0 runs the other scenarios." placeholder:"DURATION"`
+	IncidentRate float64       `default:"5000" help:"Offered rate of the incident scenario, in status changes per second." placeholder:"N"`
+	Groups       int           `help:"Run only the groups scenario: GET /v1/groups's latency over a view of N tenants with a realistic spread of faults (1,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
+	Deadlines    int           `help:"Run only the deadlines scenario: how long after its deadline each stuck message reaches SUBSTATE_CHANGES while N tenants hold deadlines (100,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
 	worker.Flags `embed:""`
 }
 
@@ -40,7 +43,7 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 	err := bench.Run(ctx, bench.Config{
 		Events: c.Events, Tenants: c.Tenants, Rate: c.Rate, Duration: c.Duration,
 		JSON: c.JSON, Keep: c.Keep, Profile: c.Profile, MemProfile: c.MemProfile,
-		Flat: c.Flat, FlatLimit: c.FlatLimit, Groups: c.Groups, Flags: c.Flags,
+		Flat: c.Flat, FlatLimit: c.FlatLimit, Groups: c.Groups, Deadlines: c.Deadlines, Incident: c.Incident, IncidentRate: c.IncidentRate, Flags: c.Flags,
 	}, m.Stdout, m.Stderr)
 	if errors.Is(err, bench.ErrWrongView) {
 		return exitError{1}

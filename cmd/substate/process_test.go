@@ -28,7 +28,8 @@ type process struct {
 	cmd           *exec.Cmd
 	dataDir       string
 	httpURL, nats string
-	nkey          string // the worker's seed on its embedded server
+	nkey          string      // the worker's seed on its embedded server
+	logs          *syncBuffer // what it wrote to stderr
 }
 
 // startProcess starts "substate run" on dataDir with small batches and a
@@ -68,7 +69,7 @@ func spawn(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...string) *
 			tb.Logf("worker log:\n%s", logs.String())
 		}
 	})
-	p := &process{cmd: cmd, dataDir: dataDir, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr}
+	p := &process{cmd: cmd, dataDir: dataDir, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr, logs: logs}
 	p.nkey = p.seed(bus.Worker)
 	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	// A worker on a cluster that is still electing leaders retries its

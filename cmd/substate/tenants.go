@@ -43,13 +43,14 @@ type FilterFlags struct {
 	Fingerprint       string        `help:"Only tenants with this error fingerprint (see tenants groups --by fingerprint)."`
 	Verb              string        `help:"Only tenants with this verb form (executing, waiting, retrying, failing, completed, failed, cancelled)."`
 	InStateLongerThan time.Duration `help:"Only tenants that entered their sub-state longer ago than this (15m, 2h)."`
+	Stuck             bool          `help:"Only stuck tenants (their deadline from --slo-file passed with no change), the longest stuck first."`
 }
 
 // Filter returns the filter the flags say; the server checks the values.
 func (c *FilterFlags) Filter() substate.TenantFilter {
 	return substate.TenantFilter{SubState: substate.SubState(c.SubState), HasError: c.HasError, MinRetryCount: max(c.MinRetries, 0),
 		Provider: substate.Provider(c.Provider), TenantPrefix: c.TenantPrefix, Fingerprint: c.Fingerprint,
-		Verb: substate.Verb(c.Verb), InStateLongerThan: c.InStateLongerThan}
+		Verb: substate.Verb(c.Verb), InStateLongerThan: c.InStateLongerThan, Stuck: c.Stuck}
 }
 
 // TenantsListCmd is "substate tenants list".

@@ -3,10 +3,11 @@ package console
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
@@ -121,14 +122,16 @@ func (a *activity) refresh(ctx context.Context, now time.Time) {
 	a.readAt = now
 }
 
-// count adds one stored event to its minute.
+// count adds one stored event to its minute. JSON v2 decodes the one
+// field it needs in one pass over the event (encoding/json made two, and
+// a page's overview reads up to activityBudget events).
 func (a *activity) count(m replay.Message) {
 	var ev struct {
 		Data struct {
 			SubState substate.SubState `json:"subState"`
 		} `json:"data"`
 	}
-	if json.Unmarshal(m.Data, &ev) != nil || !ev.Data.SubState.Valid() {
+	if json.Unmarshal(m.Data, &ev, jsontext.AllowDuplicateNames(true)) != nil || !ev.Data.SubState.Valid() {
 		return
 	}
 	k := m.Stored.Unix() / 60

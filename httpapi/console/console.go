@@ -46,6 +46,10 @@ type Console struct {
 	// Counts returns how many tenants each sub-state has, from the view's
 	// counters (state.DB.Counts); nil leaves the counts out.
 	Counts func(context.Context) (map[substate.SubState]int64, error)
+	// StuckCounts returns how many tenants are stuck, by sub-state,
+	// provider and workflow type, from the view's counters
+	// (state.DB.StuckCounts); nil leaves the stuck counts out.
+	StuckCounts func(context.Context) ([]substate.StuckCount, error)
 	// Conn carries the change feed, substate.changes.>, and reports NATS's
 	// health.
 	Conn *nats.Conn
@@ -85,7 +89,7 @@ type Console struct {
 	hub      *hub
 	streams  chan struct{} // one token per stream being served
 	servers  sync.Map      // *http.Server → true, once it ends the streams on shutdown
-	sub      *nats.Subscription
+	feed     *follower     // the change feed's subscription, while pages are open
 	activity *activity
 }
 
@@ -99,29 +103,21 @@ const (
 	DefaultMaxStreams   = 1024 // a quarter of the HTTP server's default connection cap
 )
 
-// Open subscribes to the change feed.
+// Open prepares the console. It follows the change feed only while a page
+// has a change stream open (and a while after), so that with no page open
+// the feed costs the worker nothing.
 func (c *Console) Open() error {
 	c.hub = newHub(cmp.Or(c.Resume, DefaultResume), cmp.Or(c.ClientBuffer, DefaultClientBuffer))
 	c.streams = make(chan struct{}, cmp.Or(c.MaxStreams, DefaultMaxStreams))
 	c.activity = &activity{js: c.JS, now: c.now}
-	if c.Conn == nil {
-		return nil
-	}
-	sub, err := c.Conn.Subscribe(substate.SubjectChangesPrefix+">", c.onChange)
-	if err != nil {
-		return substate.WrapError(substate.EUNAVAILABLE, err, "console: subscribe to the change feed: %v", err)
-	}
-	// A burst the console cannot keep up with is dropped by NATS (and the
-	// pages told to reload), never held against the projector.
-	_ = sub.SetPendingLimits(65536, 64<<20)
-	c.sub = sub
+	c.feed = &follower{conn: c.Conn, onMsg: c.onChange, forget: c.hub.forget, linger: followLinger}
 	return nil
 }
 
 // Close ends the subscription and every open stream.
 func (c *Console) Close() error {
-	if c.sub != nil {
-		_ = c.sub.Unsubscribe()
+	if c.feed != nil {
+		c.feed.close()
 	}
 	if c.hub != nil {
 		c.hub.close()

@@ -149,6 +149,14 @@ func (h *hub) subscribe(lastID uint64, resuming bool) (c *client, missed []event
 	return c, missed, h.sinceKnown && lastID >= h.since
 }
 
+// forget drops the changes kept for resume: the hub no longer sees every
+// change, so a page that comes back must reload what it shows.
+func (h *hub) forget() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring, h.next, h.sinceKnown = nil, 0, false
+}
+
 func (h *hub) unsubscribe(c *client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -199,6 +207,11 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 			"%d console streams are open, as many as this worker serves; the page tries again", cap(c.streams)), nil)
 		return
 	}
+	if err := c.feed.start(); err != nil {
+		httpx.Error(w, r, err, nil)
+		return
+	}
+	defer c.feed.stop()
 	c.endOnShutdown(r)
 	cl, missed, resumable := c.hub.subscribe(lastID, resuming)
 	defer c.hub.unsubscribe(cl)

@@ -17,7 +17,11 @@ type Overview struct {
 	Now time.Time `json:"now"`
 	// Counts are the tenants of each sub-state; nil when the view keeps no
 	// counters or the caller's key sees only some tenants.
-	Counts   map[substate.SubState]int64 `json:"counts"`
+	Counts map[substate.SubState]int64 `json:"counts"`
+	// Stuck are the stuck tenants of each sub-state (their deadline passed
+	// with no change; GET /v1/tenants?stuck=true lists them); nil like
+	// Counts.
+	Stuck    map[substate.SubState]int64 `json:"stuck"`
 	Activity Activity                    `json:"activity"`
 	DLQ      DLQSize                     `json:"dlq"`
 	Health   Health                      `json:"health"`
@@ -68,6 +72,17 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		o.Counts = counts
+	}
+	if c.StuckCounts != nil && p.TenantPrefix == "" {
+		stuck, err := c.StuckCounts(ctx)
+		if err != nil {
+			httpx.Error(w, r, err, c.logger())
+			return
+		}
+		o.Stuck = map[substate.SubState]int64{}
+		for _, s := range stuck {
+			o.Stuck[s.SubState] += s.Count
+		}
 	}
 	if p.TenantPrefix == "" {
 		o.Activity = c.activity.read(ctx)

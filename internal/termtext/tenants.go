@@ -24,22 +24,43 @@ func TenantTable(views []substate.TenantView, wide bool) Table {
 	if !wide {
 		t := Table{Header: []string{"TENANT", "SUB-STATE", "VERB", "STEP", "RETRIES", "PROVIDER", "EXECUTION", "UPDATED", "ERROR"}}
 		for _, v := range views {
-			t.Rows = append(t.Rows, []string{Text(v.TenantID), Dash(Text(string(v.WorkflowSubState))), Dash(Text(string(v.WorkflowVerb))),
+			t.Rows = append(t.Rows, []string{Text(v.TenantID), subStateCell(&v), Dash(Text(string(v.WorkflowVerb))),
 				Dash(Clip(v.WorkflowStep, 30)), strconv.Itoa(v.WorkflowRetryCount), Dash(Text(string(v.Provider))),
 				Dash(Shorten(v.WorkflowExecutionID, 48)), age(v.UpdatedAt), Dash(Clip(v.WorkflowErrorMessage, 60))})
 		}
 		return t
 	}
-	t := Table{Header: []string{"TENANT", "WORKFLOW", "SUB-STATE", "SINCE", "VERB", "STEP", "RETRIES", "PROVIDER", "PROVIDER-STATE",
+	t := Table{Header: []string{"TENANT", "WORKFLOW", "SUB-STATE", "SINCE", "DEADLINE", "VERB", "STEP", "RETRIES", "PROVIDER", "PROVIDER-STATE",
 		"EXECUTION", "UPDATED", "LAST-EVENT", "ERROR-TYPE", "FINGERPRINT", "ERROR"}}
 	for _, v := range views {
-		t.Rows = append(t.Rows, []string{Text(v.TenantID), Dash(Clip(v.WorkflowType, 40)), Dash(Text(string(v.WorkflowSubState))),
-			age(v.WorkflowSubStateSince), Dash(Text(string(v.WorkflowVerb))), Dash(Clip(v.WorkflowStep, 60)),
+		t.Rows = append(t.Rows, []string{Text(v.TenantID), Dash(Clip(v.WorkflowType, 40)), subStateCell(&v),
+			age(v.WorkflowSubStateSince), deadlineCell(&v), Dash(Text(string(v.WorkflowVerb))), Dash(Clip(v.WorkflowStep, 60)),
 			strconv.Itoa(v.WorkflowRetryCount), Dash(Text(string(v.Provider))), Dash(Clip(v.ProviderState, 30)),
 			Dash(Text(v.WorkflowExecutionID)), age(v.UpdatedAt), age(v.LastEventAt), Dash(Clip(v.WorkflowErrorType, 40)),
 			Dash(Clip(v.WorkflowErrorFingerprint, 100)), Dash(Clip(v.WorkflowErrorMessage, 200))})
 	}
 	return t
+}
+
+// subStateCell is a view's sub-state, marked when the tenant is stuck.
+func subStateCell(v *substate.TenantView) string {
+	s := Dash(Text(string(v.WorkflowSubState)))
+	if v.Stuck {
+		s += " (stuck)"
+	}
+	return s
+}
+
+// deadlineCell says when a tenant becomes stuck, or since when it is, and
+// for which SLO: "-" without a deadline.
+func deadlineCell(v *substate.TenantView) string {
+	switch {
+	case v.Deadline.IsZero():
+		return "-"
+	case v.Stuck:
+		return "stuck " + age(v.StuckSince) + " (" + Text(string(v.DeadlineSLO)) + ")"
+	}
+	return "in " + time.Until(v.Deadline).Round(time.Second).String() + " (" + Text(string(v.DeadlineSLO)) + ")"
 }
 
 // age is how long ago t was, to the second, or "-" when it is not set.

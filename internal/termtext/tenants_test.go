@@ -43,3 +43,31 @@ func TestWriteGroups(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A stuck tenant says so in its sub-state; the wide table says when a
+// tenant becomes stuck, or since when it is, and for which SLO.
+func TestTenantTableDeadlines(t *testing.T) {
+	now := time.Now()
+	views := []substate.TenantView{
+		{TenantID: "acme", WorkflowSubState: substate.StateBackingOff, Deadline: now.Add(-time.Hour), DeadlineSLO: substate.SLOBackingOff,
+			Stuck: true, StuckSince: now.Add(-time.Hour)},
+		{TenantID: "globex", WorkflowSubState: substate.StateRunning, Deadline: now.Add(30*time.Minute + 400*time.Millisecond), DeadlineSLO: substate.SLORun},
+		{TenantID: "initech", WorkflowSubState: substate.StateSucceeded},
+	}
+	cells := func(t Table, row, col int) string { return t.Rows[row][col] }
+	narrow, wide := TenantTable(views, false), TenantTable(views, true)
+	for _, c := range []struct{ got, want string }{
+		{cells(narrow, 0, 1), "backing-off (stuck)"},
+		{cells(narrow, 1, 1), "running"},
+		{cells(wide, 0, 4), "stuck 1h0m0s ago (backing-off)"},
+		{cells(wide, 1, 4), "in 30m0s (run)"},
+		{cells(wide, 2, 4), "-"},
+	} {
+		if c.got != c.want {
+			t.Errorf("cell %q, want %q", c.got, c.want)
+		}
+	}
+	if wide.Header[4] != "DEADLINE" {
+		t.Errorf("wide header %v", wide.Header)
+	}
+}

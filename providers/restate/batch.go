@@ -39,6 +39,7 @@ func (p *Poller) pollIDs(ctx context.Context, s *restateSweep, ids []string) err
 	}
 	s.answered = true
 	s.res.Polled += len(ids)
+	p.readInputs(ctx, rows)
 	found := make(map[string]bool, len(rows))
 	for _, row := range rows {
 		id, err := p.publishRow(ctx, s, row)
@@ -68,7 +69,7 @@ func (p *Poller) publishRow(ctx context.Context, s *restateSweep, row json.RawMe
 		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
 		return "", nil
 	}
-	row, derived := p.withFailures(ctx, f, row)
+	row, derived := p.withFailures(ctx, f, p.withInput(f, row))
 	for _, d := range derived {
 		df, err := factsOf(d)
 		if err != nil {
@@ -186,6 +187,11 @@ func (p *Poller) forget(tracked map[string]string, published map[string]bool) {
 	for id := range p.journals {
 		if _, ok := tracked[id]; !ok && !published[id] {
 			delete(p.journals, id)
+		}
+	}
+	for id := range p.inputs {
+		if _, ok := tracked[id]; !ok && !published[id] {
+			delete(p.inputs, id)
 		}
 	}
 	for id := range p.sent {

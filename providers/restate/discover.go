@@ -46,6 +46,7 @@ func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) e
 			return err
 		}
 		s.answered = true
+		p.readInputs(ctx, rows)
 		for _, row := range rows {
 			if _, err := p.publishRow(ctx, s, row); err != nil {
 				return err

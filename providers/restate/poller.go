@@ -3,6 +3,7 @@ package restate
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,11 +109,12 @@ type Poller struct {
 	missing    map[string]bool // ids Restate did not return (or refused), logged once
 	failures   int             // consecutive failed sweeps
 	cursor     *discoveryCursor
-	discovered time.Time               // when the last discovery started
-	journals   map[string]journalEntry // attached journal events, by invocation id
-	policies   map[string]policyEntry  // retry policies, by service
-	sent       map[string]string       // the raw event id last published, by invocation id
-	refusals   map[string]refusal      // ids the admin API refused alone, by invocation id
+	discovered time.Time                  // when the last discovery started
+	journals   map[string]journalEntry    // attached journal events, by invocation id
+	inputs     map[string]json.RawMessage // inputs of keyless invocations (nil: none), by invocation id
+	policies   map[string]policyEntry     // retry policies, by service
+	sent       map[string]string          // the raw event id last published, by invocation id
+	refusals   map[string]refusal         // ids the admin API refused alone, by invocation id
 }
 
 // refusal is an invocation id the admin API refused to query while it
@@ -294,6 +296,7 @@ func (p *Poller) init() {
 		p.pacer = reconcile.NewPacer(p.QPS, reconcile.DefaultBurst(p.QPS, 1), p.Now, p.Sleep)
 		p.missing = map[string]bool{}
 		p.journals = map[string]journalEntry{}
+		p.inputs = map[string]json.RawMessage{}
 		p.policies = map[string]policyEntry{}
 		p.sent = map[string]string{}
 		p.refusals = map[string]refusal{}

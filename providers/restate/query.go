@@ -13,9 +13,11 @@ import (
 )
 
 // DefaultColumns are the sys_invocation columns the poller selects:
-// the ones the mapping reads, and next_retry_at as evidence.
+// the ones the mapping reads (idempotency_key is what name: tenant rules
+// match for an invocation of a keyless service), and next_retry_at as
+// evidence.
 var DefaultColumns = []string{
-	"id", "target", "target_service_name", "target_service_key", "status",
+	"id", "target", "target_service_name", "target_service_key", "idempotency_key", "status",
 	"created_at", "modified_at", "running_at", "completed_at", "retry_count",
 	"last_failure", "last_failure_error_code", "next_retry_at",
 	"completion_result", "completion_failure",
@@ -110,7 +112,8 @@ func base62Within(s string, limit *big.Int) bool {
 }
 
 // rowFacts are what the poller reads of a row: which invocation, when it
-// last changed, its status, its attempt, and how it completed.
+// last changed, its status, its attempt, how it completed, and whether
+// its service is keyless.
 type rowFacts struct {
 	ID               string
 	ModifiedAt       string
@@ -118,6 +121,7 @@ type rowFacts struct {
 	RetryCount       *int
 	CompletionResult string
 	HasFailure       bool // the row has a completion_failure
+	Keyless          bool // the row has no target_service_key
 }
 
 // failed reports a completed invocation that did not succeed.
@@ -134,6 +138,7 @@ func factsOf(row json.RawMessage) (rowFacts, error) {
 		RetryCount        *int            `json:"retry_count"`
 		CompletionResult  string          `json:"completion_result"`
 		CompletionFailure string          `json:"completion_failure"`
+		Key               string          `json:"target_service_key"`
 	}
 	if err := json.Unmarshal(row, &r); err != nil {
 		return rowFacts{}, substate.WrapError(substate.EINVALID, err, "decode restate row")
@@ -142,7 +147,7 @@ func factsOf(row json.RawMessage) (rowFacts, error) {
 		return rowFacts{}, substate.Errorf(substate.EINVALID, "restate row has no id")
 	}
 	return rowFacts{ID: r.ID, ModifiedAt: strings.Trim(string(r.ModifiedAt), `"`), Status: r.Status,
-		RetryCount: r.RetryCount, CompletionResult: r.CompletionResult, HasFailure: r.CompletionFailure != ""}, nil
+		RetryCount: r.RetryCount, CompletionResult: r.CompletionResult, HasFailure: r.CompletionFailure != "", Keyless: r.Key == ""}, nil
 }
 
 // restateRaw returns the raw event of one row (with whatever the poller

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/consumers"
+	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/providers/restate"
 	"github.com/substatehq/substate/reconcile"
 	"github.com/substatehq/substate/testkit/pipelinetest"
@@ -28,8 +30,23 @@ type realRestate struct {
 
 func newRealRestate(t *testing.T) *realRestate {
 	t.Helper()
+	return newRealRestateRules(t)
+}
+
+// newRealRestateRules is newRealRestate with the normalizer's tenant
+// rules, when given, instead of pipelinetest.Mapper's.
+func newRealRestateRules(t *testing.T, rules ...string) *realRestate {
+	t.Helper()
 	rs := restatetest.Start(t)
-	p := pipelinetest.New(t)
+	parsed, err := mapping.ParseTenantRules(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pipelinetest.NewWith(t, func(n *consumers.Normalizer) {
+		if len(parsed) > 0 {
+			n.Mapper = mapping.New(mapping.Config{Tenants: parsed})
+		}
+	})
 	poller := restate.NewPoller(restate.NewClient(rs.AdminURL), p.View, p.Pub)
 	poller.Services, poller.DeadLetters, poller.QPS = []string{"Provision", "Notify"}, p.Pub, 0
 	return &realRestate{Pipeline: p, rs: rs, poller: poller, resumedAfter: map[string]int{}}

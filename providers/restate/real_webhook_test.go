@@ -125,6 +125,14 @@ func TestRestateRealServerWebhook(t *testing.T) {
 		follow(t, id, "w-later", func(s rowState) bool { return s.Status == "scheduled" })
 		follow(t, id, "w-later", func(s rowState) bool { return s.Status == "completed" })
 	})
+	t.Run("KeylessServiceInputNamesTheTenant", func(t *testing.T) {
+		id := rs.Send(t, "Notify", "", "send", map[string]string{"tenantId": "w-keyless"}, 0)
+		rs.WaitRow(t, id, "completed", func(row map[string]any) bool { return row["status"] == "completed" })
+		report(t, id)
+		if v := r.Tenant(t, "w-keyless"); v.WorkflowSubState != substate.StateSucceeded || v.WorkflowType != "Notify" {
+			t.Fatalf("view %+v", v)
+		}
+	})
 	t.Run("KeylessServiceIsDeadLettered", func(t *testing.T) {
 		id := rs.Send(t, "Notify", "", "send", nil, 0)
 		rs.WaitRow(t, id, "completed", func(row map[string]any) bool { return row["status"] == "completed" })

@@ -93,29 +93,42 @@ type FeedChange struct {
 	Change substate.Change
 }
 
-// Changes returns what SUBSTATE_CHANGES holds, in stream order. A message
-// that is not a change fails tb; a change stored twice, or stored before
-// an earlier change of its tenant, is an error of tb.
+// Changes returns what SUBSTATE_CHANGES holds, in stream order, each
+// change with its kind (from its CloudEvents type). A message that is not
+// a change fails tb; a message stored twice, or stored before an earlier
+// one of its tenant (by sequence, then kind), is an error of tb.
 func Changes(tb testing.TB, js jetstream.JetStream) []FeedChange {
 	tb.Helper()
 	msgs := Msgs(tb, js, substate.StreamChanges)
 	out := make([]FeedChange, 0, len(msgs))
-	seen := map[uint64]bool{}
-	last := map[string]uint64{}
+	seen := map[string]bool{}
+	type position struct {
+		seq  uint64
+		kind substate.ChangeKind
+	}
+	last := map[string]position{}
 	for _, m := range msgs {
 		e, err := substate.UnmarshalChangeEvent(m.Data)
 		if err != nil {
 			tb.Fatalf("%s message %d: %v", substate.StreamChanges, m.Sequence, err)
 		}
 		c := e.Data
-		if seen[c.Seq] {
-			tb.Errorf("change %d is in the feed twice", c.Seq)
+		switch e.Type {
+		case substate.ChangeTypeStuck:
+			c.Kind = substate.ChangeStuck
+		case substate.ChangeTypeUnstuck:
+			c.Kind = substate.ChangeUnstuck
 		}
-		seen[c.Seq] = true
-		if prev, ok := last[c.TenantID]; ok && c.Seq <= prev {
-			tb.Errorf("tenant %q: change %d after change %d", c.TenantID, c.Seq, prev)
+		id := substate.ChangeMsgID(&c)
+		if seen[id] || e.ID != id {
+			tb.Errorf("change %s (id %s) is in the feed twice, or under another id", id, e.ID)
 		}
-		last[c.TenantID] = c.Seq
+		seen[id] = true
+		at := position{c.Seq, c.Kind}
+		if prev, ok := last[c.TenantID]; ok && (at.seq < prev.seq || at.seq == prev.seq && at.kind <= prev.kind) {
+			tb.Errorf("tenant %q: change %s after change %d (kind %d)", c.TenantID, id, prev.seq, prev.kind)
+		}
+		last[c.TenantID] = at
 		out = append(out, FeedChange{Msg: m, Change: c})
 	}
 	return out

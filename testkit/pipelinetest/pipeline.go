@@ -36,8 +36,15 @@ type Pipeline struct {
 // New starts a pipeline that runs until the test ends.
 func New(tb testing.TB) *Pipeline {
 	tb.Helper()
+	return NewWith(tb, nil)
+}
+
+// NewWith starts a pipeline whose normalizer configure changes (its
+// tenant rules, say) before it starts, as RunNormalizer does.
+func NewWith(tb testing.TB, configure func(*consumers.Normalizer)) *Pipeline {
+	tb.Helper()
 	b := bustest.Open(tb)
-	RunNormalizer(tb, b, nil)
+	RunNormalizer(tb, b, configure)
 	view := OpenView(tb)
 	ctx := context.Background()
 	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, bus.ProjectorConsumerConfig("", 30*time.Second, 1), 0)
@@ -102,8 +109,10 @@ func Mapper(tb testing.TB) *mapping.Mapper {
 	return mapping.New(mapping.Config{Tenants: rules})
 }
 
-// RunNormalizer runs a normalizer on b until the test ends; configure,
-// when not nil, changes it before it starts.
+// RunNormalizer runs a normalizer on b until the test ends, remembering
+// the executions without tenant it dead-lettered in SUBSTATE_UNRESOLVED
+// as the worker's does; configure, when not nil, changes it before it
+// starts.
 func RunNormalizer(tb testing.TB, b *bus.Bus, configure func(*consumers.Normalizer)) *consumers.Normalizer {
 	tb.Helper()
 	ctx := context.Background()
@@ -111,8 +120,12 @@ func RunNormalizer(tb testing.TB, b *bus.Bus, configure func(*consumers.Normaliz
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if err := bus.DefaultTopology().EnsureUnresolvedStream(ctx, b.JetStream); err != nil {
+		tb.Fatal(err)
+	}
 	pub := publishers.NewJetStream(b.JetStream)
-	n := &consumers.Normalizer{Consumer: c, Mapper: Mapper(tb), EventID: mapping.EventID, Events: pub, DeadLetters: pub, Linger: time.Millisecond}
+	n := &consumers.Normalizer{Consumer: c, Mapper: Mapper(tb), EventID: mapping.EventID, Events: pub, DeadLetters: pub,
+		Unresolved: &publishers.Unresolved{JS: b.JetStream}, Linger: time.Millisecond}
 	if configure != nil {
 		configure(n)
 	}

@@ -24,7 +24,24 @@ func (s *Server) Send(tb testing.TB, service, key, handler string, input any, de
 	if delay > 0 {
 		path += "?delay=" + url.QueryEscape(fmt.Sprintf("%dms", delay.Milliseconds()))
 	}
-	b, err := s.call(http.MethodPost, s.IngressURL+path, input)
+	return s.send(tb, path, input, nil)
+}
+
+// SendIdempotent invokes a handler of a keyless service without waiting
+// for its result, with an idempotency key (the idempotency-key header),
+// which Restate keeps in the invocation's idempotency_key column, and
+// returns the invocation id.
+func (s *Server) SendIdempotent(tb testing.TB, service, handler, idempotencyKey string, input any) string {
+	tb.Helper()
+	path := "/" + url.PathEscape(service) + "/" + url.PathEscape(handler) + "/send"
+	return s.send(tb, path, input, http.Header{"Idempotency-Key": {idempotencyKey}})
+}
+
+// send posts input to an ingress path ending in /send and returns the
+// invocation id it answers.
+func (s *Server) send(tb testing.TB, path string, input any, header http.Header) string {
+	tb.Helper()
+	b, err := s.callWith(http.MethodPost, s.IngressURL+path, input, header)
 	if err != nil {
 		tb.Fatalf("send %s: %v", path, err)
 	}

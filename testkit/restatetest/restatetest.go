@@ -206,6 +206,11 @@ func (s *Server) register(tb testing.TB, uri string) {
 // call sends a JSON request and returns the answer's body; a status
 // outside 2xx is an error.
 func (s *Server) call(method, url string, body any) ([]byte, error) {
+	return s.callWith(method, url, body, nil)
+}
+
+// callWith sends a JSON request with the given headers too, as call does.
+func (s *Server) callWith(method, url string, body any, header http.Header) ([]byte, error) {
 	var in io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -222,6 +227,9 @@ func (s *Server) call(method, url string, body any) ([]byte, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,11 @@ type Config struct {
 	Flat       int           // run only the flat-cost scenario with this many events; 0 runs the others
 	FlatLimit  time.Duration // stop the flat-cost scenario after this long (0 = no limit)
 	Groups     int           // run only the groups scenario over a view of this many tenants; 0 runs the others
+	Incident   time.Duration // run only the incident scenario, each of its two phases this long; 0 runs the others
+	// IncidentRate is the incident's offered rate in events a second; 0
+	// means IncidentRate.
+	IncidentRate float64
+	Deadlines    int // run only the deadlines scenario with this many tenants holding deadlines; 0 runs the others
 
 	worker.Flags
 }
@@ -85,6 +90,12 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	}
 	if c.Groups > 0 {
 		return b.runGroups(ctx, stdout, progress)
+	}
+	if c.Incident > 0 {
+		return b.runIncident(ctx, stdout, progress)
+	}
+	if c.Deadlines > 0 {
+		return b.runDeadlines(ctx, stdout, progress)
 	}
 	rep, err := b.run(ctx, progress)
 	if err != nil {
@@ -149,8 +160,12 @@ func (c *Config) validate() error {
 		return substate.Errorf(substate.EINVALID, "--rate and --duration must be positive")
 	case c.BatchSize < 1:
 		return substate.Errorf(substate.EINVALID, "--batch-size must be positive")
+	case c.Incident < 0 || c.IncidentRate < 0:
+		return substate.Errorf(substate.EINVALID, "--incident and --incident-rate must not be negative")
 	case c.Groups < 0 || c.Groups > 10_000_000:
 		return substate.Errorf(substate.EINVALID, "--groups must be between 0 and 10,000,000")
+	case c.Deadlines < 0 || c.Deadlines > 10_000_000:
+		return substate.Errorf(substate.EINVALID, "--deadlines must be between 0 and 10,000,000")
 	}
 	return nil
 }

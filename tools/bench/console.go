@@ -2,10 +2,11 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,9 @@ const Consoles = 100
 type ConsoleFans struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	received atomic.Int64
+	received atomic.Int64 // changes received, each counted once
+	resets   atomic.Int64 // "reset" events: the console said a stream missed changes
+	repeats  atomic.Int64 // changes received again or out of order (never, if the console is right)
 }
 
 // OpenConsoleFans opens n change streams on the worker at url and waits
@@ -32,7 +35,7 @@ func OpenConsoleFans(url string, n int) (*ConsoleFans, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &ConsoleFans{cancel: cancel}
 	for range n {
-		f.wg.Go(func() { followChanges(ctx, url, &f.received) })
+		f.wg.Go(func() { f.follow(ctx, url) })
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var o console.Overview
@@ -69,15 +72,26 @@ func (f *ConsoleFans) Close() {
 	f.wg.Wait()
 }
 
-// followChanges reads the change stream as a browser's EventSource does:
+// Resets is how many times the console told a stream it missed changes
+// (a stream dropped for being slow that came back too late to resume):
+// the only way a stream may miss one.
+func (f *ConsoleFans) Resets() int64 { return f.resets.Load() }
+
+// Repeats is how many changes a stream received twice or after a later
+// one: 0 when the console is right.
+func (f *ConsoleFans) Repeats() int64 { return f.repeats.Load() }
+
+// follow reads the change stream as a browser's EventSource does:
 // reconnecting with Last-Event-ID when the console drops it, counting each
-// change once, until ctx is done.
-func followChanges(ctx context.Context, url string, received *atomic.Int64) {
-	last := ""
+// change once, until ctx is done. It reads lines in place, so that the
+// bench's readers (in the bench's process, their CPU counted with it)
+// cost little beside the worker.
+func (f *ConsoleFans) follow(ctx context.Context, url string) {
+	var last uint64
 	for ctx.Err() == nil {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/console/api/changes", nil)
-		if last != "" {
-			req.Header.Set("Last-Event-ID", last)
+		if last != 0 {
+			req.Header.Set("Last-Event-ID", strconv.FormatUint(last, 10))
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -86,11 +100,27 @@ func followChanges(ctx context.Context, url string, received *atomic.Int64) {
 		}
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-				last = id
-				received.Add(1)
+			line := sc.Bytes()
+			if bytes.Equal(line, resetLine) {
+				f.resets.Add(1)
 			}
+			id, ok := bytes.CutPrefix(line, idPrefix)
+			if !ok {
+				continue
+			}
+			seq, _ := strconv.ParseUint(string(id), 10, 64)
+			if seq <= last {
+				f.repeats.Add(1)
+				continue
+			}
+			last = seq
+			f.received.Add(1)
 		}
 		resp.Body.Close()
 	}
 }
+
+var (
+	idPrefix  = []byte("id: ")
+	resetLine = []byte("event: reset")
+)

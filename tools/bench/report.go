@@ -224,8 +224,8 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "logs, every event a change: %.0f bytes per change at the configured level\n", r.Scenarios[0].LogBytesPerEvent)
 	for _, sc := range r.Scenarios {
 		if sc.ConsoleStreams > 0 {
-			fmt.Fprintf(w, "consoles: with %d open change streams the pipeline ran at %s events/s (%s without); the streams received %.1f%% of the changes\n",
-				sc.ConsoleStreams, figure(sc.EventsPerSecond), figure(r.Scenarios[0].EventsPerSecond), 100*sc.ConsoleDelivered)
+			fmt.Fprintf(w, "consoles: with %d open change streams the pipeline ran at %s events/s (%s without); the streams received %.1f%% of the changes (%d resets, %d repeats)\n",
+				sc.ConsoleStreams, figure(sc.EventsPerSecond), figure(r.Scenarios[0].EventsPerSecond), 100*sc.ConsoleDelivered, sc.ConsoleResets, sc.ConsoleRepeats)
 		}
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -48,10 +48,16 @@ type ScenarioResult struct {
 	ViewCheck         string  `json:"viewCheck"` // "ok", or what is wrong
 	// ConsoleStreams were open during the load, reading the change feed as
 	// browsers do; ConsoleDelivered is the share of the view's changes they
-	// received.
+	// received; ConsoleResets is how many times the console told a
+	// stream that it missed changes (it was dropped for being slow and
+	// came back too late to resume), the only way a stream may miss one;
+	// ConsoleRepeats counts changes a stream received twice or out of
+	// order, which never happens.
 	ConsoleStreams   int     `json:"consoleStreams,omitzero"`
 	ConsoleDelivered float64 `json:"consoleDelivered,omitzero"`
 	Footprint
+	ConsoleResets  int64 `json:"consoleResets"`
+	ConsoleRepeats int64 `json:"consoleRepeats"`
 }
 
 // drive says how a scenario sends: in a closed loop that keeps at most
@@ -92,6 +98,7 @@ func (b *benchRun) scenario(ctx context.Context, name string, batch int, load be
 	if fans != nil && err == nil {
 		res.ConsoleStreams = d.consoles
 		res.ConsoleDelivered = fans.Delivered(int64(p.view.Stats().Applied)*int64(d.consoles), 10*time.Second)
+		res.ConsoleResets, res.ConsoleRepeats = fans.Resets(), fans.Repeats()
 	}
 	if err == nil && load.shape == loadHalfNoop {
 		var burst *ScenarioResult

@@ -131,16 +131,25 @@ async function failing(ctx) {
   return `ok after ${n}`;
 }
 
-// A keyless service.
+// A keyless service: its invocations have no target_service_key.
 const notify = restate.service({
   name: "Notify",
-  handlers: { send: async (ctx) => { await ctx.run("send", () => "sent"); return "sent"; } },
+  handlers: {
+    send: async (ctx) => { await ctx.run("send", () => "sent"); return "sent"; },
+    // Sleeps {ms} (1 s by default): suspended half a second later, then
+    // completed, so its row changes several times.
+    nap: restate.handlers.handler({ inactivityTimeout: 500 }, async (ctx, input) => {
+      await ctx.sleep((input && input.ms) || 1000);
+      return "rested";
+    }),
+  },
 });
 
 // Reporter posts an invocation's sys_invocation row to a webhook, signed as
 // Standard Webhooks asks: how a Restate deployment reports to substate. A
 // row goes with its journal's failure events and its handler's retry
-// policy, which tell a paused or resumed invocation's attempts.
+// policy, which tell a paused or resumed invocation's attempts, and the row
+// of a keyless service's invocation with its input, where its tenant is.
 const reporter = restate.service({
   name: "Reporter",
   handlers: {
@@ -173,6 +182,10 @@ async function report({ invocationId, url, secret, adminUrl }) {
       if (policy) rows[0].handler_retry_policy = policy;
     }
   }
+  if (!rows[0].target_service_key) {
+    const input = await invocationInput(adminUrl, invocationId);
+    if (input !== undefined) rows[0].input = input;
+  }
   const body = JSON.stringify(rows[0]);
   const id = `msg_${crypto.randomUUID()}`;
   const timestamp = Math.floor(Date.now() / 1000).toString();
@@ -184,6 +197,24 @@ async function report({ invocationId, url, secret, adminUrl }) {
     body,
   });
   return { status: res.status, row: rows[0] };
+}
+
+// invocationInput returns an invocation's input as substate's poller
+// attaches it: the payload of the Input entry of its journal, when it is
+// JSON of at most 64 KiB; undefined otherwise.
+async function invocationInput(adminUrl, invocationId) {
+  const answer = await fetch(`${adminUrl}/query`, {
+    method: "POST",
+    headers: { "accept": "application/json", "content-type": "application/json" },
+    body: JSON.stringify({ query: `SELECT id, entry_json FROM sys_journal WHERE id = '${invocationId.replace(/'/g, "''")}' AND index = 0 AND entry_type = 'Command: Input' AND raw_length <= 81920` }),
+  });
+  const entry = ((await answer.json()).rows || [])[0];
+  try {
+    const payload = Buffer.from(JSON.parse(entry.entry_json).Command.Input.payload);
+    return payload.length > 0 && payload.length <= 65536 ? JSON.parse(payload.toString("utf8")) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // retryPolicy returns a handler's effective retry policy as substate's
