@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/internal/ratelog"
@@ -32,7 +33,7 @@ func DefaultFlags() Flags {
 			SubscriberConsumers: slices.Clone(bus.DefaultSubscriberConsumers)},
 		StreamFlags: StreamFlags{
 			RawMaxAge: 720 * time.Hour, EventsMaxAge: 720 * time.Hour, DLQMaxAge: 2160 * time.Hour,
-			ChangesMaxAge: 720 * time.Hour, DedupeWindow: 10 * time.Minute,
+			ChangesMaxAge: 720 * time.Hour, DedupeWindow: 10 * time.Minute, StreamCompression: "s2",
 		},
 		ReconcileFlags: ReconcileFlags{
 			ReconcileInterval: 15 * time.Second, ReconcileQPS: 10, SFNReconcile: "auto",
@@ -119,14 +120,15 @@ func NATSCredentialsDir(dataDir string) string { return filepath.Join(dataDir, "
 
 // StreamFlags set the retention of substate's streams.
 type StreamFlags struct {
-	RawMaxAge       time.Duration `default:"720h" help:"How long SUBSTATE_RAW keeps provider payloads (0 = no limit)."`
-	RawMaxBytes     int64         `default:"0" help:"Size cap of SUBSTATE_RAW in bytes, oldest discarded first (0 = no limit)."`
-	EventsMaxAge    time.Duration `default:"720h" help:"How long SUBSTATE_EVENTS keeps canonical events (0 = no limit)."`
-	EventsMaxBytes  int64         `default:"0" help:"Size cap of SUBSTATE_EVENTS in bytes (0 = no limit)."`
-	DLQMaxAge       time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
-	ChangesMaxAge   time.Duration `default:"720h" help:"How long SUBSTATE_CHANGES (the change feed) keeps changes (0 = no limit)."`
-	ChangesMaxBytes int64         `default:"0" help:"Size cap of SUBSTATE_CHANGES in bytes, oldest discarded first (0 = no limit)."`
-	DedupeWindow    time.Duration `default:"10m" help:"Window in which JetStream drops a repeated source event id or change-feed sequence, and a reused source id with another body is answered 409. JetStream keeps every id of the window in memory (about 220 bytes each): at 1,000 events/s, 10m holds about 130 MB. A repeat after the window changes nothing in the view."`
+	RawMaxAge         time.Duration `default:"720h" help:"How long SUBSTATE_RAW keeps provider payloads (0 = no limit)."`
+	RawMaxBytes       int64         `default:"0" help:"Size cap of SUBSTATE_RAW in bytes, oldest discarded first (0 = no limit)."`
+	EventsMaxAge      time.Duration `default:"720h" help:"How long SUBSTATE_EVENTS keeps canonical events (0 = no limit)."`
+	EventsMaxBytes    int64         `default:"0" help:"Size cap of SUBSTATE_EVENTS in bytes (0 = no limit)."`
+	DLQMaxAge         time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
+	ChangesMaxAge     time.Duration `default:"720h" help:"How long SUBSTATE_CHANGES (the change feed) keeps changes (0 = no limit)."`
+	ChangesMaxBytes   int64         `default:"0" help:"Size cap of SUBSTATE_CHANGES in bytes, oldest discarded first (0 = no limit)."`
+	DedupeWindow      time.Duration `default:"10m" help:"Window in which JetStream drops a repeated source event id or change-feed sequence, and a reused source id with another body is answered 409. JetStream keeps every id of the window in memory (about 220 bytes each): at 1,000 events/s, 10m holds about 130 MB. A repeat after the window changes nothing in the view."`
+	StreamCompression string        `enum:"s2,none" default:"s2" help:"How JetStream stores SUBSTATE_RAW, SUBSTATE_EVENTS and SUBSTATE_CHANGES on disk: s2 (compressed, a fraction of the disk for a little CPU) or none. Changing it on existing streams is allowed: blocks already written stay as they are and stay readable."`
 }
 
 // Args returns the command-line flags that give another worker process
@@ -138,7 +140,7 @@ func (f StreamFlags) Args() []string {
 		"--events-max-age", f.EventsMaxAge.String(), "--events-max-bytes", strconv.FormatInt(f.EventsMaxBytes, 10),
 		"--dlq-max-age", f.DLQMaxAge.String(),
 		"--changes-max-age", f.ChangesMaxAge.String(), "--changes-max-bytes", strconv.FormatInt(f.ChangesMaxBytes, 10),
-		"--dedupe-window", f.DedupeWindow.String(),
+		"--dedupe-window", f.DedupeWindow.String(), "--stream-compression", f.StreamCompression,
 	}
 }
 
@@ -156,11 +158,21 @@ func (f Flags) BusConfig(log *slog.Logger) bus.Config {
 // Topology is the configuration of the streams the flags ask for.
 func (f Flags) Topology() bus.Topology {
 	return bus.Topology{
-		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
-		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
-		DLQ:        bus.Retention{MaxAge: f.DLQMaxAge},
-		Changes:    bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
-		Duplicates: f.DedupeWindow,
-		Replicas:   f.NATSReplicas,
+		Raw:         bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
+		Events:      bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
+		DLQ:         bus.Retention{MaxAge: f.DLQMaxAge},
+		Changes:     bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
+		Duplicates:  f.DedupeWindow,
+		Replicas:    f.NATSReplicas,
+		Compression: streamCompression(f.StreamCompression),
 	}
+}
+
+// streamCompression is the JetStream compression --stream-compression
+// names.
+func streamCompression(name string) jetstream.StoreCompression {
+	if name == "none" {
+		return jetstream.NoCompression
+	}
+	return jetstream.S2Compression
 }

@@ -100,7 +100,7 @@ func fieldDiffs(got, want reflect.Value) [][2]string {
 // setting added without its flag in Args fails here.
 func TestStreamFlagsArgs(t *testing.T) {
 	want := StreamFlags{RawMaxAge: time.Hour, RawMaxBytes: 1 << 20, EventsMaxAge: 2 * time.Hour, EventsMaxBytes: 2 << 20,
-		DLQMaxAge: 3 * time.Hour, ChangesMaxAge: 4 * time.Hour, ChangesMaxBytes: 4 << 20, DedupeWindow: 90 * time.Second}
+		DLQMaxAge: 3 * time.Hour, ChangesMaxAge: 4 * time.Hour, ChangesMaxBytes: 4 << 20, DedupeWindow: 90 * time.Second, StreamCompression: "none"}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {
