@@ -189,7 +189,7 @@ var layers = [][]string{
 	{".", "internal/"},
 	{"redact", "mapping", "slofile"},
 	{"state", "bus", "publishers", "engine", "contract", "operate"},
-	{"consumers", "ingress", "reconcile", "replay", "providers/"},
+	{"consumers", "ingress", "reconcile", "replay", "providers/", "actions"},
 	{"httpapi"},
 	{"worker"},
 	{"testkit/", "tools/", "examples/"},

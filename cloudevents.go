@@ -135,6 +135,15 @@ func ValidTraceParent(s string) bool {
 	return strings.Trim(f[1], "0") != "" && strings.Trim(f[2], "0") != ""
 }
 
+// TraceIDOf returns the trace id of a W3C traceparent (32 lowercase hex
+// digits), or "" when it is not valid.
+func TraceIDOf(tp string) string {
+	if !ValidTraceParent(tp) {
+		return ""
+	}
+	return tp[3:35]
+}
+
 func lowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {

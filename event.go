@@ -94,6 +94,11 @@ type Event struct {
 	// Raw names the raw message the event was mapped from. It travels in
 	// the HeaderRawSeq and HeaderRawID message headers, not in the JSON.
 	Raw RawRef `json:"-"`
+	// Hop is the trace context of the event's own message when tracing
+	// is on (the span that publishes it, its creation context): the
+	// message's traceparent header carries it, and TraceParent keeps the
+	// trace as it began. Empty, the header carries TraceParent.
+	Hop string `json:"-"`
 }
 
 // NewEvent wraps data in a CloudEvent with the given id. The source names the

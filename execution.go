@@ -3,6 +3,7 @@ package substate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -67,6 +68,10 @@ type ExecutionInfo struct {
 	// stopped): what tells a stop that took effect from one that came
 	// after the execution had ended.
 	Stopped bool `json:"stopped,omitempty"`
+	// Killed reports a stopped execution that a kill ended (Restate's
+	// killed, not cancelled): a cancel still pending when it ended did not
+	// end it.
+	Killed bool `json:"killed,omitempty"`
 	// Retryable reports whether retry may act on it; RetryRefusal says why
 	// not when it may not.
 	Retryable    bool   `json:"retryable"`
@@ -120,6 +125,32 @@ type ExecutionRequest struct {
 	SubState    SubState `json:"subState,omitempty"`
 	// Who asked: an API key's name, or "loopback".
 	Who string `json:"who"`
+	// Job and Member, for an action of a fleet job, are the job's id and
+	// the member's 1-based position in its frozen set: the action's audit
+	// event is the job's (its id derived from them, so recording it again
+	// is a duplicate JetStream drops), its provider call carries an
+	// idempotency key (job, tenant, execution and, for a retry, the
+	// redrives before it), a throttled call is returned to the job to try
+	// again later rather than recorded, and a pending outcome is left to
+	// the job to re-check.
+	Job    string `json:"job,omitempty"`
+	Member int    `json:"member,omitempty"`
+	// Intent, when set, is called with the execution's description just
+	// before the provider is asked to act: a job records it durably, so
+	// that after a restart it knows it may have acted (Before).
+	Intent func(ctx context.Context, before ExecutionInfo) error `json:"-"`
+	// Before, when set, says the job may already have asked the provider
+	// for this action, when the execution was as Before describes it (its
+	// worker stopped between the call and its record): the action is not
+	// asked again when the provider's state shows it was taken, nor when
+	// asking again could act twice.
+	Before *ExecutionInfo `json:"-"`
+}
+
+// JobAuditID is the id of the audit event that records a job member's
+// outcome; a follow-up event's id adds a suffix to it.
+func JobAuditID(job string, member int) string {
+	return fmt.Sprintf("%s.%d", job, member)
 }
 
 // ExecutionResult is what an action did (or, in a dry run, would do).
@@ -206,6 +237,23 @@ type AuditEvent struct {
 	// Settles, on a follow-up event, is the id of the audit event of the
 	// pending action whose outcome this event records.
 	Settles string `json:"settles,omitempty"`
+	// Job and Member, on an action of a fleet job, name the job and the
+	// member's 1-based position in its frozen set; the event is then on
+	// the job's subject (Subject).
+	Job    string `json:"job,omitempty"`
+	Member int    `json:"member,omitempty"`
+	// DeadLetter is the SUBSTATE_DLQ sequence a requeue acted on.
+	DeadLetter uint64 `json:"deadLetter,omitempty"`
+}
+
+// Subject is the subject the event is published on: AuditSubject, with
+// the job's token appended for an action of a job.
+func (ev AuditEvent) Subject() string {
+	s := AuditSubject(ev.Action, ev.TenantID)
+	if ev.Job != "" {
+		s += "." + EncodeToken(ev.Job)
+	}
+	return s
 }
 
 // AuditPublisher records audit events durably (SUBSTATE_AUDIT) and returns

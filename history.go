@@ -49,7 +49,13 @@ type Transition struct {
 	Old           ViewState `json:"old"`
 	New           ViewState `json:"new"`
 	Reason        string    `json:"reason,omitempty"` // why an invalid event was rejected
-	Raw           *Evidence `json:"raw,omitempty"`    // the provider's own payload, when asked for
+	// TraceID is the trace the event belongs to: the trace id of its
+	// CloudEvents traceparent, when it carried one.
+	TraceID string `json:"traceId,omitempty"`
+	// TraceURL is the trace in the operator's trace UI (the worker's
+	// --trace-ui-url with TraceID in place of {traceId}), when one is set.
+	TraceURL string    `json:"traceUrl,omitempty"`
+	Raw      *Evidence `json:"raw,omitempty"` // the provider's own payload, when asked for
 }
 
 // Evidence is the raw provider payload behind a canonical event, or why it
@@ -78,6 +84,12 @@ type HistoryQuery struct {
 type HistoryPage struct {
 	TenantID    string       `json:"tenantId"`
 	Transitions []Transition `json:"transitions"`
+	// Actions are the operator actions on the tenant (SUBSTATE_AUDIT:
+	// who, why, the outcome, the fleet job) recorded in the span of the
+	// page's transitions, oldest first: a timeline interleaves them with
+	// the transitions by time (an action's time, a transition's
+	// storedAt). The last page holds those after its last transition.
+	Actions []AuditEvent `json:"actions"`
 	// NextAfterSeq, when not 0, is the AfterSeq of the next page.
 	NextAfterSeq uint64 `json:"nextAfterSeq,omitempty"`
 }

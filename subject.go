@@ -12,6 +12,12 @@ const (
 	StreamEvents = "SUBSTATE_EVENTS"
 	StreamDLQ    = "SUBSTATE_DLQ"
 	StreamAudit  = "SUBSTATE_AUDIT"
+	// StreamActions holds fleet jobs: each job's request, frozen set,
+	// intents, controls and state (substate.actions.<job>.…).
+	StreamActions = "SUBSTATE_ACTIONS"
+	// StreamLeases holds the per-execution leases of fleet jobs
+	// (substate.leases.<execution>), each kept for the lease time.
+	StreamLeases = "SUBSTATE_LEASES"
 	// StreamUnresolved remembers the executions without tenant already
 	// dead-lettered (see UnresolvedMemory).
 	StreamUnresolved = "SUBSTATE_UNRESOLVED"
@@ -25,8 +31,23 @@ const (
 	SubjectDLQPrefix        = "substate.dlq."
 	SubjectTasksPrefix      = "substate.tasks."
 	SubjectAuditPrefix      = "substate.audit."
+	SubjectActionsPrefix    = "substate.actions."
+	SubjectLeasesPrefix     = "substate.leases."
 	SubjectUnresolvedPrefix = "substate.unresolved."
 )
+
+// JobSubject returns the subject of one part of a fleet job's record:
+// substate.actions.<job>.<part> (job, members.<n>, intent, control,
+// state).
+func JobSubject(job, part string) string {
+	return SubjectActionsPrefix + EncodeToken(job) + "." + part
+}
+
+// LeaseSubject returns the subject of the lease on one execution of a
+// provider, or one dead letter: substate.leases.<provider>.<id token>.
+func LeaseSubject(lane, id string) string {
+	return SubjectLeasesPrefix + EncodeToken(lane) + "." + EncodeToken(id)
+}
 
 // RawSubject returns the subject raw events of kind are published on.
 func RawSubject(kind RawKind) string { return SubjectRawPrefix + string(kind) }
@@ -35,6 +56,19 @@ func RawSubject(kind RawKind) string { return SubjectRawPrefix + string(kind) }
 // published on: substate.audit.<action>.<tenant token>.
 func AuditSubject(action ExecutionAction, tenant string) string {
 	return SubjectAuditPrefix + EncodeToken(string(action)) + "." + EncodeToken(tenant)
+}
+
+// AuditJobSubject is the filter of the audit events of one fleet job:
+// substate.audit.*.*.<job token>.
+func AuditJobSubject(job string) string {
+	return SubjectAuditPrefix + "*.*." + EncodeToken(job)
+}
+
+// AuditTenantSubjects are the filters of one tenant's audit events: its
+// single actions and its fleet jobs' actions.
+func AuditTenantSubjects(tenant string) []string {
+	t := EncodeToken(tenant)
+	return []string{SubjectAuditPrefix + "*." + t, SubjectAuditPrefix + "*." + t + ".*"}
 }
 
 // UnresolvedSubject returns the subject on which SUBSTATE_UNRESOLVED

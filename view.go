@@ -56,6 +56,9 @@ type Sequenced struct {
 	Event EventData
 	// TraceParent is the event's W3C traceparent, if it carried one.
 	TraceParent string
+	// Hop is the traceparent of the span the projector applied the event
+	// in, when tracing is on; a change the event makes keeps it.
+	Hop string
 }
 
 // Change is one real change of a tenant's view, published on the change feed
@@ -69,6 +72,10 @@ type Change struct {
 	// TraceParent is the W3C traceparent of the event that made the change,
 	// carried to the change's CloudEvent; it is not part of the data.
 	TraceParent string `json:"-"`
+	// Hop is the traceparent of the span the projector applied the event
+	// in (Sequenced.Hop), when tracing was on: the change feed's publish
+	// span is its child. It is not part of the data.
+	Hop string `json:"-"`
 	// Kind is not part of the data either: the CloudEvent's type says it.
 	Kind ChangeKind `json:"-"`
 }

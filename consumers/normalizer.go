@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/tracing"
 )
 
 // Normalizer is the durable pull consumer on SUBSTATE_RAW: it maps each raw
@@ -34,39 +35,50 @@ type Normalizer struct {
 	BatchSize  int           // messages per batch; 0 means 256
 	Linger     time.Duration // wait for more messages of a batch; 0 means 2 ms
 	Metrics    *Metrics
-	Logger     *slog.Logger
+	// Tracer, when set, makes the spans of each batch and event (nil: no
+	// tracing).
+	Tracer *tracing.Tracer
+	Logger *slog.Logger
 
-	dlq stageDLQ
+	dlq   stageDLQ
+	trace tracing.Stage
 }
 
 // Run consumes until ctx is done, then finishes the batch in hand.
 func (n *Normalizer) Run(ctx context.Context) error {
 	n.dlq = stageDLQ{stage: substate.StageNormalize, pub: n.DeadLetters, retry: n.Retry, metrics: n.Metrics, log: n.logger()}
+	n.trace = traceStage(n.Consumer, tracing.TemplateRaw)
 	p := puller{consumer: n.Consumer, batchSize: n.BatchSize, linger: n.Linger, logger: n.logger()}
 	return p.run(ctx, n.handle)
 }
 
-// normalized is one raw message and the canonical events it maps to.
+// normalized is one raw message, the canonical events it maps to and
+// their spans.
 type normalized struct {
 	msg    jetstream.Msg
 	events []substate.Event
+	spans  tracing.Spans
 }
 
 func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 	n.Metrics.observeBatch(substate.StageNormalize, len(batch))
+	tb := n.Tracer.Batch(n.trace, batch)
+	defer tb.End(nil)
 	var ok []normalized
 	var out []substate.Event
 	for _, msg := range batch {
-		events, err := n.normalize(msg)
+		m, err := n.normalize(msg, tb)
 		if err != nil {
+			tb.DeadLetter(msg, err)
 			n.reject(ctx, msg, err)
 			continue
 		}
-		ok = append(ok, normalized{msg, events})
-		out = append(out, events...)
+		ok = append(ok, m)
+		out = append(out, m.events...)
 	}
 	if err := n.Events.PublishEvents(ctx, out); err != nil {
 		if len(ok) == 1 {
+			ok[0].spans.End(err)
 			n.dlq.fail(ctx, ok[0].msg, err)
 			return
 		}
@@ -74,6 +86,7 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 		return
 	}
 	for _, m := range ok {
+		m.spans.End(nil)
 		n.Metrics.countNormalized(m.events)
 		n.dlq.ack(m.msg)
 	}
@@ -87,7 +100,9 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 // deduplicated by their ids.
 func (n *Normalizer) publishEach(ctx context.Context, batch []normalized) {
 	for _, m := range batch {
-		if err := n.Events.PublishEvents(ctx, m.events); err != nil {
+		err := n.Events.PublishEvents(ctx, m.events)
+		m.spans.End(err)
+		if err != nil {
 			n.dlq.fail(ctx, m.msg, err)
 			continue
 		}
@@ -96,30 +111,32 @@ func (n *Normalizer) publishEach(ctx context.Context, batch []normalized) {
 	}
 }
 
-// normalize maps one raw message to canonical events.
-func (n *Normalizer) normalize(msg jetstream.Msg) ([]substate.Event, error) {
+// normalize maps one raw message to canonical events, and starts their
+// spans in tb.
+func (n *Normalizer) normalize(msg jetstream.Msg, tb *tracing.Batch) (normalized, error) {
 	raw, err := rawEvent(msg)
 	if err != nil {
-		return nil, err
+		return normalized{}, err
 	}
 	data, err := n.Mapper.Map(raw)
 	if err != nil {
-		return nil, err
+		return normalized{}, err
 	}
 	ref := substate.RawRef{ID: raw.ID}
 	if meta, err := msg.Metadata(); err == nil {
 		ref.Seq = meta.Sequence.Stream
 	}
+	tp := traceParentOf(&raw)
 	events := make([]substate.Event, len(data))
 	for i := range data {
 		if err := data[i].Validate(); err != nil {
-			return nil, err
+			return normalized{}, err
 		}
 		events[i] = substate.NewEvent(n.EventID(raw, i), data[i])
 		events[i].Raw = ref // the audit trail back to the provider's payload
-		events[i].TraceParent = traceParentOf(&raw)
+		events[i].TraceParent = tp
 	}
-	return events, nil
+	return normalized{msg: msg, events: events, spans: tb.PublishEvents(tp, &raw, events)}, nil
 }
 
 // rawEvent rebuilds the raw event of a message on substate.raw.<kind>. A

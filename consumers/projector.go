@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/tracing"
 )
 
 // Projector is the durable pull consumer on SUBSTATE_EVENTS that keeps the
@@ -35,8 +36,12 @@ type Projector struct {
 	BatchSize   int           // 0 means 512
 	Linger      time.Duration // 0 means 2 ms
 	Metrics     *Metrics
-	Logger      *slog.Logger
+	// Tracer, when set, makes the spans of each batch and event (nil: no
+	// tracing).
+	Tracer *tracing.Tracer
+	Logger *slog.Logger
 
+	trace    tracing.Stage
 	next     uint64 // the stream sequence the view expects next
 	ackAll   bool   // the consumer's acks are cumulative
 	dlq      stageDLQ
@@ -68,6 +73,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	if info := p.Consumer.CachedInfo(); info != nil {
 		p.ackAll = info.Config.AckPolicy == jetstream.AckAllPolicy
 	}
+	p.trace = traceStage(p.Consumer, tracing.TemplateEvents)
 	pl := puller{consumer: p.Consumer, batchSize: cmp.Or(p.BatchSize, 512), linger: p.Linger, logger: p.logger()}
 	if ds, ok := p.Store.(substate.DeadlineStore); ok {
 		p.progress = make(chan struct{}, 1)
@@ -86,13 +92,15 @@ func (p *Projector) Run(ctx context.Context) error {
 
 func (p *Projector) handle(ctx context.Context, batch []jetstream.Msg) {
 	p.Metrics.observeBatch(substate.StageProject, len(batch))
-	events, seqs, err := p.decode(ctx, batch)
+	tb := p.Tracer.Batch(p.trace, batch)
+	events, seqs, err := p.decode(ctx, batch, tb)
 	if err == nil {
 		events, err = p.fillGaps(ctx, events, seqs)
 	}
 	if err == nil {
-		err = p.apply(ctx, events)
+		err = p.apply(ctx, events, tb)
 	}
+	tb.End(err)
 	if err == nil && len(seqs) > 0 {
 		p.next = max(p.next, seqs[len(seqs)-1]+1)
 		if p.progress != nil {
@@ -137,7 +145,7 @@ func (p *Projector) ack(batch []jetstream.Msg, seqs []uint64) {
 // also returns the stream sequences of the batch, dead-lettered ones
 // included, in order. It fails when a dead letter cannot be stored: the
 // batch is then handed back whole, so that no ack covers that message.
-func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substate.Sequenced, []uint64, error) {
+func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg, tb *tracing.Batch) ([]substate.Sequenced, []uint64, error) {
 	out := make([]substate.Sequenced, 0, len(batch))
 	seqs := make([]uint64, 0, len(batch))
 	var end uint64 // the stream's last sequence, as the messages say
@@ -156,9 +164,11 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg) ([]substa
 			if err := p.dlq.store(ctx, m, err, ""); err != nil {
 				return nil, nil, err
 			}
+			tb.DeadLetter(m, err)
 			continue
 		}
-		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data, TraceParent: e.TraceParent})
+		hop := tb.Process(m, meta.Sequence.Stream, &e)
+		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data, TraceParent: e.TraceParent, Hop: hop})
 	}
 	slices.Sort(seqs)
 	return sortSequenced(out), slices.Compact(seqs), nil
@@ -170,7 +180,7 @@ func sortSequenced(events []substate.Sequenced) []substate.Sequenced {
 	return slices.CompactFunc(events, func(a, b substate.Sequenced) bool { return a.Seq == b.Seq })
 }
 
-func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) error {
+func (p *Projector) apply(ctx context.Context, events []substate.Sequenced, tb *tracing.Batch) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -179,6 +189,7 @@ func (p *Projector) apply(ctx context.Context, events []substate.Sequenced) erro
 		return err
 	}
 	p.observe(res)
+	tb.Applied(&res)
 	p.Metrics.observeSLOs(res.Changes)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/tracing"
 )
 
 // rawHeaders returns the headers of a raw message the mapping and the
@@ -36,4 +37,16 @@ func traceParentOf(raw *substate.RawEvent) string {
 		return ""
 	}
 	return tp
+}
+
+// traceStage names a stage's consumer for its spans: the template of the
+// subjects it reads and its durable name, the consumer group.
+func traceStage(c jetstream.Consumer, template string) tracing.Stage {
+	st := tracing.Stage{Template: template}
+	if c != nil {
+		if info := c.CachedInfo(); info != nil {
+			st.Group = info.Name
+		}
+	}
+	return st
 }

@@ -44,6 +44,12 @@ func TestAuditEventPayload(t *testing.T) {
 		{ID: "audit-4", Time: at, Action: substate.ActionStop, Who: "ops", TenantID: "beta", Provider: substate.ProviderRestate,
 			ExecutionID: "inv_2", Outcome: substate.AuditOutcome(substate.Errorf(substate.EUNAVAILABLE, "unreachable")),
 			ErrorCode: substate.EUNAVAILABLE, Error: "unreachable"},
+		{ID: "job-1.7", Time: at, Action: substate.ActionRetry, Who: "ops", TenantID: "beta", Provider: substate.ProviderStepFunctions,
+			ExecutionID: "arn:3", Outcome: substate.AuditSkipped, Detail: "changed: the tenant is now running, not failed", Job: "job-1", Member: 7},
+		{ID: "job-1.8.settled", Time: at, Action: substate.ActionStop, Who: "ops", TenantID: "beta", Provider: substate.ProviderRestate,
+			ExecutionID: "inv_3", Outcome: substate.AuditDone, Settles: "job-1.8", Job: "job-1", Member: 8},
+		{ID: "job-2.1", Time: at, Action: substate.ActionRequeue, Who: "ops", TenantID: "", Outcome: substate.AuditDone,
+			Detail: "mapped again: 1 events published", Job: "job-2", Member: 1, DeadLetter: 42},
 	} {
 		b, err := json.Marshal(ev)
 		if err != nil {

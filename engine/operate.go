@@ -2,13 +2,19 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"github.com/substatehq/substate"
 )
 
-var _ substate.ExecutionOperator = (*Engine)(nil)
+var _ substate.IdempotentOperator = (*Engine)(nil)
+
+// Idempotent reports that the context's idempotency key makes a restart
+// act once (the new execution's name is derived from it).
+func (e *Engine) Idempotent(a substate.ExecutionAction) bool { return a == substate.ActionRestart }
 
 // DescribeExecution describes an execution from its durable record: the
 // state it is in (or ended in), the input it started with, the output it
@@ -25,7 +31,7 @@ func (e *Engine) DescribeExecution(ctx context.Context, id string) (substate.Exe
 		TenantID: rec.TenantID, Provider: substate.ProviderEngine, ExecutionID: rec.ID, Workflow: rec.Workflow,
 		ProviderState: rec.Status, Step: rec.State, Input: rec.Input, Output: rec.Output,
 		Error: rec.Error, Cause: rec.Cause, StartedAt: rec.StartedAt, StoppedAt: rec.EndedAt,
-		Attempts: rec.Attempt, Ended: rec.Phase == phaseDone,
+		Attempts: rec.Attempt, Ended: rec.Phase == phaseDone, Redrives: rec.Redrives,
 	}
 	if rec.Stopped {
 		info.ProviderState, info.Stopped = "stopped", true
@@ -88,6 +94,7 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 	// A redrive is a new visit of the state: its attempts get idempotency
 	// keys of their own, so a task service that remembers keys runs them.
 	rec.Step++
+	rec.Redrives++
 	now := e.Clock.Now()
 	rec.Phase, rec.Status, rec.Stopped = phaseEnter, substate.EngineRunning, false
 	rec.Error, rec.Cause, rec.EndedAt, rec.Output = "", "", timeZero, nil
@@ -106,7 +113,9 @@ func (e *Engine) RetryExecution(ctx context.Context, id string) error {
 }
 
 // RestartExecution starts a new execution of the same workflow, for the
-// same tenant, with the same input, under a generated name.
+// same tenant, with the same input, under a generated name; with an
+// idempotency key in the context, under a name derived from it, so that
+// asking again returns the execution the first ask started.
 func (e *Engine) RestartExecution(ctx context.Context, id string) (string, error) {
 	if e.db == nil {
 		return "", errors.New("restart execution: engine is not open")
@@ -115,7 +124,12 @@ func (e *Engine) RestartExecution(ctx context.Context, id string) (string, error
 	if err != nil {
 		return "", err
 	}
-	x, err := e.Start(ctx, StartRequest{Workflow: rec.Workflow, TenantID: rec.TenantID, Input: rec.Input})
+	name := ""
+	if key := substate.IdempotencyKey(ctx); key != "" {
+		sum := sha256.Sum256([]byte(key))
+		name = "restart-" + hex.EncodeToString(sum[:12])
+	}
+	x, err := e.Start(ctx, StartRequest{Workflow: rec.Workflow, Name: name, TenantID: rec.TenantID, Input: rec.Input})
 	if err != nil {
 		return "", err
 	}

@@ -111,3 +111,35 @@ states:
 		t.Errorf("retry of a succeeded tenant: %v, want not found (actions follow the view)", err)
 	}
 }
+
+// TestRestartIdempotencyKey: a restart asked twice with the same
+// idempotency key starts one execution.
+func TestRestartIdempotencyKey(t *testing.T) {
+	p := pipelinetest.New(t)
+	e := engine.NewEngine(filepath.Join(t.TempDir(), "engine.db"))
+	e.Conn, e.Publisher, e.ServeControl, e.Logger = p.Bus.Conn, p.Pub, false, slog.New(slog.DiscardHandler)
+	if err := e.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx := context.Background()
+	ref, err := e.EnsureWorkflow(ctx, engine.Workflow{Definition: []byte("name: boom\nversion: \"1\"\nstartAt: boom\nstates:\n  boom: {type: Fail, error: Boom, cause: it broke}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(ctx, engine.StartRequest{Workflow: ref, Name: "b-1", TenantID: "t-1", Input: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	keyed := substate.WithIdempotencyKey(ctx, "job-1/t-1/b-1")
+	first, err := e.RestartExecution(keyed, "b-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.RestartExecution(keyed, "b-1")
+	if err != nil || again != first {
+		t.Errorf("asked again: %q %v, want %q", again, err, first)
+	}
+	if other, err := e.RestartExecution(ctx, "b-1"); err != nil || other == first {
+		t.Errorf("without a key: %q %v", other, err)
+	}
+}

@@ -27,13 +27,17 @@ type record struct {
 	Definition string          `json:"definition"` // key of the definition text
 	StartedAt  time.Time       `json:"startedAt"`
 
-	Phase    string          `json:"phase"`
-	State    string          `json:"state"`
-	Step     uint64          `json:"step"` // states entered so far; tells loop iterations apart
-	Data     json.RawMessage `json:"data"` // the current state's input
-	Attempt  int             `json:"attempt,omitempty"`
-	Retries  int             `json:"retries,omitempty"` // retries in the whole execution so far
-	Deadline time.Time       `json:"deadline,omitzero"`
+	Phase   string          `json:"phase"`
+	State   string          `json:"state"`
+	Step    uint64          `json:"step"` // states entered so far; tells loop iterations apart
+	Data    json.RawMessage `json:"data"` // the current state's input
+	Attempt int             `json:"attempt,omitempty"`
+	Retries int             `json:"retries,omitempty"` // retries in the whole execution so far
+	// Redrives counts the times RetryExecution took the execution up
+	// again: what tells a retry that failed again at once from one not
+	// taken.
+	Redrives int       `json:"redrives,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
 	// TimeoutAt is when the workflow's timeout ends the execution (zero:
 	// no timeout). It is absolute, so a restart resumes with the time left.
 	TimeoutAt time.Time `json:"timeoutAt,omitzero"`

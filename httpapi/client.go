@@ -161,7 +161,7 @@ func (c *Client) call(ctx context.Context, method, path, key string, body, v any
 		return fmt.Errorf("ask the worker at %s (is \"substate run\" running?): %w", c.URL, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
 		return answerError(resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -46,7 +47,27 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	if !p.Unredacted() {
 		redactPage(&page, s.Redaction)
 	}
+	linkTraces(&page, s.TraceUI)
+	if page.Actions == nil {
+		page.Actions = []substate.AuditEvent{}
+	}
 	httpx.JSON(w, http.StatusOK, page)
+}
+
+// TraceIDPlaceholder is where the trace id goes in Server.TraceUI.
+const TraceIDPlaceholder = "{traceId}"
+
+// linkTraces gives each transition with a trace its link in the trace UI
+// the template names ({traceId} replaced), when there is a template.
+func linkTraces(page *substate.HistoryPage, template string) {
+	if template == "" {
+		return
+	}
+	for i := range page.Transitions {
+		if t := &page.Transitions[i]; t.TraceID != "" {
+			t.TraceURL = strings.ReplaceAll(template, TraceIDPlaceholder, t.TraceID)
+		}
+	}
 }
 
 // checkHistory checks a history request against its principal.

@@ -34,7 +34,7 @@ func (r Route) Pattern() string { return r.Method + " " + r.Path }
 // handler, with the handler's dependency a field of Server.
 func (s *Server) Routes() []Route {
 	c := s.consoleHandlers()
-	views, execs, docs := s.Views != nil, s.Executions != nil, s.Contract != nil
+	views, execs, jobs, docs := s.Views != nil, s.Executions != nil, s.Jobs != nil, s.Contract != nil
 	return []Route{
 		// Health and metrics.
 		{Method: "GET", Path: "/healthz", Guard: GuardPublic, Handler: http.HandlerFunc(s.healthz)},
@@ -49,6 +49,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/v1/tenants", Guard: GuardRead, Handler: when(views, s.listTenants)},
 		{Method: "GET", Path: "/v1/tenants/{id}", Guard: GuardRead, Handler: when(views, s.getTenant)},
 		{Method: "GET", Path: "/v1/groups", Guard: GuardRead, Handler: when(views, s.listGroups)},
+		{Method: "GET", Path: "/v1/whoami", Guard: GuardRead, Handler: when(views, s.whoami)},
 		{Method: "GET", Path: "/v1/view/checkpoint", Guard: GuardRead, Handler: when(s.Checkpoint != nil, s.checkpoint)},
 		// raw=true needs read:raw, which the handler checks.
 		{Method: "GET", Path: "/v1/tenants/{id}/history", Guard: GuardRead, Handler: when(s.History != nil, s.history)},
@@ -58,6 +59,16 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/v1/deadletters", Guard: GuardRead, Handler: when(s.DeadLetters != nil, s.deadLetters)},
 		{Method: "GET", Path: "/v1/tenants/{id}/execution", Guard: GuardReadRaw, Handler: when(execs, s.describeExecution)},
 		{Method: "POST", Path: "/v1/tenants/{id}/execution/{action}", Guard: GuardAdminOrLoopback, JSONBody: true, Handler: when(execs, s.actOnExecution)},
+
+		// Fleet jobs: an action on every tenant a filter selects, narrowed
+		// to the key's tenant prefix; only admin keys (and the loopback
+		// operator of a worker without keys) create, see and control them.
+		{Method: "POST", Path: "/v1/actions", Guard: GuardAdminOrLoopback, JSONBody: true, Handler: when(jobs, s.createJob)},
+		{Method: "GET", Path: "/v1/actions", Guard: GuardAdminOrLoopback, Handler: when(jobs, s.listJobs)},
+		{Method: "GET", Path: "/v1/actions/{id}", Guard: GuardAdminOrLoopback, Handler: when(jobs, s.getJob)},
+		{Method: "GET", Path: "/v1/actions/{id}/report", Guard: GuardAdminOrLoopback, Handler: when(jobs, s.jobReport)},
+		{Method: "GET", Path: "/v1/actions/{id}/events", Guard: GuardAdminOrLoopback, Stream: true, Handler: when(jobs, s.jobEvents)},
+		{Method: "POST", Path: "/v1/actions/{id}/{op}", Guard: GuardAdminOrLoopback, Handler: when(jobs, s.controlJob)},
 
 		// The contract documents, public like the documentation they are.
 		{Method: "GET", Path: "/v1/openapi.json", Guard: GuardPublic, Handler: when(docs, s.document("openapi.json"))},

@@ -29,7 +29,7 @@ func fullServer(tb testing.TB, a *httpapi.Authorizer) *httpapi.Server {
 	return &httpapi.Server{
 		Auth: a, Ready: func() error { return nil }, Metrics: ok,
 		Ingest: ingesters{substate.ProviderStepFunctions: ok, substate.ProviderRestate: ok},
-		Views:  db, Checkpoint: db, History: storyReader{}, Executions: recordingService(&got),
+		Views:  db, Checkpoint: db, History: storyReader{}, Executions: recordingService(&got), Jobs: fakeJobs(&jobCalls{}),
 		Events: eventFeed{}, DeadLetters: deadLetterBox{},
 		Contract: contract.Files(),
 		Console:  console{Page: ok, Assets: ok, Overview: ok, DeadLetters: ok, Requeue: ok, Changes: ok},
@@ -38,7 +38,7 @@ func fullServer(tb testing.TB, a *httpapi.Authorizer) *httpapi.Server {
 
 // request returns a request that the route's pattern matches.
 func request(rt httpapi.Route) *http.Request {
-	path := strings.NewReplacer("{id}", "acme-1", "{action}", "stop", "{seq}", "1", "{name}", "event.json", "{$}", "").Replace(rt.Path)
+	path := strings.NewReplacer("{id}", "acme-1", "{action}", "stop", "{op}", "pause", "{seq}", "1", "{name}", "event.json", "{$}", "").Replace(rt.Path)
 	if strings.HasSuffix(path, "/") && path != "/" {
 		path += "app.js" // below a subtree
 	}
@@ -47,7 +47,11 @@ func request(rt httpapi.Route) *http.Request {
 	}
 	req := httptest.NewRequest(rt.Method, path, nil)
 	if rt.Method == http.MethodPost {
-		req = httptest.NewRequest(rt.Method, path, strings.NewReader("{}"))
+		body := "{}"
+		if path == "/v1/actions" {
+			body = `{"action":"retry","filter":{}}`
+		}
+		req = httptest.NewRequest(rt.Method, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req

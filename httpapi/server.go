@@ -108,8 +108,13 @@ type Server struct {
 	Events      substate.EventFollower    // GET /v1/events (replay.EventFeed)
 	DeadLetters substate.DeadLetterReader // GET /v1/deadletters (replay.DeadLetters)
 	Executions  substate.ExecutionService // GET /v1/tenants/{id}/execution, POST …/execution/{action}
+	Jobs        substate.JobService       // /v1/actions: fleet jobs
 	Contract    fs.FS                     // GET /v1/openapi.json, /v1/asyncapi.json, /v1/schemas/{name} (contract.Files)
 	Console     Console                   // GET /, /console/… (console.Console)
+	// TraceUI is the URL of a trace in the operator's trace UI, with
+	// {traceId} where the trace id goes: each transition of a history
+	// gets its link (Transition.TraceURL). Empty leaves the links out.
+	TraceUI string
 
 	ln  net.Listener
 	srv *http.Server

@@ -20,6 +20,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
+	"github.com/substatehq/substate/internal/tracing"
 )
 
 // MaxIngestBody is the largest request body ingress accepts (1 MiB, what an
@@ -66,7 +67,10 @@ type Ingress struct {
 	BodyTimeout time.Duration
 	Now         func() time.Time
 	Metrics     *Metrics
-	Logger      *slog.Logger
+	// Tracer, when set, makes a span of each request and of each raw
+	// event's publish (nil: no tracing).
+	Tracer *tracing.Tracer
+	Logger *slog.Logger
 }
 
 // Endpoint returns the handler of provider p's ingest route, which the
@@ -97,7 +101,9 @@ type route struct {
 func (in *Ingress) endpoint(p substate.Provider, rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := in.now()
+		r, span := in.Tracer.Ingest(r, p)
 		res, err := in.ingest(w, r, rt)
+		span.EndRequest(err)
 		in.observe(p, start, err)
 		if err != nil {
 			if substate.ErrorCode(err) == substate.ETHROTTLED {

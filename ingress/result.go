@@ -52,7 +52,9 @@ func (in *Ingress) publish(ctx context.Context, events []substate.RawEvent) (Ing
 	var conflict error
 	conflicts := 0
 	for i, ev := range events {
+		span := in.Tracer.PublishRaw(ctx, &ev)
 		dup, err := in.store(ctx, ev)
+		span.EndStored(dup, err)
 		if substate.ErrorCode(err) == substate.ECONFLICT {
 			if conflicts++; conflicts == 1 {
 				conflict = err

@@ -10,6 +10,7 @@
 package operate
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -86,18 +87,6 @@ func (s *Service) Describe(ctx context.Context, tenantID string) (substate.Execu
 	return info, err
 }
 
-// current returns the tenant's view, the operator of its current
-// execution and the execution's description.
-func (s *Service) current(ctx context.Context, tenantID string) (substate.TenantView, substate.ExecutionOperator, substate.ExecutionInfo, error) {
-	v, err := s.Views.Tenant(ctx, tenantID)
-	if err != nil {
-		return v, nil, substate.ExecutionInfo{}, err
-	}
-	v.TenantID = tenantID
-	op, info, err := s.describe(ctx, v)
-	return v, op, info, err
-}
-
 // describe describes the execution the view names, with its operator.
 func (s *Service) describe(ctx context.Context, v substate.TenantView) (substate.ExecutionOperator, substate.ExecutionInfo, error) {
 	if v.WorkflowExecutionID == "" {
@@ -120,8 +109,8 @@ func (s *Service) describe(ctx context.Context, v substate.TenantView) (substate
 func (s *Service) operator(p substate.Provider, tenantID string) (substate.ExecutionOperator, error) {
 	op := s.Operators[p]
 	if op == nil {
-		return nil, substate.Errorf(substate.EUNAVAILABLE,
-			"tenant %q runs on %s, which this worker cannot act on: %s", tenantID, p, configHint(p))
+		return nil, &unconfiguredError{substate.Errorf(substate.EUNAVAILABLE,
+			"tenant %q runs on %s, which this worker cannot act on: %s", tenantID, p, configHint(p))}
 	}
 	return op, nil
 }
@@ -147,51 +136,75 @@ func configHint(p substate.Provider) string {
 // (ECONFLICT), and pending while the effect is not seen, with what happens
 // next; a pending action is re-checked in the background, and its outcome
 // recorded by a follow-up audit event. Every action taken is recorded as
-// an audit event, refused ones included, with the error.
+// an audit event, refused ones included, with the error. An action of a
+// fleet job (req.Job) differs as ExecutionRequest.Job says.
 func (s *Service) Act(ctx context.Context, req substate.ExecutionRequest) (substate.ExecutionResult, error) {
 	if err := checkRequest(req); err != nil {
 		return substate.ExecutionResult{}, err
 	}
-	v, op, info, err := s.current(ctx, req.TenantID)
-	if err != nil {
-		return substate.ExecutionResult{}, err
+	v, err := s.Views.Tenant(ctx, req.TenantID)
+	if err != nil && req.Before == nil {
+		return s.viewGone(ctx, req, err)
+	}
+	v.TenantID = req.TenantID
+	if req.Before != nil && !req.DryRun {
+		if res, decided, err := s.resolve(ctx, req); decided {
+			return res, err
+		}
+		if err != nil {
+			return s.viewGone(ctx, req, err)
+		}
 	}
 	res := substate.ExecutionResult{
-		Action: req.Action, DryRun: req.DryRun, TenantID: req.TenantID, Provider: info.Provider,
-		ExecutionID: info.ExecutionID, Who: req.Who, Reason: req.Reason, At: s.now(), Execution: info,
+		Action: req.Action, DryRun: req.DryRun, TenantID: req.TenantID, Provider: v.Provider,
+		ExecutionID: cmp.Or(req.ExecutionID, v.WorkflowExecutionID), Who: req.Who, Reason: req.Reason, At: s.now(),
 	}
 	if changed := changedSince(req, v); changed != "" {
 		return s.skip(ctx, req, res, changed)
 	}
+	op, info, err := s.describe(ctx, v)
+	if err != nil {
+		return s.undescribed(ctx, req, res, err)
+	}
+	res.Execution, res.Provider, res.ExecutionID = info, info.Provider, info.ExecutionID
 	if err := precondition(req, info); err != nil || req.DryRun {
+		if err != nil && req.Job != "" {
+			res.Outcome = substate.AuditRefused
+			return s.Record(ctx, req, res, err)
+		}
 		return res, err
 	}
+	return s.take(ctx, op, req, res)
+}
+
+// take asks the provider to act, reads its state back and records the
+// outcome.
+func (s *Service) take(ctx context.Context, op substate.ExecutionOperator, req substate.ExecutionRequest, res substate.ExecutionResult) (substate.ExecutionResult, error) {
 	// Once asked for, an action runs to its end and is recorded even when
 	// the caller goes away: a provider call cut off midway may have acted.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ActionTimeout)
 	defer cancel()
-	res.NewExecutionID, err = s.perform(ctx, op, req, info)
+	if req.Intent != nil {
+		if err := req.Intent(ctx, withoutData(res.Execution)); err != nil {
+			return res, substate.WrapError(substate.EUNAVAILABLE, err, "%s of %s not asked: its intent could not be recorded", req.Action, res.ExecutionID)
+		}
+	}
+	var err error
+	res.NewExecutionID, err = s.perform(substate.WithIdempotencyKey(ctx, idempotencyKey(req, res.Execution)), op, req, res.Execution)
+	if req.Job != "" && substate.ErrorCode(err) == substate.ETHROTTLED {
+		return res, err // the job backs off and asks again: throttling is no outcome
+	}
 	if err == nil {
 		res.Outcome, res.Next, err = s.readBack(ctx, op, req, res)
 	} else {
 		res.Outcome = substate.AuditOutcome(err)
 	}
-	ev := s.auditEvent(req, res, err)
-	res.AuditID = ev.ID
-	if aerr := s.Audit.PublishAudit(ctx, ev); aerr != nil {
-		s.logger().Error("audit event not recorded", "action", req.Action, "tenant", req.TenantID, "who", req.Who, "err", aerr)
-		if err == nil {
-			err = substate.WrapError(substate.EUNAVAILABLE, aerr, "%s of %s was %s, but its audit event could not be recorded", req.Action, info.ExecutionID, res.Outcome)
+	res, err = s.Record(ctx, req, res, err)
+	if err != nil || res.Outcome == substate.AuditPending {
+		if res.Outcome == substate.AuditPending && req.Job == "" {
+			s.watch.start(s, req, res)
 		}
-	}
-	if err != nil {
 		return res, err
-	}
-	s.logger().Info("execution action", "action", req.Action, "tenant", req.TenantID, "provider", info.Provider,
-		"execution", info.ExecutionID, "new_execution", res.NewExecutionID, "outcome", res.Outcome, "who", req.Who, "reason", req.Reason)
-	if res.Outcome == substate.AuditPending {
-		s.watch.start(s, req, res)
-		return res, nil
 	}
 	s.publishResult(ctx, req, res)
 	return res, nil
@@ -216,12 +229,7 @@ func (s *Service) skip(ctx context.Context, req substate.ExecutionRequest, res s
 	if req.DryRun {
 		return res, nil
 	}
-	ev := s.auditEvent(req, res, nil)
-	res.AuditID = ev.ID
-	if err := s.Audit.PublishAudit(context.WithoutCancel(ctx), ev); err != nil {
-		return res, substate.WrapError(substate.EUNAVAILABLE, err, "%s of %s skipped, but its audit event could not be recorded", req.Action, res.ExecutionID)
-	}
-	return res, nil
+	return s.Record(ctx, req, res, nil)
 }
 
 // checkRequest bounds what the caller sent.
@@ -292,6 +300,10 @@ func (s *Service) auditEvent(req substate.ExecutionRequest, res substate.Executi
 		ID: newID(), Time: res.At, Action: req.Action, Who: req.Who, Reason: req.Reason, Kill: req.Kill,
 		TenantID: req.TenantID, Provider: res.Provider, ExecutionID: res.ExecutionID,
 		NewExecutionID: res.NewExecutionID, Outcome: res.Outcome, Detail: res.Next,
+		Job: req.Job, Member: req.Member,
+	}
+	if req.Job != "" {
+		ev.ID = substate.JobAuditID(req.Job, req.Member)
 	}
 	if err != nil {
 		ev.ErrorCode, ev.Error = substate.ErrorCode(err), substate.ErrorMessage(err)

@@ -38,11 +38,17 @@ type operator struct {
 	// afterStop, when set, is what a stop that returns nil leaves the
 	// execution as; nil: stopped at once.
 	afterStop *substate.ExecutionInfo
+	// unknown is an id DescribeExecution does not find (a new execution
+	// the provider does not describe yet).
+	unknown string
 }
 
-func (o *operator) DescribeExecution(context.Context, string) (substate.ExecutionInfo, error) {
+func (o *operator) DescribeExecution(_ context.Context, id string) (substate.ExecutionInfo, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if id == o.unknown {
+		return substate.ExecutionInfo{}, substate.Errorf(substate.ENOTFOUND, "execution %s not found", id)
+	}
 	return o.info, nil
 }
 
@@ -245,6 +251,22 @@ func TestActReadsBack(t *testing.T) {
 			t.Fatalf("follow-up %+v, want done settling %s", ev, res.AuditID)
 		}
 	})
+	t.Run("OvertakenByKill", func(t *testing.T) {
+		// A cancel still pending when a kill (another action) ended the
+		// execution changed nothing: its follow-up says so, never done.
+		s, op, a := newService(running)
+		defer s.Close()
+		op.afterStop = &running
+		res, err := s.Act(context.Background(), stop)
+		if err != nil || res.Outcome != substate.AuditPending {
+			t.Fatalf("stop without effect: %+v, %v; want pending", res, err)
+		}
+		op.set(substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "completed: failure", Ended: true, Stopped: true, Killed: true})
+		pipelineWait(t, "the follow-up audit event", func() bool { return len(a.events()) == 2 })
+		if ev := a.events()[1]; ev.Outcome != substate.AuditRefused || ev.ErrorCode != substate.ECONFLICT || ev.Settles != res.AuditID || !strings.Contains(ev.Error, "killed before the cancel") {
+			t.Fatalf("follow-up %+v, want refused settling %s", ev, res.AuditID)
+		}
+	})
 	t.Run("EndedMeanwhile", func(t *testing.T) {
 		s, op, a := newService(running)
 		op.afterStop = &substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "succeeded", Ended: true}
@@ -293,5 +315,42 @@ func pipelineWait(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s within 10 s", what)
 		}
+	}
+}
+
+// A pending retry or restart says what the provider may be doing: a
+// Restate invocation resumed and failing again is back in its state, with
+// more attempts; a restart's new execution is named.
+func TestPendingNext(t *testing.T) {
+	backingOff := substate.ExecutionInfo{ExecutionID: "inv_1", Provider: substate.ProviderRestate, ProviderState: "backing-off", Attempts: 2, Retryable: true}
+	ended := substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "failed", Ended: true}
+	tests := []struct {
+		name string
+		info substate.ExecutionInfo
+		req  substate.ExecutionRequest
+		says []string
+	}{
+		{"RestateRetry", backingOff, substate.ExecutionRequest{TenantID: "rs", Action: substate.ActionRetry, Who: "ops"},
+			[]string{"backing-off again", "(2 before the retry)", "executions describe", "follow-up audit event"}},
+		{"Restart", ended, substate.ExecutionRequest{TenantID: "t1", Action: substate.ActionRestart, Who: "ops"},
+			[]string{"the new execution x2 is not described", "follow-up audit event"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, op, _ := newService(tt.info)
+			defer s.Close()
+			s.Views.(views)["rs"] = substate.TenantView{TenantID: "rs", Provider: substate.ProviderRestate, WorkflowExecutionID: "inv_1"}
+			s.Operators[substate.ProviderRestate] = op
+			op.unknown = "x2"
+			res, err := s.Act(context.Background(), tt.req)
+			if err != nil || res.Outcome != substate.AuditPending {
+				t.Fatalf("%s: %+v, %v; want pending", tt.req.Action, res, err)
+			}
+			for _, want := range tt.says {
+				if !strings.Contains(res.Next, want) {
+					t.Errorf("next %q does not say %q", res.Next, want)
+				}
+			}
+		})
 	}
 }

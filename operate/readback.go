@@ -32,7 +32,7 @@ func (s *Service) readBack(ctx context.Context, op substate.ExecutionOperator, r
 	t := time.NewTicker(ReadBackEvery)
 	defer t.Stop()
 	for {
-		outcome, err = effect(ctx, op, req.Action, res)
+		outcome, err = effect(ctx, op, req, res)
 		if outcome != substate.AuditPending {
 			return outcome, "", err
 		}
@@ -48,9 +48,8 @@ func (s *Service) readBack(ctx context.Context, op substate.ExecutionOperator, r
 // of an action the provider took: done when the state shows its effect,
 // refused (with the error) when it shows the action changed nothing, and
 // pending otherwise (a read that fails shows nothing).
-func effect(ctx context.Context, op substate.ExecutionOperator, action substate.ExecutionAction, res substate.ExecutionResult) (string, error) {
-	before := res.Execution
-	if action == substate.ActionRestart {
+func effect(ctx context.Context, op substate.ExecutionOperator, req substate.ExecutionRequest, res substate.ExecutionResult) (string, error) {
+	if req.Action == substate.ActionRestart {
 		if _, err := op.DescribeExecution(ctx, res.NewExecutionID); err != nil {
 			return substate.AuditPending, nil
 		}
@@ -60,14 +59,26 @@ func effect(ctx context.Context, op substate.ExecutionOperator, action substate.
 	if err != nil {
 		return substate.AuditPending, nil
 	}
-	switch action {
+	return shows(req, res.Execution, after)
+}
+
+// shows returns the outcome the execution's description after a stop or
+// a retry shows, against its description before: done, refused (a stop
+// that found the execution ended otherwise) or pending. A stop without
+// Kill that finds the execution killed changed nothing: a kill (another
+// action, with its own audit event) ended it before the cancel did.
+func shows(req substate.ExecutionRequest, before, after substate.ExecutionInfo) (string, error) {
+	switch req.Action {
 	case substate.ActionStop:
 		switch {
+		case after.Ended && after.Killed && !req.Kill:
+			return substate.AuditRefused, substate.Errorf(substate.ECONFLICT,
+				"execution %s was killed before the cancel reached it: the cancel changed nothing (the kill's audit event records the stop)", after.ExecutionID)
 		case after.Ended && after.Stopped:
 			return substate.AuditDone, nil
 		case after.Ended:
 			return substate.AuditRefused, substate.Errorf(substate.ECONFLICT,
-				"execution %s ended (%s) before the stop reached it: the stop changed nothing", res.ExecutionID, after.ProviderState)
+				"execution %s ended (%s) before the stop reached it: the stop changed nothing", after.ExecutionID, after.ProviderState)
 		}
 	case substate.ActionRetry:
 		if after.ProviderState != before.ProviderState || after.Redrives > before.Redrives {
@@ -77,14 +88,20 @@ func effect(ctx context.Context, op substate.ExecutionOperator, action substate.
 	return substate.AuditPending, nil
 }
 
-// pendingNext says what substate does about a pending action, and what
-// the caller may do.
+// pendingNext says what substate does about a pending action, what the
+// provider may be doing, and what the caller may do.
 func (s *Service) pendingNext(req substate.ExecutionRequest, res substate.ExecutionResult) string {
 	next := fmt.Sprintf("the provider accepted the %s, but its effect is not seen after %s: substate keeps checking every %s for up to %s and records the outcome in a follow-up audit event",
 		req.Action, s.settle(), s.every(), s.watchFor())
-	if req.Action == substate.ActionStop && res.Provider == substate.ProviderRestate && !req.Kill {
+	switch {
+	case req.Action == substate.ActionStop && res.Provider == substate.ProviderRestate && !req.Kill:
 		next = "Restate delivers a cancel when the invocation's handler next runs, which a backing-off invocation may not do for a long time, and a handler that fails before it reads its context never sees it; " +
 			next + "; `substate executions stop --kill` ends it at once"
+	case req.Action == substate.ActionRetry && res.Provider == substate.ProviderRestate:
+		next = fmt.Sprintf("Restate runs a resumed invocation at once, and one that fails again is %s again, which looks the same as a resume not yet taken: "+
+			"its attempts in `substate executions describe` (%d before the retry) tell whether it ran; ", res.Execution.ProviderState, res.Execution.Attempts) + next
+	case req.Action == substate.ActionRestart:
+		next = fmt.Sprintf("the new execution %s is not described by the provider yet; ", res.NewExecutionID) + next
 	}
 	return next
 }
@@ -103,7 +120,7 @@ func (s *Service) Recheck(ctx context.Context, res substate.ExecutionResult, req
 	if err != nil {
 		return res, err
 	}
-	outcome, err := effect(ctx, op, res.Action, res)
+	outcome, err := effect(ctx, op, req, res)
 	if outcome == substate.AuditPending {
 		return res, nil
 	}
@@ -117,6 +134,9 @@ func (s *Service) settleFollowUp(ctx context.Context, req substate.ExecutionRequ
 	res.Outcome, res.Next, res.At = outcome, "", s.now()
 	ev := s.auditEvent(req, res, cause)
 	ev.Settles = settles
+	if req.Job != "" {
+		ev.ID += ".settled"
+	}
 	if err := s.Audit.PublishAudit(ctx, ev); err != nil {
 		return res, substate.WrapError(substate.EUNAVAILABLE, err, "the outcome of %s of %s is %s, but its audit event could not be recorded", res.Action, res.ExecutionID, outcome)
 	}

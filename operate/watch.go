@@ -77,15 +77,28 @@ func (s *Service) follow(ctx context.Context, req substate.ExecutionRequest, res
 func (s *Service) giveUp(req substate.ExecutionRequest, res substate.ExecutionResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), ActionTimeout)
 	defer cancel()
+	if err := s.GiveUp(ctx, req, res); err != nil {
+		s.logger().Error("audit event not recorded", "action", req.Action, "tenant", req.TenantID, "err", err)
+	}
+}
+
+// GiveUp records, in a follow-up audit event, that a pending action's
+// effect was not seen within Watch and that substate stopped checking: a
+// fleet job calls it for its members still pending when it ends.
+func (s *Service) GiveUp(ctx context.Context, req substate.ExecutionRequest, res substate.ExecutionResult) error {
 	settles := res.AuditID
 	res.At = s.now()
 	res.Next = "still not effective after " + s.watchFor().String() + ": substate stopped checking; describe the execution to see its state"
 	ev := s.auditEvent(req, res, nil)
 	ev.Settles = settles
+	if req.Job != "" {
+		ev.ID += ".unsettled"
+	}
 	if err := s.Audit.PublishAudit(ctx, ev); err != nil {
-		s.logger().Error("audit event not recorded", "action", req.Action, "tenant", req.TenantID, "err", err)
+		return err
 	}
 	s.logger().Warn("pending action not effective; no longer checked", "action", res.Action, "tenant", res.TenantID, "execution", res.ExecutionID, "watched", s.watchFor())
+	return nil
 }
 
 // Close stops re-checking pending actions and waits for the checks under

@@ -13,7 +13,7 @@ import (
 var _ substate.AuditPublisher = (*JetStream)(nil)
 
 // PublishAudit publishes an audit event as JSON on
-// substate.audit.<action>.<tenant> (stream SUBSTATE_AUDIT), with its id as
+// its Subject (stream SUBSTATE_AUDIT), with its id as
 // Nats-Msg-Id, and returns once it is stored.
 func (p *JetStream) PublishAudit(ctx context.Context, ev substate.AuditEvent) error {
 	if ev.ID == "" {
@@ -23,7 +23,7 @@ func (p *JetStream) PublishAudit(ctx context.Context, ev substate.AuditEvent) er
 	if err != nil {
 		return fmt.Errorf("encode audit event: %w", err)
 	}
-	m := nats.NewMsg(substate.AuditSubject(ev.Action, ev.TenantID))
+	m := nats.NewMsg(ev.Subject())
 	m.Data = data
 	m.Header.Set(substate.HeaderMsgID, ev.ID)
 	m.Header.Set(substate.HeaderContentType, "application/json")

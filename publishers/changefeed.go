@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/tracing"
 )
 
 // Defaults of a ChangeFeed.
@@ -48,7 +49,10 @@ type ChangeFeed struct {
 	// SchemaBase is the worker's base URL: changes carry the change schema
 	// there as their dataschema (substate.SchemaURL).
 	SchemaBase string
-	Logger     *slog.Logger
+	// Tracer, when set, makes a span of each change's publish (nil: no
+	// tracing).
+	Tracer *tracing.Tracer
+	Logger *slog.Logger
 
 	// fault, in tests, is called at each step of a round; an error
 	// abandons the round there, as a crash would.
@@ -133,6 +137,8 @@ func onePerTenant(changes []substate.Change) []substate.Change {
 // the first error.
 func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]substate.Change, error) {
 	futures := make([]jetstream.PubAckFuture, 0, len(round))
+	var spans tracing.Spans // one a change sent, when tracing is on
+	defer func() { spans.End(errNotAcked) }()
 	var sendErr error
 	for i := range round {
 		if err := f.fail(stepPublishing, i); err != nil {
@@ -143,9 +149,11 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]su
 			sendErr = err
 			break
 		}
+		spans = f.Tracer.PublishChange(spans, &round[i], m)
 		fut, err := f.JetStream.PublishMsgAsync(m)
 		if err != nil {
 			sendErr = unavailable(err, "publish change")
+			spans.EndAt(i, sendErr)
 			break
 		}
 		futures = append(futures, fut)
@@ -158,8 +166,10 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]su
 		select {
 		case <-fut.Ok():
 			acked = append(acked, round[i])
+			spans.EndAt(i, nil)
 		case err := <-fut.Err():
 			ackErr = cmp.Or(ackErr, unavailable(err, "publish change"))
+			spans.EndAt(i, ackErr)
 		case <-timeout.C:
 			var late error = substate.Errorf(substate.EUNAVAILABLE, "publish change: no acknowledgement within %s", cmp.Or(f.AckTimeout, DefaultFeedAckTimeout))
 			return acked, cmp.Or(ackErr, late)
@@ -169,6 +179,10 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]su
 	}
 	return acked, cmp.Or(ackErr, sendErr)
 }
+
+// errNotAcked ends the span of a change whose publish was not
+// acknowledged within the round.
+var errNotAcked = substate.Errorf(substate.EUNAVAILABLE, "publish change: not acknowledged")
 
 // ChangeMsg is the change-feed message of a change: a structured
 // CloudEvent on its ChangeSubject, with its sequence as Nats-Msg-Id and

@@ -1,6 +1,7 @@
 package publishers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,8 +178,8 @@ func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, err
 	if e.Raw.ID != "" {
 		m.Header.Set(substate.HeaderRawID, e.Raw.ID)
 	}
-	if e.TraceParent != "" {
-		m.Header.Set(substate.HeaderTraceParent, e.TraceParent)
+	if tp := cmp.Or(e.Hop, e.TraceParent); tp != "" {
+		m.Header.Set(substate.HeaderTraceParent, tp) // the hop's context; the body keeps the trace's start
 	}
 	f, err := p.JS.PublishMsgAsync(m)
 	if err != nil {

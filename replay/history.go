@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -39,7 +40,7 @@ func NewHistory(js jetstream.JetStream) *History {
 
 // History returns one page of a tenant's transitions.
 func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substate.HistoryPage, error) {
-	page := substate.HistoryPage{TenantID: q.TenantID, Transitions: []substate.Transition{}}
+	page := substate.HistoryPage{TenantID: q.TenantID, Transitions: []substate.Transition{}, Actions: []substate.AuditEvent{}}
 	select {
 	case h.turns <- struct{}{}:
 		defer func() { <-h.turns }()
@@ -48,6 +49,7 @@ func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substat
 	}
 	var rec state.Record
 	var lookups []Lookup
+	from := q.Since // the page's span starts after the transition it follows
 	for m, err := range h.reader.Events(ctx, q.TenantID, Range{Until: q.Until}) {
 		if err != nil {
 			return page, err
@@ -58,6 +60,9 @@ func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substat
 		var t substate.Transition
 		t, rec = fold(rec, &m)
 		if m.Seq <= q.AfterSeq || m.Stored.Before(q.Since) {
+			if m.Seq <= q.AfterSeq && m.Stored.After(from) {
+				from = m.Stored.Add(time.Nanosecond)
+			}
 			continue
 		}
 		if q.Limit > 0 && len(page.Transitions) == q.Limit {
@@ -66,6 +71,9 @@ func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substat
 		}
 		page.Transitions = append(page.Transitions, t)
 		lookups = append(lookups, Lookup{EventID: t.EventID, Ref: m.RawRef(), StoredAt: m.Stored})
+	}
+	if err := h.actions(ctx, &page, q, from); err != nil {
+		return page, err
 	}
 	if q.Raw && len(lookups) > 0 {
 		ev, err := h.evidence.Find(ctx, lookups)
@@ -77,6 +85,22 @@ func (h *History) History(ctx context.Context, q substate.HistoryQuery) (substat
 		}
 	}
 	return page, nil
+}
+
+// actions puts on the page the tenant's operator actions in its span:
+// from the transition before it (or since) up to its last transition
+// when more pages follow, else up to until.
+func (h *History) actions(ctx context.Context, page *substate.HistoryPage, q substate.HistoryQuery, from time.Time) error {
+	until := q.Until
+	if page.NextAfterSeq != 0 {
+		until = page.Transitions[len(page.Transitions)-1].StoredAt
+	}
+	acts, err := h.reader.Actions(ctx, q.TenantID, from, until)
+	if err != nil {
+		return err
+	}
+	page.Actions = acts
+	return nil
 }
 
 // fold applies one stream message to a tenant's record and describes it:
@@ -91,6 +115,6 @@ func fold(rec state.Record, m *Event) (substate.Transition, state.Record) {
 		}, rec
 	}
 	t, next := state.Fold(rec, &m.Event, m.Stored)
-	t.Seq = m.Seq
+	t.Seq, t.TraceID = m.Seq, substate.TraceIDOf(m.Event.TraceParent)
 	return t, next
 }

@@ -174,7 +174,7 @@ func (w *work) apply(s *substate.Sequenced, rec *Record, next Record, out Outcom
 	case Changed:
 		next.Seq = s.Seq
 		setDeadline(w.slos, rec, &next)
-		w.res.Changes = append(w.res.Changes, substate.Change{Seq: s.Seq, TenantID: id, Old: rec.View, New: next.View, TraceParent: s.TraceParent})
+		w.res.Changes = append(w.res.Changes, substate.Change{Seq: s.Seq, TenantID: id, Old: rec.View, New: next.View, TraceParent: s.TraceParent, Hop: s.Hop})
 		w.dirty[id] = true
 	}
 	*rec = next

@@ -286,6 +286,11 @@ func TestStuckQueries(t *testing.T) {
 	if page, _ := db.Tenants(ctx, substate.TenantFilter{Stuck: true, Provider: substate.ProviderRestate}); len(page.Tenants) != 1 {
 		t.Fatalf("stuck on restate: %+v", page.Tenants)
 	}
+	// A fleet job's frozen set takes the same filter.
+	if sel, err := db.Select(ctx, substate.TenantFilter{Stuck: true}, 10); err != nil || len(sel.Tenants) != 3 ||
+		sel.Tenants[0].TenantID != "a" || sel.Tenants[2].TenantID != "c" {
+		t.Fatalf("selected stuck tenants: %+v, %v", sel.Tenants, err)
+	}
 	g, err := db.Groups(ctx, substate.GroupQuery{By: substate.GroupByWorkflowType, Filter: substate.TenantFilter{Stuck: true}})
 	if err != nil || g.Total != 3 || len(g.Groups) != 2 || g.Groups[0].Value != "billing" || g.Groups[0].Count != 2 {
 		t.Fatalf("stuck by workflow type: %+v, %v", g, err)

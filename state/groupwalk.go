@@ -37,16 +37,32 @@ func (d *DB) walkGroups(ctx context.Context, g *groupQuery) (substate.GroupPage,
 // snapshot opens a read transaction and copies the pending records, both
 // as of the same commit.
 func (d *DB) snapshot() (*bolt.Tx, map[string]Record, error) {
+	s, err := d.snapshotAt()
+	return s.tx, s.pending, err
+}
+
+// viewSnapshot is one consistent state of the view: a read transaction,
+// the records unchanged events hold in memory on top of it, and the
+// applied sequence they amount to.
+type viewSnapshot struct {
+	tx      *bolt.Tx
+	pending map[string]Record
+	seq     uint64
+}
+
+// snapshotAt opens a read transaction and copies the pending records and
+// the applied sequence, all as of the same commit.
+func (d *DB) snapshotAt() (viewSnapshot, error) {
 	d.pmu.RLock()
 	defer d.pmu.RUnlock()
 	if d.db == nil {
-		return nil, nil, ErrClosed
+		return viewSnapshot{}, ErrClosed
 	}
 	tx, err := d.db.Begin(false)
 	if err != nil {
-		return nil, nil, err
+		return viewSnapshot{}, err
 	}
-	return tx, maps.Clone(d.pending), nil
+	return viewSnapshot{tx: tx, pending: maps.Clone(d.pending), seq: d.seq}, nil
 }
 
 // walk reads the tenants g's filter may match and counts those it does.

@@ -33,11 +33,14 @@ func outboxKey(c *substate.Change) []byte {
 // Compile-time check that DB is a change outbox.
 var _ substate.ChangeOutbox = (*DB)(nil)
 
-// outboxEntry is the value of a change in the outbox: the change and the
-// traceparent of the event that made it.
+// outboxEntry is the value of a change in the outbox: the change, the
+// traceparent of the event that made it, when tracing is on the
+// traceparent of the span that applied it, and what kind of message it
+// is.
 type outboxEntry struct {
 	Change      substate.Change     `json:"change"`
 	TraceParent string              `json:"traceparent,omitempty"`
+	Hop         string              `json:"hop,omitempty"`
 	Kind        substate.ChangeKind `json:"kind,omitzero"`
 }
 
@@ -63,7 +66,7 @@ func (w *work) writeOutbox(tx *bolt.Tx) error {
 
 // putOutbox stores one change in the outbox.
 func putOutbox(b *bolt.Bucket, c *substate.Change) error {
-	v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent, Kind: c.Kind})
+	v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent, Hop: c.Hop, Kind: c.Kind})
 	if err != nil {
 		return fmt.Errorf("encode change %d: %w", c.Seq, err)
 	}
@@ -129,7 +132,7 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode outbox change %x: %w", k, err)
 			}
-			e.Change.TraceParent, e.Change.Kind = e.TraceParent, e.Kind
+			e.Change.TraceParent, e.Change.Hop, e.Change.Kind = e.TraceParent, e.Hop, e.Kind
 			out = append(out, e.Change)
 		}
 		return nil

@@ -21,7 +21,7 @@ func (w *Worker) openChangeFeed(context.Context) error {
 	w.Changes = &publishers.ChangeFeed{
 		JetStream: w.Bus.JetStream, Outbox: w.View,
 		Published: func(n int) { emitted.Add(float64(n)) },
-		Logger:    w.Logger.With("component", "changefeed"),
+		Tracer:    w.Tracer, Logger: w.Logger.With("component", "changefeed"),
 	}
 	return nil
 }

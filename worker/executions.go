@@ -35,11 +35,14 @@ func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, err
 		svc.Operators[substate.ProviderEngine] = &engine.RemoteOperator{Conn: w.Bus.Conn}
 	}
 	if p := w.reconcile.sfn; p != nil {
-		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = p, p
+		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = w.reconcile.sfnActor, p
 	}
 	if admin := w.reconcile.restateAdmin; admin != nil {
 		op := &restate.Operator{Admin: admin}
 		svc.Operators[substate.ProviderRestate], svc.Pollers[substate.ProviderRestate] = op, op
+	}
+	if err := w.openJobs(ctx, svc.Operators, svc.Pollers); err != nil {
+		return nil, err
 	}
 	return svc, nil
 }

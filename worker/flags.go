@@ -40,6 +40,7 @@ func DefaultFlags() Flags {
 			SFNHistoryInterval: 15 * time.Second, SFNAPIBudget: 4, SFNRedriveCheck: time.Hour,
 			RestatePollEvery: 15 * time.Second,
 		},
+		ActionFlags:   ActionFlags{ActionJobs: 4},
 		DeadlineFlags: DeadlineFlags{StuckMetricTypes: 50},
 	}
 }

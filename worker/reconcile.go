@@ -36,7 +36,8 @@ type reconcile struct {
 	reconciler   *recon.Reconciler
 	restate      *restate.Poller
 	restateAdmin *restate.Client         // the poller's, also the operator's
-	sfn          *stepfunctions.Provider // also acts on executions
+	sfn          *stepfunctions.Provider // within --sfn-api-budget
+	sfnActor     *stepfunctions.Provider // acts on executions, outside the poller's budget
 	metrics      *recon.Metrics
 }
 
@@ -146,10 +147,14 @@ func (w *Worker) stepFunctions(ctx context.Context, m *recon.Metrics) (*stepfunc
 		w.Logger.Info("step functions reconciling is off", "reason", err.Error())
 		return nil, nil
 	}
-	p := stepfunctions.New(cfg, stepfunctions.CountCalls(func(op string) {
-		m.CountCall(substate.ProviderStepFunctions, op)
-	}), stepfunctions.Budget(f.SFNAPIBudget))
+	count := stepfunctions.CountCalls(func(op string) { m.CountCall(substate.ProviderStepFunctions, op) })
+	p := stepfunctions.New(cfg, count, stepfunctions.Budget(f.SFNAPIBudget))
 	p.Logger = w.Logger.With("component", "stepfunctions")
+	// Actions have a client of their own: an operator's action does not
+	// wait behind the poller's budget, and a fleet job spends its lane's
+	// token buckets (--action-limit) instead.
+	w.reconcile.sfnActor = stepfunctions.New(cfg, count)
+	w.reconcile.sfnActor.Logger = p.Logger
 	p.OnBackoff = func(op string, d time.Duration) { m.SetBackoff(substate.ProviderStepFunctions, op, d) }
 	p.OnBehind = func(n int) { m.SetBehind(substate.ProviderStepFunctions, n) }
 	w.Logger.Info("polling step functions", "region", cfg.Region, "every", f.SFNHistoryInterval, "api_budget", f.SFNAPIBudget)

@@ -138,7 +138,7 @@ func (w *Worker) ingester() (httpapi.Ingester, error) {
 	pub := publishers.NewJetStream(w.Bus.JetStream)
 	in := &ingress.Ingress{
 		Store: pub, DeadLetters: pub, APIKey: w.Flags.IngestAPIKey, Exposed: !netx.Loopback(w.Flags.HTTPAddr),
-		Ready: w.natsReady, Metrics: w.Metrics.Ingress, Logger: w.Logger.With("component", "ingress"),
+		Ready: w.natsReady, Metrics: w.Metrics.Ingress, Tracer: w.Tracer, Logger: w.Logger.With("component", "ingress"),
 		Admission: &ingress.Admission{
 			MaxBacklog: w.Flags.IngestMaxBacklog, Backlog: w.backlog.Load, MaxInFlight: w.Flags.IngestMaxInFlight,
 			RetryAfter: 5 * time.Second,

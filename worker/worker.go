@@ -22,6 +22,7 @@ import (
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/netx"
+	"github.com/substatehq/substate/internal/tracing"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/redact"
@@ -53,9 +54,11 @@ type Flags struct {
 	ContractFlags        `embed:""`
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
+	TraceFlags           `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
+	ActionFlags          `embed:""`
 	DeadlineFlags        `embed:""`
 }
 
@@ -77,6 +80,9 @@ type Worker struct {
 	Auth        *httpapi.Authorizer
 	Redaction   *redact.Policy
 	MetricsHTTP *httpapi.Server // on --metrics-addr; nil without it
+	// Tracer makes the pipeline's spans; nil when tracing is off (no
+	// OTEL_* exporter configured).
+	Tracer *tracing.Tracer
 
 	// The pipeline's stages, each nil when the role does not run it: the
 	// normalizer, the projector and the change feed that drains the
@@ -96,6 +102,7 @@ type Worker struct {
 	backlog   atomic.Uint64         // SUBSTATE_RAW's unprocessed backlog, see watchBacklog
 	gapFirst  atomic.Uint64         // the first sequence of the last gap watchStream reported
 	reconcile reconcile
+	jobs      substate.JobService // fleet jobs; nil without a view
 	closers   []func() error
 }
 
@@ -116,6 +123,9 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 		return err
 	}
 	if err := w.openReadAPI(); err != nil {
+		return err
+	}
+	if err := w.openTracing(ctx); err != nil {
 		return err
 	}
 	if err := w.openSLOs(); err != nil {
@@ -245,7 +255,7 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 	w.Normalizer = &consumers.Normalizer{
 		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
 		Unresolved: &publishers.Unresolved{JS: w.Bus.JetStream}, Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries},
-		BatchSize: w.Flags.BatchSize, Metrics: w.Metrics, Logger: w.Logger.With("component", "normalizer"),
+		BatchSize: w.Flags.BatchSize, Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "normalizer"),
 	}
 	return nil
 }
@@ -270,7 +280,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 	w.Projector = &consumers.Projector{
 		Consumer: c, Stream: stream, Store: w.View,
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
-		Metrics: w.Metrics, Logger: w.Logger.With("component", "projector"),
+		Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "projector"),
 	}
 	return nil
 }
@@ -305,6 +315,10 @@ func (w *Worker) openHTTP(ctx context.Context) error {
 		Live: w.Live, Ready: w.Ready, Metrics: w.metricsHandler(), Ingest: in,
 		History: replay.NewHistory(w.Bus.JetStream), Executions: execs, Contract: contract.Files(),
 		Events: replay.NewEventFeed(&replay.Reader{JS: w.Bus.JetStream}), DeadLetters: replay.DeadLetters{Reader: &replay.Reader{JS: w.Bus.JetStream}},
+		TraceUI: w.Flags.TraceUIURL,
+	}
+	if w.jobs != nil {
+		w.HTTP.Jobs = w.jobs
 	}
 	if w.View != nil { // a role without a view has none of these
 		w.HTTP.Views, w.HTTP.Checkpoint = w.View, w.View

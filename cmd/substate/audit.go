@@ -39,7 +39,7 @@ func (c *AuditCmd) Run(ctx context.Context, m *Main) error {
 	if err != nil {
 		return err
 	}
-	if len(page.Transitions) == 0 {
+	if len(page.Transitions) == 0 && len(page.Actions) == 0 {
 		return substate.Errorf(substate.ENOTFOUND, "no events of tenant %q in %s in that range", c.Tenant, substate.StreamEvents)
 	}
 	for i := range page.Transitions {
@@ -85,22 +85,32 @@ func (c *AuditCmd) query(now time.Time) (substate.HistoryQuery, error) {
 	return q, err
 }
 
-// printAudit prints the transitions: as JSON lines (-o json) or YAML
-// documents (-o yaml), one a transition, or as a table, each with its raw
-// evidence on the line below when raw is set, then a summary; wide cuts
-// less.
+// printAudit prints the transitions and the operator actions, interleaved
+// by time: as JSON lines (-o json) or YAML documents (-o yaml), one a
+// transition or {"operatorAction":…}, or as a table, each transition with
+// its raw evidence on the line below when raw is set, then a summary;
+// wide cuts less.
 func printAudit(p *termtext.Printer, page substate.HistoryPage, raw bool) error {
+	items := timeline(page)
 	if !p.Text() {
-		for i := range page.Transitions {
-			if err := p.Item(page.Transitions[i], nil); err != nil {
+		for _, it := range items {
+			var v any = it.tr
+			if it.act != nil {
+				v = actionItem{it.act}
+			}
+			if err := p.Item(v, nil); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	t := termtext.Table{Header: []string{"SEQ", "OCCURRED", "PROVIDER", "EXECUTION", "REPORTED", "SUB-STATE", "RETRIES", "ERROR", "EFFECT"}}
-	for i := range page.Transitions {
-		tr := &page.Transitions[i]
+	for _, it := range items {
+		if it.act != nil {
+			t.Rows, t.Extra = append(t.Rows, actionRow(it.act, p.Wide())), append(t.Extra, "")
+			continue
+		}
+		tr := it.tr
 		t.Rows = append(t.Rows, auditRow(tr, p.Wide()))
 		extra := ""
 		if raw && tr.Raw != nil {
@@ -185,6 +195,9 @@ func auditSummary(page substate.HistoryPage) string {
 	for _, tr := range page.Transitions {
 		n[tr.Outcome]++
 	}
+	if len(page.Transitions) == 0 {
+		return fmt.Sprintf("%s: %s, no events in that range", termtext.Text(page.TenantID), termtext.Plural(len(page.Actions), "operator action"))
+	}
 	last := page.Transitions[len(page.Transitions)-1].New
 	s := fmt.Sprintf("%s: %d events: %d changed the view, %d unchanged, %d stale", termtext.Text(page.TenantID), len(page.Transitions),
 		n[substate.OutcomeChanged], n[substate.OutcomeUnchanged], n[substate.OutcomeStale])
@@ -194,6 +207,9 @@ func auditSummary(page substate.HistoryPage) string {
 	s += fmt.Sprintf("; last: %s, %d retries", termtext.Dash(termtext.Text(string(last.SubState))), last.RetryCount)
 	if last.ErrorMessage != "" {
 		s += fmt.Sprintf(", error %q", last.ErrorMessage)
+	}
+	if len(page.Actions) > 0 {
+		s += "; " + termtext.Plural(len(page.Actions), "operator action")
 	}
 	return s
 }

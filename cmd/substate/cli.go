@@ -23,7 +23,8 @@ type CLI struct {
 	Events   EventsCmd   `cmd:"" help:"Read canonical events from the bus."`
 	Workflow WorkflowCmd `cmd:"" help:"Validate workflow definitions and start executions."`
 
-	Executions ExecutionsCmd `cmd:"" help:"Describe, stop, retry or restart a tenant's execution on any provider, through a running worker."`
+	Executions ExecutionsCmd `cmd:"" help:"Describe, stop, retry or restart a tenant's execution on any provider, or every tenant a --filter selects, through a running worker."`
+	Actions    ActionsCmd    `cmd:"" help:"Follow, pause, resume, cancel and report the fleet jobs (executions retry --filter …) of a running worker."`
 
 	Audit       AuditCmd       `cmd:"" help:"Tell one tenant's history from the retained streams: each event and what it did to the view."`
 	Rebuild     RebuildCmd     `cmd:"" help:"Fold SUBSTATE_EVENTS into a fresh view file, as of now or of a past time."`

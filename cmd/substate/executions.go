@@ -49,11 +49,15 @@ func (c *ExecutionsDescribeCmd) Run(ctx context.Context, m *Main) error {
 	return c.Printer(m.Stdout).PrintTable(info, func(wide bool) termtext.Table { return executionTable(info, wide) })
 }
 
-// ExecutionActFlags are the flags of every action.
+// ExecutionActFlags are the flags of every action: on one tenant, or with
+// --filter on every tenant the filter selects (a fleet job).
 type ExecutionActFlags struct {
-	Tenant         string `arg:"" help:"Tenant id."`
-	Reason         string `help:"Why: recorded in the audit event; a stop's cause, which becomes the view's error as \"Stopped: <reason>\" on every provider."`
-	DryRun         bool   `name:"dry-run" help:"Check that the provider would accept the action, without taking it."`
+	Tenant         string   `arg:"" optional:"" help:"Tenant id; or --filter."`
+	Filter         []string `sep:"none" placeholder:"NAME=VALUE,…" help:"Act on every tenant the filter selects, frozen now, as a fleet job (substate actions): subState, hasError, minRetryCount, provider, tenantPrefix, fingerprint, verb, inStateLongerThan, stuck, as name=value pairs separated by commas (subState=failed,fingerprint=…), repeatable. The job runs on the worker; this command follows it with a progress bar and exits 0 when it is done, 3 with members still pending, 1 when cancelled."`
+	Reason         string   `help:"Why: recorded in the audit event; a stop's cause, which becomes the view's error as \"Stopped: <reason>\" on every provider."`
+	DryRun         bool     `name:"dry-run" help:"Check that the provider would accept the action, without taking it. With --filter: the exact set the job would act on now, what would be refused and why, and the provider API calls and time it would cost; nothing is changed."`
+	Expect         int      `help:"With --filter: create the job only if the filter selects exactly this many tenants (the total a --dry-run showed); otherwise nothing is done." default:"-1"`
+	Detach         bool     `help:"With --filter: create the job and print it, without following it."`
 	ExecutionFlags `embed:""`
 }
 
@@ -90,6 +94,14 @@ func (c *ExecutionsRestartCmd) Run(ctx context.Context, m *Main) error {
 
 // act posts the action and prints what was done.
 func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.ExecutionAction, kill bool) error {
+	switch {
+	case len(c.Filter) > 0 && c.Tenant != "":
+		return substate.Errorf(substate.EINVALID, "give a tenant or --filter, not both")
+	case len(c.Filter) > 0:
+		return c.fleet(ctx, m, action, kill)
+	case c.Tenant == "":
+		return substate.Errorf(substate.EINVALID, "%v", errNoTarget)
+	}
 	req := httpapi.ActionRequest{Reason: c.Reason, Kill: kill, DryRun: c.DryRun}
 	res, err := c.Client().Act(ctx, c.Tenant, action, req)
 	if err != nil {

@@ -3,6 +3,7 @@ package restate
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -39,6 +40,7 @@ type restateInvocation struct {
 	CompletedAt       json.RawMessage `json:"completed_at"`
 	ModifiedAt        json.RawMessage `json:"modified_at"`
 	CompletionResult  *string         `json:"completion_result"`
+	CompletionFailure string          `json:"completion_failure"`
 }
 
 // row returns the sys_invocation row of one invocation, every column.
@@ -87,6 +89,7 @@ func (o *Operator) DescribeExecution(ctx context.Context, id string) (substate.E
 		info.StoppedAt = restateTime(r.CompletedAt)
 		info.ProviderState = "completed: " + deref(r.CompletionResult)
 		info.Stopped = ev.Verb == substate.VerbCancelled
+		info.Killed = info.Stopped && wasKilled(r.CompletionFailure)
 	}
 	switch r.Status {
 	case "paused", "backing-off", "suspended":
@@ -97,6 +100,13 @@ func (o *Operator) DescribeExecution(ctx context.Context, id string) (substate.E
 		info.RetryRefusal = "the invocation is " + r.Status + ": Restate resumes only paused, suspended or backing-off invocations"
 	}
 	return info, nil
+}
+
+// wasKilled reports the completion failure of a kill ("[409] killed"),
+// not of a cancel ("[409] canceled").
+func wasKilled(failure string) bool {
+	msg, ok := strings.CutPrefix(failure, "[409]")
+	return ok && strings.HasPrefix(strings.ToLower(strings.TrimSpace(msg)), "killed")
 }
 
 func deref(s *string) string {

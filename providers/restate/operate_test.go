@@ -2,6 +2,7 @@ package restate_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/providers/restate"
+	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/operatortest"
 	"github.com/substatehq/substate/testkit/pipelinetest"
 )
@@ -97,6 +99,9 @@ func TestOperateRestate(t *testing.T) {
 		// cause is the view's error (Restate keeps none).
 		operatortest.WantStopped(t, r.Pipeline, "t-op-nap", id, "not needed")
 		wantCauseKept(t, r, id, "t-op-nap", "not needed")
+		if info, err := s.Describe(ctx, "t-op-nap"); err != nil || !info.Stopped || info.Killed {
+			t.Errorf("describe cancelled: %+v, %v; want stopped, not killed", info, err)
+		}
 		_, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-op-nap", Action: substate.ActionStop, Who: "ops"})
 		if substate.ErrorCode(err) != substate.ECONFLICT {
 			t.Errorf("stop of a completed invocation: %v", err)
@@ -111,14 +116,18 @@ func TestOperateRestate(t *testing.T) {
 		}
 		operatortest.WantStopped(t, r.Pipeline, "t-op-kill", id, "stuck for good")
 		wantCauseKept(t, r, id, "t-op-kill", "stuck for good")
+		if info, err := s.Describe(ctx, "t-op-kill"); err != nil || !info.Stopped || !info.Killed {
+			t.Errorf("describe killed: %+v, %v; want stopped and killed", info, err)
+		}
 	})
 	t.Run("CancelBackingOff", func(t *testing.T) {
 		// Restate takes the cancel (202) but delivers it when the handler
 		// next runs, a minute away, and this handler fails before it reads
-		// its context: the stop is pending, never done, until the kill.
+		// its context: the stop is pending, never done, until the kill;
+		// its follow-up then records that the cancel changed nothing.
 		id := rs.Send(t, "Provision", "t-op-backoff", "backoff", nil, 0)
 		r.follow(t, id, "t-op-backoff", func(s rowState) bool { return s.Status == "backing-off" && s.RetryCount == 2 })
-		s.Settle = 2 * time.Second
+		s.Settle, s.Every = 2*time.Second, 200*time.Millisecond
 		res, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-op-backoff", Action: substate.ActionStop, Reason: "customer left", Who: "ops"})
 		if err != nil || res.Outcome != substate.AuditPending || !strings.Contains(res.Next, "--kill") {
 			t.Fatalf("cancel of a backing-off invocation: %+v, %v; want pending, naming --kill", res, err)
@@ -127,9 +136,15 @@ func TestOperateRestate(t *testing.T) {
 		if row := rowStateOf(rs.Row(t, id)); row.Status != "backing-off" {
 			t.Fatalf("the cancel had an effect after all: %s; the test no longer shows a pending stop", row)
 		}
-		res = operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-op-backoff", Action: substate.ActionStop, Kill: true, Reason: "customer left"})
-		operatortest.WantAudit(t, r.Pipeline, res, substate.AuditDone)
+		kill := operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-op-backoff", Action: substate.ActionStop, Kill: true, Reason: "customer left"})
+		if ev := auditEvent(t, r, "t-op-backoff", func(ev substate.AuditEvent) bool { return ev.ID == kill.AuditID }); ev.Outcome != substate.AuditDone || !ev.Kill {
+			t.Errorf("kill audit %+v, want done", ev)
+		}
 		operatortest.WantStopped(t, r.Pipeline, "t-op-backoff", id, "customer left")
+		ev := auditEvent(t, r, "t-op-backoff", func(ev substate.AuditEvent) bool { return ev.Settles == res.AuditID })
+		if ev.Outcome != substate.AuditRefused || ev.ErrorCode != substate.ECONFLICT || !strings.Contains(ev.Error, "killed before the cancel") {
+			t.Errorf("follow-up of the cancel %+v: want refused, the kill ended the invocation", ev)
+		}
 	})
 	t.Run("RestartAsNew", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "t-op-again", "terminal", nil, 0)
@@ -152,4 +167,21 @@ func TestOperateRestate(t *testing.T) {
 			t.Errorf("restart of a running invocation: %v", err)
 		}
 	})
+}
+
+// auditEvent waits up to 30 s for the tenant's stop audit event that ok
+// accepts, and returns it.
+func auditEvent(t *testing.T, r *realRestate, tenant string, ok func(substate.AuditEvent) bool) substate.AuditEvent {
+	t.Helper()
+	subject := substate.AuditSubject(substate.ActionStop, tenant)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, m := range bustest.Msgs(t, r.Bus.JetStream, substate.StreamAudit) {
+			var ev substate.AuditEvent
+			if m.Subject == subject && json.Unmarshal(m.Data, &ev) == nil && ok(ev) {
+				return ev
+			}
+		}
+	}
+	t.Fatalf("no such stop audit event of %s within 30 s", tenant)
+	return substate.AuditEvent{}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,7 +34,7 @@ var _ substate.ExecutionOperator = (*Provider)(nil)
 // events (without data) for the last state entered and the attempts of its
 // task since.
 func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.ExecutionInfo, error) {
-	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)})
+	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)}, callOptions(ctx)...)
 	if err != nil {
 		return substate.ExecutionInfo{}, wrapAction("describe execution", "DescribeExecution", err)
 	}
@@ -51,7 +52,7 @@ func (p *Provider) DescribeExecution(ctx context.Context, id string) (substate.E
 	hist, err := p.client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{
 		ExecutionArn: aws.String(id), ReverseOrder: true, MaxResults: describeHistoryEvents,
 		IncludeExecutionData: aws.Bool(false),
-	})
+	}, callOptions(ctx)...)
 	if err != nil {
 		return substate.ExecutionInfo{}, wrapAction("get execution history", "GetExecutionHistory", err)
 	}
@@ -112,43 +113,98 @@ func (p *Provider) StopExecution(ctx context.Context, id string, opts substate.S
 	}
 	_, err := p.client.StopExecution(ctx, &sfn.StopExecutionInput{
 		ExecutionArn: aws.String(id), Error: aws.String(substate.StopErrorType), Cause: aws.String(substate.Truncate(opts.Cause, maxStopCause)),
-	})
+	}, callOptions(ctx)...)
 	return wrapAction("stop execution", "StopExecution", err)
 }
 
 // RetryExecution redrives a failed, timed-out or aborted execution with
 // RedriveExecution: it resumes from the state that failed, under the same
-// ARN, with redriveCount + 1.
+// ARN, with redriveCount + 1. The context's idempotency key, when it has
+// one, is the redrive's client token (hashed to fit): Step Functions
+// answers a repeated token with the first redrive's answer instead of
+// redriving again (for 15 minutes).
 func (p *Provider) RetryExecution(ctx context.Context, id string) error {
-	_, err := p.client.RedriveExecution(ctx, &sfn.RedriveExecutionInput{ExecutionArn: aws.String(id)})
+	in := &sfn.RedriveExecutionInput{ExecutionArn: aws.String(id)}
+	if key := substate.IdempotencyKey(ctx); key != "" {
+		in.ClientToken = aws.String(keyDigest(key, 64))
+	}
+	_, err := p.client.RedriveExecution(ctx, in, callOptions(ctx)...)
 	return wrapAction("redrive execution", "RedriveExecution", err)
 }
 
 // RestartExecution starts a new execution of the same state machine with
-// the same input, named after the old one with a random suffix.
+// the same input, named after the old one with a suffix: random, or
+// derived from the context's idempotency key when it has one, so that
+// asking again starts nothing new (Step Functions answers the same name
+// and input with the execution it started; one that ended since is
+// ExecutionAlreadyExists, and it is the restart's).
 func (p *Provider) RestartExecution(ctx context.Context, id string) (string, error) {
-	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)})
+	out, err := p.client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(id)}, callOptions(ctx)...)
 	if err != nil {
 		return "", wrapAction("describe execution", "DescribeExecution", err)
 	}
 	name := RestartName(aws.ToString(out.Name))
+	key := substate.IdempotencyKey(ctx)
+	if key != "" {
+		name = restartNameFor(aws.ToString(out.Name), key)
+	}
 	started, err := p.client.StartExecution(ctx, &sfn.StartExecutionInput{
 		StateMachineArn: out.StateMachineArn, Name: aws.String(name), Input: out.Input,
-	})
+	}, callOptions(ctx)...)
+	if key != "" && ErrorCode(err) == substate.EEXISTS {
+		return ExecutionARN(aws.ToString(out.StateMachineArn), name)
+	}
 	if err != nil {
 		return "", wrapAction("start execution", "StartExecution", err)
 	}
 	return aws.ToString(started.ExecutionArn), nil
 }
 
+// callOptions are the options of an operator's call: a caller that backs
+// off throttling itself (substate.CallerBacksOff, a fleet job) gets a
+// throttled answer at once instead of the SDK's retries.
+func callOptions(ctx context.Context) []func(*sfn.Options) {
+	if substate.CallerBacksOff(ctx) {
+		return []func(*sfn.Options){noThrottleRetries}
+	}
+	return nil
+}
+
+// Idempotent reports that the context's idempotency key makes a retry
+// (the redrive's client token) and a restart (the new execution's name)
+// act once.
+func (p *Provider) Idempotent(a substate.ExecutionAction) bool {
+	return a == substate.ActionRetry || a == substate.ActionRestart
+}
+
+var _ substate.IdempotentOperator = (*Provider)(nil)
+
 // RestartName returns the name of a restart of the execution named old:
 // old cut to leave room, "-r", and 8 random hexadecimal digits, within the
 // 80 characters Step Functions allows.
 func RestartName(old string) string {
+	return cutName(old) + "-r" + randomHex()
+}
+
+// restartNameFor is RestartName with the suffix derived from an
+// idempotency key.
+func restartNameFor(old, key string) string {
+	return cutName(old) + "-r" + keyDigest(key, 8)
+}
+
+// cutName cuts an execution name to leave room for a suffix.
+func cutName(old string) string {
 	if r := []rune(old); len(r) > 70 {
-		old = string(r[:70])
+		return string(r[:70])
 	}
-	return old + "-r" + randomHex()
+	return old
+}
+
+// keyDigest is the first n hexadecimal digits of an idempotency key's
+// SHA-256: printable, fixed in length, the same for the same key.
+func keyDigest(key string, n int) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])[:n]
 }
 
 // GeneratedName returns an execution name for a start that gave none:

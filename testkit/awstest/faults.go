@@ -89,6 +89,9 @@ func (s *Server) begin(op string, body []byte) *apiError {
 	defer s.mu.Unlock()
 	s.calls[op]++
 	e := s.injectedFor(op, now)
+	if e == nil {
+		e = s.overQuota(op, now)
+	}
 	c := Call{Op: op, ExecutionARN: req.ExecutionARN, At: now}
 	if e != nil {
 		c.Failed = e.code

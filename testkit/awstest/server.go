@@ -56,7 +56,11 @@ type Server struct {
 	log      []Call
 	failures []*injected
 	windows  []window
-	nextID   int
+	quotas   map[string]*bucket // by operation
+	// redriveTokens are the client tokens redrives succeeded with, by
+	// execution ARN and token.
+	redriveTokens map[string]redriveToken
+	nextID        int
 
 	machines   map[string]*stateMachine // by ARN
 	executions map[string]*Execution    // by ARN

@@ -268,3 +268,59 @@ func TestThrottleBetween(t *testing.T) {
 		t.Fatalf("log = %+v", log)
 	}
 }
+
+// TestQuota: an API's token bucket lets its size through at once, then
+// one call per refill, as Step Functions' quotas do.
+func TestQuota(t *testing.T) {
+	ctx := context.Background()
+	srv, client, machine := newSFN(t)
+	now := time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC)
+	srv.Now = func() time.Time { return now }
+	arn := awstest.ExecutionARN(machine, "ord-1")
+	srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: "ord-1", Status: "RUNNING", StartDate: now})
+	srv.Quota("DescribeExecution", 3, 2)
+	describe := func() bool {
+		_, err := client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)},
+			func(o *sfn.Options) { o.RetryMaxAttempts = 1 })
+		var api smithy.APIError
+		return errors.As(err, &api) && api.ErrorCode() == "ThrottlingException"
+	}
+	var got []bool
+	for range 4 {
+		got = append(got, describe())
+	}
+	now = now.Add(500 * time.Millisecond) // one token back
+	got = append(got, describe(), describe())
+	if want := []bool{false, false, false, true, false, true}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("throttled %v, want %v", got, want)
+	}
+	if _, err := client.GetExecutionHistory(ctx, &sfn.GetExecutionHistoryInput{ExecutionArn: aws.String(arn)}); err != nil {
+		t.Errorf("another API: %v", err)
+	}
+}
+
+// TestRedriveClientToken: a redrive repeated with its client token is
+// answered as the first, and redrives nothing more.
+func TestRedriveClientToken(t *testing.T) {
+	ctx := context.Background()
+	srv, client, machine := newSFN(t)
+	arn := awstest.ExecutionARN(machine, "ord-1")
+	srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: "ord-1", Status: "FAILED", StartDate: time.Now(), StopDate: time.Now()})
+	redrive := func(token string) error {
+		_, err := client.RedriveExecution(ctx, &sfn.RedriveExecutionInput{ExecutionArn: aws.String(arn), ClientToken: aws.String(token)})
+		return err
+	}
+	if err := redrive("job-1/t/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := redrive("job-1/t/x"); err != nil {
+		t.Fatalf("the same token again: %v", err)
+	}
+	if e, _ := srv.Execution(arn); e.RedriveCount != 1 {
+		t.Errorf("redrive count %d, want 1", e.RedriveCount)
+	}
+	var api smithy.APIError
+	if err := redrive("another"); !errors.As(err, &api) || api.ErrorCode() != "ExecutionNotRedrivable" {
+		t.Errorf("another token on a running execution: %v", err)
+	}
+}

@@ -23,6 +23,9 @@ type Execution struct {
 	StopDate        time.Time
 	RedriveDate     time.Time
 	RedriveCount    int
+	// TraceHeader is the X-Ray trace header the execution was started
+	// with, which DescribeExecution returns.
+	TraceHeader string
 	// History holds the history events, oldest first, exactly as
 	// GetExecutionHistory returns them.
 	History []json.RawMessage
@@ -63,6 +66,7 @@ func (s *Server) startExecution(body []byte) (any, error) {
 		StateMachineARN string `json:"stateMachineArn"`
 		Name            string `json:"name"`
 		Input           string `json:"input"`
+		TraceHeader     string `json:"traceHeader"`
 	}
 	if err := decode(body, &in); err != nil {
 		return nil, err
@@ -96,7 +100,7 @@ func (s *Server) startExecution(body []byte) (any, error) {
 		}
 		return map[string]any{"executionArn": a, "startDate": epoch{e.StartDate}}, nil
 	}
-	e := &Execution{ARN: a, StateMachineARN: in.StateMachineARN, Name: in.Name, Status: "RUNNING", Input: in.Input, StartDate: s.Now()}
+	e := &Execution{ARN: a, StateMachineARN: in.StateMachineARN, Name: in.Name, Status: "RUNNING", Input: in.Input, StartDate: s.Now(), TraceHeader: in.TraceHeader}
 	e.appendEvent(e.StartDate, "ExecutionStarted", "executionStartedEventDetails",
 		map[string]any{"input": e.Input, "inputDetails": map[string]bool{"truncated": false}})
 	s.executions[a] = e
@@ -121,6 +125,7 @@ type describeOutput struct {
 	RedriveStatus   string          `json:"redriveStatus"`
 	// RedriveStatusReason says why an execution cannot be redriven.
 	RedriveStatusReason string `json:"redriveStatusReason,omitempty"`
+	TraceHeader         string `json:"traceHeader,omitempty"`
 }
 
 func (s *Server) describeExecution(body []byte) (any, error) {
@@ -132,7 +137,7 @@ func (s *Server) describeExecution(body []byte) (any, error) {
 		ExecutionARN: e.ARN, StateMachineARN: e.StateMachineARN, Name: e.Name, Status: e.Status,
 		StartDate: epoch{e.StartDate}, StopDate: epoch{e.StopDate}, Input: e.Input,
 		InputDetails: map[string]bool{"included": true}, Output: e.Output, Error: e.Error, Cause: e.Cause,
-		RedriveCount: e.RedriveCount, RedriveDate: epoch{e.RedriveDate},
+		RedriveCount: e.RedriveCount, RedriveDate: epoch{e.RedriveDate}, TraceHeader: e.TraceHeader,
 	}
 	out.RedriveStatus, out.RedriveStatusReason = redriveStatus(&e, s.Now())
 	return out, nil

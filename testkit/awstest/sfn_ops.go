@@ -51,10 +51,27 @@ func redriveStatus(e *Execution, now time.Time) (status, reason string) {
 	return "REDRIVABLE", ""
 }
 
+// RedriveTokenTime is how long Step Functions answers a redrive's client
+// token again with the same answer instead of redriving again.
+const RedriveTokenTime = 15 * time.Minute
+
+// redriveToken is a client token a redrive of an execution succeeded with.
+type redriveToken struct {
+	at   time.Time // when it was first used
+	date time.Time // the redrive date it answered
+}
+
 func (s *Server) redriveExecution(body []byte) (any, error) {
+	var in struct {
+		ClientToken string `json:"clientToken"`
+	}
+	_ = decode(body, &in)
 	e, err := s.lookupExecution(body)
 	if err != nil {
 		return nil, err
+	}
+	if date, ok := s.redrivenWith(e.ARN, in.ClientToken); ok {
+		return map[string]any{"redriveDate": epoch{date}}, nil
 	}
 	if st, reason := redriveStatus(&e, s.Now()); st != "REDRIVABLE" {
 		return nil, errorf("ExecutionNotRedrivable", "Execution not redrivable: '%s': %s", e.ARN, reason)
@@ -63,7 +80,36 @@ func (s *Server) redriveExecution(body []byte) (any, error) {
 		return nil, err
 	}
 	e, _ = s.Execution(e.ARN)
+	s.rememberRedrive(e.ARN, in.ClientToken, e.RedriveDate)
 	return map[string]any{"redriveDate": epoch{e.RedriveDate}}, nil
+}
+
+// redrivenWith returns the redrive date a client token already redrove
+// the execution with, within RedriveTokenTime.
+func (s *Server) redrivenWith(arn, token string) (time.Time, bool) {
+	if token == "" {
+		return time.Time{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.redriveTokens[arn+"\x00"+token]
+	if !ok || s.Now().Sub(t.at) > RedriveTokenTime {
+		return time.Time{}, false
+	}
+	return t.date, true
+}
+
+// rememberRedrive keeps the client token a redrive succeeded with.
+func (s *Server) rememberRedrive(arn, token string, date time.Time) {
+	if token == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.redriveTokens == nil {
+		s.redriveTokens = map[string]redriveToken{}
+	}
+	s.redriveTokens[arn+"\x00"+token] = redriveToken{at: s.Now(), date: date}
 }
 
 func (s *Server) updateStateMachine(body []byte) (any, error) {

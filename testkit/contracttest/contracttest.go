@@ -57,6 +57,10 @@ type Validator struct {
 	validated int
 }
 
+// A Server-Sent Events stream is checked as text: its status, its
+// content type, and that it is a string.
+func init() { openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder) }
+
 // Load parses and validates the document and builds its router.
 func Load() (*Validator, error) {
 	b, err := contract.Document(contract.OpenAPIFile)

@@ -147,7 +147,8 @@ func release(nats *bus.Bus, closeAll func() error, dir string, keep bool) error 
 }
 
 // benchStreams are the streams a bench run creates.
-var benchStreams = []string{substate.StreamRaw, substate.StreamEvents, substate.StreamDLQ, substate.StreamAudit, substate.StreamChanges, substate.StreamUnresolved}
+var benchStreams = []string{substate.StreamRaw, substate.StreamEvents, substate.StreamDLQ, substate.StreamAudit, substate.StreamChanges,
+	substate.StreamUnresolved, substate.StreamActions, substate.StreamLeases}
 
 // deleteStreams deletes substate's streams.
 func deleteStreams(ctx context.Context, js jetstream.JetStream) error {

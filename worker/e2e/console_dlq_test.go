@@ -21,7 +21,13 @@ import (
 )
 
 func TestConsoleDeadLetters(t *testing.T) {
-	w := workertest.Start(t, func(f *worker.Flags) { f.RedactAllow = []string{"$.order.id"} })
+	// RequeueAsAdmin edits the running worker's tenant rules (what a
+	// restart with new flags does); the evidence check, which reads them,
+	// is off so that edit races with nothing.
+	w := workertest.Start(t, func(f *worker.Flags) {
+		f.RedactAllow = []string{"$.order.id"}
+		f.EvidenceCheckInterval = 0
+	})
 	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
 	// An execution whose input names no tenant: the worker's rules cannot
 	// place it, so it is dead-lettered with its raw message kept.
@@ -69,6 +75,13 @@ func TestConsoleDeadLetters(t *testing.T) {
 			t.Fatalf("row %+v", got)
 		}
 		waitJS(t, ctx, 10*time.Second, `document.getElementById('dlq-size').textContent === '1'`)
+		// The loopback caller without a key is read:raw: a requeue would
+		// be refused, so there is no button for it.
+		var buttons int
+		eval(t, ctx, `document.querySelectorAll('#deadletters button').length`, &buttons)
+		if buttons != 0 {
+			t.Fatalf("%d requeue buttons shown to the anonymous loopback caller, who would get 403", buttons)
+		}
 	})
 
 	// The operator fixes the tenant rules and requeues with an admin key:

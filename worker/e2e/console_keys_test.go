@@ -85,3 +85,58 @@ func TestConsoleWithKeys(t *testing.T) {
 	eval(t, ctx, `document.getElementById('more-transitions').click(); true`, nil)
 	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#timeline tbody tr').length === 1002 && !document.getElementById('more-transitions')`)
 }
+
+// TestConsoleButtonsPerKey: the console shows a control only to a key the
+// server would let use it. Each kind of key opens the dead-letter page of
+// one worker: only admin sees Requeue (a read or read:raw key would get
+// 403), and the header names the key and its scope.
+func TestConsoleButtonsPerKey(t *testing.T) {
+	keys := map[string]string{
+		"admin":    "admin-key-0123456789abcdef0123456789",
+		"read:raw": "raw-key-0123456789abcdef0123456789ab",
+		"read":     "read-key-0123456789abcdef0123456789a",
+	}
+	w := workertest.Start(t, func(f *worker.Flags) {
+		f.APIKeys = "ops admin * sha256:" + workertest.KeyHash(keys["admin"]) +
+			"; portal read:raw * sha256:" + workertest.KeyHash(keys["read:raw"]) +
+			"; dash read * sha256:" + workertest.KeyHash(keys["read"])
+	})
+	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
+	body := sfnEvent("evt-lost", "", "lost-run", "FAILED", cw.t0, time.Now(), "no tenant")
+	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+		t.Fatalf("ingest: %d", code)
+	}
+	workertest.Eventually(t, func() string {
+		if code, _, body := workertest.APIGet(t, cw.url+"/console/api/deadletters", keys["read"]); code != 200 || !strings.Contains(body, `"rawSeq"`) {
+			return fmt.Sprintf("dead letters: %d %s", code, body)
+		}
+		return ""
+	})
+	tests := []struct {
+		scope, name string
+		requeue     bool
+	}{
+		{"admin", "ops", true},
+		{"read:raw", "portal", false},
+		{"read", "dash", false},
+	}
+	ctx := newBrowser(t)
+	for i, tt := range tests {
+		t.Run(tt.scope, func(t *testing.T) {
+			run(t, ctx, "open the dead letters", chromedp.Navigate(fmt.Sprintf("%s/?k=%d#/deadletters", cw.url, i)))
+			eval(t, ctx, `window.prompt = () => `+strconv.Quote(keys[tt.scope])+`; document.getElementById('key-button').click(); true`, nil)
+			waitJS(t, ctx, 10*time.Second, `document.body.dataset.scope === `+strconv.Quote(tt.scope)+` && document.querySelectorAll('#deadletters tbody tr').length === 1`)
+			var got struct {
+				Who     string
+				Buttons int
+			}
+			eval(t, ctx, `({Who: document.getElementById('who').textContent, Buttons: document.querySelectorAll('#deadletters button.requeue').length})`, &got)
+			if want := tt.name + " · " + tt.scope; got.Who != want {
+				t.Errorf("header says %q, want %q", got.Who, want)
+			}
+			if shown := got.Buttons == 1; shown != tt.requeue {
+				t.Errorf("requeue button shown: %v, want %v", shown, tt.requeue)
+			}
+		})
+	}
+}

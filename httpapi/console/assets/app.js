@@ -8,7 +8,7 @@
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
   const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "sort"];
   const main = document.getElementById("main");
-  const state = { counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
+  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
 
   // el builds an element: attributes from an object, children as nodes or
   // text (strings become text nodes, never markup).
@@ -41,6 +41,23 @@
     }
     return body;
   }
+
+  // The routes the page's key may call, from GET /v1/whoami (the server's
+  // own guards): a control is shown only for a route listed there, so no
+  // button answers 403.
+  async function loadIdentity() {
+    try {
+      state.who = await api("/v1/whoami");
+      state.may = new Set(state.who.routes);
+    } catch (e) {
+      state.who = null;
+      state.may = new Set();
+    }
+    const w = document.getElementById("who");
+    w.textContent = state.who ? state.who.name + " · " + state.who.scope + (state.who.tenantPrefix ? " · " + state.who.tenantPrefix + "*" : "") : "no key";
+    document.body.dataset.scope = state.who ? state.who.scope : "";
+  }
+  function may(route) { return state.may.has(route); }
 
   // Times: relative, with the absolute time under it.
   function rel(t) {
@@ -382,6 +399,7 @@
   }
 
   // ---- dead letters ----
+  const REQUEUE = "POST /console/api/deadletters/{seq}/requeue";
   async function showDeadLetters(params) {
     state.view = "deadletters";
     state.tenant = null;
@@ -390,7 +408,7 @@
     const tbody = el("tbody");
     const msg = el("div", { id: "dlq-note" });
     main.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Dead letters, newest first"), msg,
-      el("p", { class: "muted" }, "Payloads are shown to read:raw keys, redacted unless your key is admin. Requeue maps a raw message again and needs an admin key."),
+      el("p", { class: "muted" }, "Payloads are shown to read:raw keys, redacted unless your key is admin." + (may(REQUEUE) ? " Requeue maps a raw message again." : "")),
       el("div", { class: "scroll" }, el("table", { id: "deadletters" }, el("thead", {}, el("tr", {}, ["Time", "Stage", "Reason", "Tenant", "Payload", ""].map((h) => el("th", {}, h)))), tbody)),
       el("div", { class: "pager", id: "dlq-pager" })));
     try {
@@ -400,7 +418,7 @@
         el("td", { class: "id" }, d.tenantId ? el("a", { href: "#/tenant/" + encodeURIComponent(d.tenantId) }, d.tenantId) : "–"),
         el("td", {}, d.payload === undefined ? el("span", { class: "muted payload-omitted" }, d.payloadOmitted || "no payload") :
           el("details", {}, el("summary", {}, d.redacted ? "payload (redacted)" : "payload"), el("pre", {}, JSON.stringify(d.payload, null, 2)))),
-        el("td", {}, d.rawSeq ? el("button", { type: "button", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
+        el("td", {}, d.rawSeq && may(REQUEUE) ? el("button", { type: "button", class: "requeue", on: { click: (e) => requeue(d.seq, e.target) } }, "Requeue") : ""))));
       if (!page.deadLetters.length) msg.replaceChildren(notice("No dead letters."));
       if (page.before) document.getElementById("dlq-pager").replaceChildren(el("a", { href: "#/deadletters?before=" + page.before }, "Older →"));
     } catch (e) {
@@ -426,9 +444,9 @@
     // a cookie scoped to its path.
     document.cookie = "substate_console_key=" + encodeURIComponent(k) + "; path=/console/api/changes; SameSite=Strict" + (k ? "" : "; max-age=0");
     connect();
-    route();
+    loadIdentity().then(route);
   });
 
   connect();
-  route();
+  loadIdentity().then(route);
 })();

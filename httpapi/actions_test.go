@@ -1,0 +1,270 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
+)
+
+// jobCalls records what the fake job service was asked.
+type jobCalls struct {
+	mu       sync.Mutex
+	requests []substate.JobRequest
+	controls []string
+	polls    int
+}
+
+// jobService is a substate.JobService of function fields.
+type jobService struct {
+	preview func(context.Context, substate.JobRequest) (substate.JobPreview, error)
+	create  func(context.Context, substate.JobRequest) (substate.Job, error)
+	job     func(context.Context, string) (substate.Job, error)
+	jobs    func(context.Context, int) ([]substate.Job, error)
+	control func(context.Context, string, substate.JobOp, string) (substate.Job, error)
+	report  func(context.Context, string, substate.JobReportQuery) (substate.JobReport, error)
+}
+
+func (s jobService) Preview(ctx context.Context, r substate.JobRequest) (substate.JobPreview, error) {
+	return s.preview(ctx, r)
+}
+func (s jobService) Create(ctx context.Context, r substate.JobRequest) (substate.Job, error) {
+	return s.create(ctx, r)
+}
+func (s jobService) Job(ctx context.Context, id string) (substate.Job, error) { return s.job(ctx, id) }
+func (s jobService) Jobs(ctx context.Context, n int) ([]substate.Job, error)  { return s.jobs(ctx, n) }
+func (s jobService) Control(ctx context.Context, id string, op substate.JobOp, who string) (substate.Job, error) {
+	return s.control(ctx, id, op, who)
+}
+func (s jobService) Report(ctx context.Context, id string, q substate.JobReportQuery) (substate.JobReport, error) {
+	return s.report(ctx, id, q)
+}
+
+// fakeJobs records requests and answers jobs: job "acme-1" is unscoped,
+// "scoped" was created by a key limited to "acme-"; a job's progress moves
+// on with every read until it is done after the third.
+func fakeJobs(c *jobCalls) jobService {
+	job := func(_ context.Context, id string) (substate.Job, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		j := aJob(id)
+		j.Total, j.State = 3, substate.JobRunning
+		if id == "scoped" {
+			j.Scope = "acme-"
+		}
+		c.polls++
+		j.Progress.Done = min(c.polls, 3)
+		if j.Progress.Done == 3 {
+			j.State = substate.JobDone
+		}
+		return j, nil
+	}
+	record := func(r substate.JobRequest) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.requests = append(c.requests, r)
+	}
+	return jobService{
+		preview: func(_ context.Context, r substate.JobRequest) (substate.JobPreview, error) {
+			record(r)
+			return substate.JobPreview{Action: r.Action, Filter: r.Filter, Total: 2, Lanes: []substate.LanePreview{},
+				Sample: []substate.JobMember{}, Reasons: []substate.JobReason{}}, nil
+		},
+		create: func(_ context.Context, r substate.JobRequest) (substate.Job, error) {
+			record(r)
+			j := aJob("job-1")
+			j.Action, j.Scope = r.Action, r.Scope
+			return j, nil
+		},
+		job: job,
+		jobs: func(context.Context, int) ([]substate.Job, error) {
+			scoped := aJob("scoped")
+			scoped.Scope = "acme-"
+			return []substate.Job{aJob("acme-1"), scoped}, nil
+		},
+		control: func(ctx context.Context, id string, op substate.JobOp, who string) (substate.Job, error) {
+			c.mu.Lock()
+			c.controls = append(c.controls, string(op)+" by "+who)
+			c.mu.Unlock()
+			return aJob(id), nil
+		},
+		report: func(_ context.Context, id string, q substate.JobReportQuery) (substate.JobReport, error) {
+			return substate.JobReport{Job: aJob(id), Members: []substate.MemberOutcome{}}, nil
+		},
+	}
+}
+
+// aJob is a queued retry job.
+func aJob(id string) substate.Job {
+	return substate.Job{ID: id, Action: substate.ActionRetry, Filter: map[string]string{}, Who: "ops", State: substate.JobQueued, Lanes: map[string]int{}}
+}
+
+// jobsServer serves the job routes with keys "ops" (admin), "acme"
+// (admin, prefix acme-) and "reader" (read).
+func jobsServer(t *testing.T, c *jobCalls) *httptest.Server {
+	t.Helper()
+	keys := &httpapi.Keys{Text: keyLine("ops", "admin", "*", "k-ops") + ";" + keyLine("acme", "admin", "acme-", "k-acme") + ";" +
+		keyLine("reader", "read", "*", "k-read")}
+	if err := keys.Load(); err != nil {
+		t.Fatal(err)
+	}
+	s := &httpapi.Server{Auth: &httpapi.Authorizer{Keys: keys}, Jobs: fakeJobs(c)}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func postJob(t *testing.T, url, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/actions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp.StatusCode, b.String()
+}
+
+// TestCreateJobInput: bad input is a 4xx naming what is wrong, and no job
+// is asked of the service.
+func TestCreateJobInput(t *testing.T) {
+	cases := []struct {
+		name, key, body string
+		status          int
+		says            string
+	}{
+		{"UnknownField", "k-ops", `{"action":"retry","filter":{"substate":"failed"}}`, 400, `unknown filter field \"substate\"`},
+		{"BadValue", "k-ops", `{"action":"retry","filter":{"subState":"broken"}}`, 400, "unknown sub-state"},
+		{"BadDuration", "k-ops", `{"action":"retry","filter":{"inStateLongerThan":"soon"}}`, 400, "inStateLongerThan"},
+		{"UnknownAction", "k-ops", `{"action":"delete","filter":{}}`, 400, "unknown action"},
+		{"UnknownBodyField", "k-ops", `{"action":"retry","filtre":{}}`, 400, `unknown field \"filtre\"`},
+		{"DeadLetterFieldOnTenants", "k-ops", `{"action":"retry","filter":{"stage":"project"}}`, 400, "unknown filter field"},
+		{"OutsidePrefix", "k-acme", `{"action":"retry","filter":{"tenantPrefix":"beta-"}}`, 403, "outside this key's tenants"},
+		{"ReadKey", "k-read", `{"action":"retry","filter":{}}`, 403, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &jobCalls{}
+			srv := jobsServer(t, c)
+			status, body := postJob(t, srv.URL, tc.key, tc.body)
+			if status != tc.status || !strings.Contains(body, tc.says) {
+				t.Errorf("got %d %s, want %d saying %q", status, body, tc.status, tc.says)
+			}
+			if len(c.requests) != 0 {
+				t.Errorf("the service was asked %v", c.requests)
+			}
+		})
+	}
+}
+
+// TestCreateJobNarrowsToTheKey: a prefix key's filter is narrowed to its
+// prefix, never widened, and the job records who and the scope.
+func TestCreateJobNarrowsToTheKey(t *testing.T) {
+	cases := []struct{ name, filter, want string }{
+		{"NoPrefix", `{}`, "acme-"},
+		{"Wider", `{"tenantPrefix":"ac"}`, "acme-"},
+		{"Narrower", `{"tenantPrefix":"acme-eu-"}`, "acme-eu-"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &jobCalls{}
+			srv := jobsServer(t, c)
+			status, body := postJob(t, srv.URL, "k-acme", `{"action":"stop","reason":"incident 7","filter":`+tc.filter+`}`)
+			if status != http.StatusCreated {
+				t.Fatalf("got %d %s", status, body)
+			}
+			got := c.requests[0]
+			if got.Tenants.TenantPrefix != tc.want || got.Scope != "acme-" || got.Who != "acme" || got.Reason != "incident 7" {
+				t.Errorf("asked %+v, want tenantPrefix %q, scope acme-, who acme", got, tc.want)
+			}
+		})
+	}
+	t.Run("DryRunPreviews", func(t *testing.T) {
+		c := &jobCalls{}
+		srv := jobsServer(t, c)
+		status, body := postJob(t, srv.URL, "k-ops", `{"action":"retry","dryRun":true,"filter":{"fingerprint":"engine/x/boom, at <n>"}}`)
+		if status != http.StatusOK || !strings.Contains(body, `"total":2`) {
+			t.Fatalf("got %d %s", status, body)
+		}
+		if f := c.requests[0].Tenants.Fingerprint; f != "engine/x/boom, at <n>" {
+			t.Errorf("fingerprint %q", f)
+		}
+	})
+}
+
+// TestJobsStayInTheKeysScope: a prefix key neither lists, reads nor
+// controls a job created without its prefix.
+func TestJobsStayInTheKeysScope(t *testing.T) {
+	c := &jobCalls{}
+	srv := jobsServer(t, c)
+	get := func(key, path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+		return resp.StatusCode, b.String()
+	}
+	if status, body := get("k-acme", "/v1/actions"); status != 200 || strings.Contains(body, `"id":"acme-1"`) || !strings.Contains(body, `"id":"scoped"`) {
+		t.Errorf("list: %d %s", status, body)
+	}
+	if status, _ := get("k-acme", "/v1/actions/acme-1"); status != http.StatusNotFound {
+		t.Errorf("read of an unscoped job: %d, want 404", status)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/actions/acme-1/cancel", nil)
+	req.Header.Set("Authorization", "Bearer k-acme")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || len(c.controls) != 0 {
+		t.Errorf("cancel of an unscoped job: %d, controls %v", resp.StatusCode, c.controls)
+	}
+}
+
+// TestJobEvents: the stream sends the job as it moves and ends with it
+// done.
+func TestJobEvents(t *testing.T) {
+	c := &jobCalls{}
+	srv := jobsServer(t, c)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/actions/acme-1/events", nil)
+	req.Header.Set("Authorization", "Bearer k-ops")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var events []string
+	var last substate.Job
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if ev, ok := strings.CutPrefix(line, "event: "); ok {
+			events = append(events, ev)
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			if err := json.Unmarshal([]byte(data), &last); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := strings.Join(events, ","); got != "progress,progress,end" || last.State != substate.JobDone || last.Progress.Done != 3 {
+		t.Errorf("events %s, last %+v", got, last)
+	}
+}
