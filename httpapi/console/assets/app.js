@@ -6,7 +6,7 @@
 (function () {
   const SUB_STATES = ["running", "waiting", "backing-off", "error", "succeeded", "failed"];
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
-  const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "sort"];
+  const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb", "inStateLongerThan", "stuck", "sort"];
   const main = document.getElementById("main");
   const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
 
@@ -91,6 +91,7 @@
   function route() {
     const h = location.hash || "#/";
     if (h.startsWith("#/tenant/")) return showTenant(decodeURIComponent(h.slice("#/tenant/".length)));
+    if (h.startsWith("#/actions/") && window.substateFleet) return window.substateFleet.showJob(decodeURIComponent(h.slice("#/actions/".length)));
     if (h.startsWith("#/deadletters")) return showDeadLetters(new URLSearchParams(h.split("?")[1] || ""));
     return showOverview(new URLSearchParams(h.split("?")[1] || ""));
   }
@@ -116,7 +117,9 @@
         el("section", { class: "card" }, el("h2", {}, "Tenants by sub-state"), el("div", { class: "chips", id: "chips" }),
           el("h2", { class: "spaced" }, "Events per minute, last hour"), el("div", { id: "chart" })),
         el("section", { class: "card" }, el("h2", {}, "Health"), el("dl", { class: "health", id: "health" }))),
-      el("section", { class: "card" }, el("h2", {}, "Tenants"), filterForm(f), el("div", { id: "table-note" }),
+      el("section", { class: "card", id: "groups-card" }, el("h2", {}, "Groups"), el("div", { id: "groups" })),
+      el("section", { class: "card" }, el("h2", {}, "Tenants"), filterForm(f), el("div", { id: "active-filter" }), el("div", { id: "select-all" }),
+        el("div", { id: "fleet" }), el("div", { id: "table-note" }),
         el("div", { class: "scroll" }, el("table", { id: "tenants" },
           el("thead", {}, el("tr", {}, ["Tenant", "Sub-state", "Retries", "Error", "Provider", "Updated"].map((h) => el("th", {}, h)))),
           el("tbody"))),
@@ -125,6 +128,7 @@
     renderCounts();
     loadOverview();
     loadTable();
+    if (window.substateFleet) window.substateFleet.overview(f);
   }
 
   function filterForm(f) {
@@ -147,6 +151,7 @@
     const f = {
       subState: v("f-subState").value, hasError: v("f-hasError").checked ? "true" : "", minRetryCount: v("f-minRetryCount").value,
       provider: v("f-provider").value, tenantPrefix: v("f-tenantPrefix").value, sort: v("f-sort").value,
+      fingerprint: state.filter.fingerprint, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: state.filter.stuck,
     };
     const q = filterQuery(f).toString();
     const want = "#/" + (q ? "?" + q : "");
@@ -266,7 +271,8 @@
     const f = state.filter;
     return (!f.subState || v.workflowSubState === f.subState) && (f.hasError !== "true" || v.workflowErrorMessage) &&
       v.workflowRetryCount >= Number(f.minRetryCount || 0) && (!f.provider || v.provider === f.provider) &&
-      v.tenantId.startsWith(f.tenantPrefix || "");
+      v.tenantId.startsWith(f.tenantPrefix || "") && (!f.fingerprint || v.workflowErrorFingerprint === f.fingerprint) &&
+      (!f.verb || v.workflowVerb === f.verb) && (f.stuck !== "true" || v.stuck);
   }
 
   // ---- live ----
@@ -446,6 +452,9 @@
     connect();
     loadIdentity().then(route);
   });
+
+  // The other scripts of the page (fleet.js) use these.
+  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state };
 
   connect();
   loadIdentity().then(route);
