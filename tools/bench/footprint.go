@@ -50,7 +50,7 @@ func (b *benchRun) logSince(mark int64) (int64, int) {
 	if err != nil {
 		return end - mark, 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	return end - mark, errorLines(io.NewSectionReader(f, mark, end-mark))
 }
 
