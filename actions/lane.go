@@ -163,6 +163,22 @@ func (o limited) RestartExecution(ctx context.Context, id string) (string, error
 	return id, o.lane.note(err)
 }
 
+// limitedPoller is a StatusPoller whose every poll (the status published
+// after an action) waits for its lane, as the lane's other calls do.
+type limitedPoller struct {
+	p    substate.StatusPoller
+	lane *lane
+}
+
+// Poll polls, in turn.
+func (o limitedPoller) Poll(ctx context.Context, id string, withHistory bool) (substate.RawEvent, error) {
+	if err := o.lane.wait(ctx, opPoll); err != nil {
+		return substate.RawEvent{}, err
+	}
+	raw, err := o.p.Poll(substate.WithCallerBackoff(ctx), id, withHistory)
+	return raw, o.lane.note(err)
+}
+
 // Idempotent is the wrapped operator's.
 func (o limited) Idempotent(a substate.ExecutionAction) bool {
 	idem, ok := o.op.(substate.IdempotentOperator)

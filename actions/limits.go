@@ -28,23 +28,27 @@ type Limits struct {
 // Operations of a lane, which cost provider API calls (apiCosts).
 const (
 	opDescribe = "describe"
+	opPoll     = "poll"
 	opRequeue  = "requeue"
 )
 
 // apiCosts are the provider API calls each operation of a lane makes:
 // Step Functions' describe reads DescribeExecution and the newest history
-// events, its restart describes the execution for its input and starts a
-// new one; Restate's describe reads the invocation's row and, for one
-// that failed, its journal; every other call is one.
+// events, its poll (the status published after an action) the same, its
+// restart describes the execution for its input and starts a new one;
+// Restate's describe reads the invocation's row and, for one that failed,
+// its journal; every other call is one.
 var apiCosts = map[string]map[string][]string{
 	string(substate.ProviderStepFunctions): {
 		opDescribe:                     {"DescribeExecution", "GetExecutionHistory"},
+		opPoll:                         {"DescribeExecution", "GetExecutionHistory"},
 		string(substate.ActionStop):    {"StopExecution"},
 		string(substate.ActionRetry):   {"RedriveExecution"},
 		string(substate.ActionRestart): {"DescribeExecution", "StartExecution"},
 	},
 	string(substate.ProviderRestate): {
 		opDescribe:                     {"admin", "admin"},
+		opPoll:                         {"admin"},
 		string(substate.ActionStop):    {"admin"},
 		string(substate.ActionRetry):   {"admin"},
 		string(substate.ActionRestart): {"admin"},

@@ -150,13 +150,14 @@ func (s *Service) cost(lane string, action substate.ExecutionAction, n int) ([]s
 }
 
 // memberOps are the operations acting on one member costs at least: the
-// description before the action, the action, and one read of the state
-// after it (more while its effect is not seen).
+// description before the action, the action, one read of the state after
+// it (more while its effect is not seen), and the poll that publishes the
+// execution's status once it is.
 func memberOps(action substate.ExecutionAction) []string {
 	if action == substate.ActionRequeue {
 		return []string{opRequeue}
 	}
-	return []string{opDescribe, string(action), opDescribe}
+	return []string{opDescribe, string(action), opDescribe, opPoll}
 }
 
 // unknownLane says why a lane's members would be refused when this worker

@@ -48,8 +48,8 @@ type Runner struct {
 	JS    jetstream.JetStream
 	Views operate.TenantReader
 	// Operators, Pollers, Raw and Audit are what the members are acted on
-	// with (an operate.Service of the runner's own, its operators limited
-	// by their lanes).
+	// with (an operate.Service of the runner's own, its operators and
+	// pollers limited by their lanes).
 	Operators map[substate.Provider]substate.ExecutionOperator
 	Pollers   map[substate.Provider]substate.StatusPoller
 	Raw       substate.RawPublisher
@@ -119,8 +119,8 @@ func (r *Runner) Open(ctx context.Context) error {
 	return nil
 }
 
-// buildLanes makes the lanes and the operate.Service whose operators wait
-// for them.
+// buildLanes makes the lanes and the operate.Service whose operators and
+// pollers wait for them.
 func (r *Runner) buildLanes() {
 	limits := r.Limits
 	if limits == nil {
@@ -137,7 +137,14 @@ func (r *Runner) buildLanes() {
 		}
 		ops[p] = op
 	}
-	r.svc = &operate.Service{Views: r.Views, Operators: ops, Pollers: r.Pollers, Raw: r.Raw, Audit: r.Audit,
+	pollers := map[substate.Provider]substate.StatusPoller{}
+	for p, poller := range r.Pollers {
+		if ln := r.lanes[string(p)]; ln != nil {
+			poller = limitedPoller{p: poller, lane: ln}
+		}
+		pollers[p] = poller
+	}
+	r.svc = &operate.Service{Views: r.Views, Operators: ops, Pollers: pollers, Raw: r.Raw, Audit: r.Audit,
 		Settle: r.Settle, Watch: r.Watch, Logger: r.logger()}
 }
 

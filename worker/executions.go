@@ -34,8 +34,8 @@ func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, err
 	} else { // --role project: the engine runs in another process
 		svc.Operators[substate.ProviderEngine] = &engine.RemoteOperator{Conn: w.Bus.Conn}
 	}
-	if p := w.reconcile.sfn; p != nil {
-		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = w.reconcile.sfnActor, p
+	if p := w.reconcile.sfnActor; p != nil { // outside the poller's budget
+		svc.Operators[substate.ProviderStepFunctions], svc.Pollers[substate.ProviderStepFunctions] = p, p
 	}
 	if admin := w.reconcile.restateAdmin; admin != nil {
 		op := &restate.Operator{Admin: admin}

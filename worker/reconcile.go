@@ -150,9 +150,10 @@ func (w *Worker) stepFunctions(ctx context.Context, m *recon.Metrics) (*stepfunc
 	count := stepfunctions.CountCalls(func(op string) { m.CountCall(substate.ProviderStepFunctions, op) })
 	p := stepfunctions.New(cfg, count, stepfunctions.Budget(f.SFNAPIBudget))
 	p.Logger = w.Logger.With("component", "stepfunctions")
-	// Actions have a client of their own: an operator's action does not
-	// wait behind the poller's budget, and a fleet job spends its lane's
-	// token buckets (--action-limit) instead.
+	// Actions have a client of their own, and poll the status they
+	// publish after an action with it: an operator's action does not wait
+	// behind the poller's budget, and a fleet job spends its lane's token
+	// buckets (--action-limit) instead.
 	w.reconcile.sfnActor = stepfunctions.New(cfg, count)
 	w.reconcile.sfnActor.Logger = p.Logger
 	p.OnBackoff = func(op string, d time.Duration) { m.SetBackoff(substate.ProviderStepFunctions, op, d) }

@@ -40,6 +40,12 @@ type fleetSizes struct{ engine, sfn, restate int }
 
 func (s fleetSizes) total() int { return s.engine + s.sfn + s.restate }
 
+// patience is how long a phase of the test may take at this size: its
+// base, and 50 ms more per tenant (a slow machine's bound, not a measure).
+func (s fleetSizes) patience(base time.Duration) time.Duration {
+	return base + time.Duration(s.total())*50*time.Millisecond
+}
+
 func fleetSize(t *testing.T) fleetSizes {
 	n := 600
 	if v := os.Getenv(FleetTenantsEnv); v != "" {
@@ -115,7 +121,7 @@ func TestFleetRetry(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, out, errOut := runCLIFor(t, 20*time.Minute, "executions", "retry", "--filter", filter, "--reason", "payment provider back",
+		code, out, errOut := runCLIFor(t, f.sizes.patience(20*time.Minute), "executions", "retry", "--filter", filter, "--reason", "payment provider back",
 			"--expect", strconv.Itoa(pv.Total), "--server", url, "-o", "json")
 		done <- result{code, out, errOut}
 	}()
@@ -125,8 +131,8 @@ func TestFleetRetry(t *testing.T) {
 	var r result
 	select {
 	case r = <-done:
-	case <-time.After(20 * time.Minute):
-		t.Fatal("the retry command did not end within 20 minutes")
+	case <-time.After(f.sizes.patience(20 * time.Minute)):
+		t.Fatalf("the retry command did not end within %s", f.sizes.patience(20*time.Minute))
 	}
 	var j substate.Job
 	if r.code != 0 || json.Unmarshal([]byte(r.out), &j) != nil || j.ID != id || j.State != substate.JobDone {
@@ -185,7 +191,7 @@ func (f *fleet) failAll(t *testing.T, p *process) {
 	wg.Go(func() { f.failRestate(t) })
 	wg.Wait()
 	want := map[string]int64{string(substate.StateFailed): int64(f.sizes.engine + f.sizes.sfn), string(substate.StateError): int64(f.sizes.restate)}
-	workertest.EventuallyWithin(t, 5*time.Minute, func() string {
+	workertest.EventuallyWithin(t, f.sizes.patience(5*time.Minute), func() string {
 		code, out, errOut := runCLI(t, "tenants", "groups", "--by", "subState", "--tenant-prefix", "fleet-", "--has-error", "--server", p.httpURL, "-o", "json")
 		var g substate.GroupPage
 		if code != 0 || json.Unmarshal([]byte(out), &g) != nil {
@@ -289,7 +295,7 @@ func (f *fleet) fix(t *testing.T) {
 func (f *fleet) killMidJob(t *testing.T, p *process, total int) (string, int) {
 	t.Helper()
 	var j substate.Job
-	workertest.EventuallyWithin(t, 5*time.Minute, func() string {
+	workertest.EventuallyWithin(t, f.sizes.patience(5*time.Minute), func() string {
 		code, out, errOut := runCLI(t, "actions", "list", "--limit", "1", "--server", p.httpURL, "-o", "json")
 		var list struct{ Jobs []substate.Job }
 		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Jobs) == 0 {

@@ -87,9 +87,12 @@ func TestConsoleWithKeys(t *testing.T) {
 }
 
 // TestConsoleButtonsPerKey: the console shows a control only to a key the
-// server would let use it. Each kind of key opens the dead-letter page of
-// one worker: only admin sees Requeue (a read or read:raw key would get
-// 403), and the header names the key and its scope.
+// server would let use it. Each kind of key opens the dead-letter page, the
+// table and a tenant's page of one worker: only admin sees Requeue, the
+// "all N matching" actions and a tenant's Retry / Stop / Restart (a read
+// or read:raw key would get 403), and the header names the key and its
+// scope. The anonymous loopback caller is TestConsoleDeadLetters' (no
+// Requeue) and TestConsoleFleetRetry's (the actions).
 func TestConsoleButtonsPerKey(t *testing.T) {
 	keys := map[string]string{
 		"admin":    "admin-key-0123456789abcdef0123456789",
@@ -106,7 +109,15 @@ func TestConsoleButtonsPerKey(t *testing.T) {
 	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
+	cw.t0 = cw.t0.Truncate(time.Second)
+	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", sfnEvent("evt-acme", "acme-1", "run-acme-1", "FAILED", cw.t0, time.Now(), "card declined"),
+		map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+		t.Fatalf("ingest: %d", code)
+	}
 	workertest.Eventually(t, func() string {
+		if code, _, body := workertest.APIGet(t, cw.url+"/v1/tenants/acme-1", keys["read"]); code != 200 || !strings.Contains(body, `"failed"`) {
+			return fmt.Sprintf("acme-1: %d %s", code, body)
+		}
 		if code, _, body := workertest.APIGet(t, cw.url+"/console/api/deadletters", keys["read"]); code != 200 || !strings.Contains(body, `"rawSeq"`) {
 			return fmt.Sprintf("dead letters: %d %s", code, body)
 		}
@@ -136,6 +147,21 @@ func TestConsoleButtonsPerKey(t *testing.T) {
 			}
 			if shown := got.Buttons == 1; shown != tt.requeue {
 				t.Errorf("requeue button shown: %v, want %v", shown, tt.requeue)
+			}
+
+			run(t, ctx, "open the table", chromedp.Navigate(fmt.Sprintf("%s/?k=%d#/?hasError=true", cw.url, i)))
+			waitJS(t, ctx, 10*time.Second, `document.getElementById('match-total') && document.getElementById('match-total').dataset.total === '1'`)
+			var fleet int
+			eval(t, ctx, `document.querySelectorAll('#select-all button').length`, &fleet)
+			if shown := fleet == 3; shown != tt.requeue || (fleet != 0 && fleet != 3) {
+				t.Errorf("%d \"all matching\" buttons, want them (3) only for admin", fleet)
+			}
+			run(t, ctx, "open the tenant", chromedp.Navigate(fmt.Sprintf("%s/?k=%d#/tenant/acme-1", cw.url, i)))
+			waitJS(t, ctx, 10*time.Second, `document.querySelector('#timeline tbody') && document.querySelector('#timeline tbody').dataset.loaded`)
+			var acts int
+			eval(t, ctx, `document.querySelectorAll('#tenant-actions button').length`, &acts)
+			if shown := acts == 3; shown != tt.requeue || (acts != 0 && acts != 3) {
+				t.Errorf("%d execution buttons on the tenant page, want them (3) only for admin", acts)
 			}
 		})
 	}

@@ -8,7 +8,7 @@
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
   const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb", "inStateLongerThan", "stuck", "sort"];
   const main = document.getElementById("main");
-  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
+  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [""], page: 1, total: null, reloadTimer: 0 };
 
   // el builds an element: attributes from an object, children as nodes or
   // text (strings become text nodes, never markup).
@@ -90,10 +90,13 @@
   // ---- routing ----
   function route() {
     const h = location.hash || "#/";
-    if (h.startsWith("#/tenant/")) return showTenant(decodeURIComponent(h.slice("#/tenant/".length)));
+    if (h.startsWith("#/tenant/")) return window.substateTenant.show(decodeURIComponent(h.slice("#/tenant/".length)));
     if (h.startsWith("#/actions/") && window.substateFleet) return window.substateFleet.showJob(decodeURIComponent(h.slice("#/actions/".length)));
     if (h.startsWith("#/deadletters")) return showDeadLetters(new URLSearchParams(h.split("?")[1] || ""));
-    return showOverview(new URLSearchParams(h.split("?")[1] || ""));
+    const params = new URLSearchParams(h.split("?")[1] || "");
+    // Another page of the same filter: only the table changes.
+    if (state.view === "overview" && document.getElementById("tenants") && FILTERS.every((k) => (params.get(k) || "") === (state.filter[k] || ""))) return gotoPage(params);
+    return showOverview(params);
   }
   window.addEventListener("hashchange", route);
 
@@ -111,7 +114,8 @@
     const f = {};
     for (const k of FILTERS) if (params.get(k)) f[k] = params.get(k);
     state.filter = f;
-    state.tokens = params.get("pageToken") ? [params.get("pageToken")] : [""];
+    state.total = null;
+    setPage(params);
     main.replaceChildren(
       el("div", { class: "grid" },
         el("section", { class: "card" }, el("h2", {}, "Tenants by sub-state"), el("div", { class: "chips", id: "chips" }),
@@ -123,8 +127,9 @@
         el("div", { class: "scroll" }, el("table", { id: "tenants" },
           el("thead", {}, el("tr", {}, ["Tenant", "Sub-state", "Retries", "Error", "Provider", "Updated"].map((h) => el("th", {}, h)))),
           el("tbody"))),
-        el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => { state.tokens = [""]; loadTable(); } } }, "First page"),
-          el("button", { id: "next", type: "button", on: { click: nextPage } }, "Next page"), el("span", { id: "page-info" }))));
+        el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => pageTo(1) } }, "First page"),
+          el("button", { id: "prev", type: "button", on: { click: () => pageTo(state.page - 1) } }, "Previous page"),
+          el("button", { id: "next", type: "button", on: { click: () => pageTo(state.page + 1) } }, "Next page"), el("span", { id: "page-info" }))));
     renderCounts();
     loadOverview();
     loadTable();
@@ -137,6 +142,7 @@
     const form = el("form", { class: "filters", on: { submit: (e) => { e.preventDefault(); applyForm(); } } },
       sel("subState", [["", "any"]].concat(SUB_STATES.map((s) => [s, s])), "Sub-state"),
       el("label", {}, el("input", { type: "checkbox", id: "f-hasError", checked: f.hasError === "true" }), "has error"),
+      el("label", {}, el("input", { type: "checkbox", id: "f-stuck", checked: f.stuck === "true" }), "stuck"),
       el("label", {}, "Min retries", el("input", { type: "number", min: "0", id: "f-minRetryCount", value: f.minRetryCount || "", class: "narrow" })),
       sel("provider", [["", "any"]].concat(PROVIDERS.map((p) => [p, p])), "Provider"),
       el("label", {}, "Tenant id starts with", el("input", { type: "text", id: "f-tenantPrefix", value: f.tenantPrefix || "", maxlength: "256" })),
@@ -151,7 +157,7 @@
     const f = {
       subState: v("f-subState").value, hasError: v("f-hasError").checked ? "true" : "", minRetryCount: v("f-minRetryCount").value,
       provider: v("f-provider").value, tenantPrefix: v("f-tenantPrefix").value, sort: v("f-sort").value,
-      fingerprint: state.filter.fingerprint, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: state.filter.stuck,
+      fingerprint: state.filter.fingerprint, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: v("f-stuck").checked ? "true" : "",
     };
     const q = filterQuery(f).toString();
     const want = "#/" + (q ? "?" + q : "");
@@ -162,6 +168,8 @@
     try {
       const o = await api("/console/api/overview");
       state.counts = o.counts;
+      state.stuck = o.stuck || null;
+      state.restateUI = o.restateUiUrl || "";
       renderCounts();
       renderChart(o.activity);
       renderHealth(o);
@@ -178,7 +186,11 @@
     box.replaceChildren(...SUB_STATES.map((s) => el("button", {
       type: "button", class: "chip" + (state.filter.subState === s ? " active" : ""), dataset: { s },
       on: { click: () => { const f = Object.assign({}, state.filter, { subState: state.filter.subState === s ? "" : s }); location.hash = "#/?" + filterQuery(f); } },
-    }, el("span", { class: "label" }, s), el("span", { class: "n" }, state.counts ? String(state.counts[s] || 0) : "–"))));
+    }, el("span", { class: "label" }, s), el("span", { class: "n" }, state.counts ? String(state.counts[s] || 0) : "–"))),
+    state.stuck ? el("button", {
+      type: "button", id: "stuck-chip", class: "chip stuck" + (state.filter.stuck === "true" ? " active" : ""), title: "past their deadline with no change",
+      on: { click: () => { const f = Object.assign({}, state.filter, { stuck: state.filter.stuck === "true" ? "" : "true" }); location.hash = "#/?" + filterQuery(f); } },
+    }, el("span", { class: "label" }, "stuck"), el("span", { class: "n" }, String(Object.values(state.stuck).reduce((a, n) => a + n, 0)))) : "");
   }
 
   function renderChart(act) {
@@ -234,7 +246,7 @@
   }
 
   async function loadTable() {
-    const token = state.tokens[state.tokens.length - 1];
+    const token = state.tokens[state.page - 1] || "";
     const q = filterQuery(state.filter, { pageToken: token, limit: "50" });
     const body = document.querySelector("#tenants tbody");
     const note = document.getElementById("table-note");
@@ -244,16 +256,46 @@
       state.rows = new Map();
       body.replaceChildren(...page.tenants.map((v) => row(v)));
       state.next = page.nextPageToken || "";
-      document.getElementById("next").disabled = !state.next;
-      document.getElementById("page-info").textContent = "page " + state.tokens.length + (page.tenants.length ? "" : " — no tenants") +
-        (state.next && page.tenants.length < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+      state.tokens[state.page] = state.next;
+      state.shown = page.tenants.length;
+      renderPager();
       note.replaceChildren();
       body.dataset.loaded = String(Date.now());
     } catch (e) {
       note.replaceChildren(notice(e.message));
     }
   }
-  function nextPage() { if (state.next) { state.tokens.push(state.next); loadTable(); } }
+
+  // Paging: the page tokens of the pages seen, in order, so that Previous
+  // goes back without a reload; the page's token and number are in the
+  // address, so a page can be shared and the back button works. A page
+  // opened from a shared address knows no earlier token: Previous then
+  // offers the first page.
+  function setPage(params) {
+    const token = params.get("pageToken") || "";
+    const page = Math.max(1, Number(params.get("page")) || 1);
+    if (!token) { state.tokens = [""]; state.page = 1; return; }
+    if (state.tokens[page - 1] !== token) state.tokens = Object.assign([""], { [page - 1]: token });
+    state.tokens.length = page;
+    state.page = page;
+  }
+  function gotoPage(params) { setPage(params); loadTable(); }
+  function pageTo(n) {
+    const token = n <= 1 ? "" : state.tokens[n - 1];
+    if (token === undefined) n = 1;
+    location.hash = "#/?" + filterQuery(state.filter, n > 1 ? { pageToken: token, page: String(n) } : {});
+  }
+  function renderPager() {
+    const info = document.getElementById("page-info");
+    if (!info) return;
+    document.getElementById("next").disabled = !state.next;
+    document.getElementById("prev").disabled = state.page <= 1;
+    document.getElementById("first").disabled = state.page <= 1;
+    const pages = state.total === null ? null : Math.max(1, Math.ceil(state.total / 50));
+    info.textContent = "page " + state.page + (pages ? " of " + pages : "") + (state.total !== null ? " · " + state.total + " tenants" : "") +
+      (state.shown ? "" : " — no tenants on this page") +
+      (state.next && state.shown < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+  }
 
   function row(v) {
     const tr = el("tr", { dataset: { id: v.tenantId } },
@@ -291,16 +333,16 @@
         const tr = row(ch.new);
         if (!matches(ch.new)) tr.classList.add("gone");
         tr.classList.add("flash");
-        if (state.filter.sort === "updatedAt:desc" && state.tokens.length === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
+        if (state.filter.sort === "updatedAt:desc" && state.page === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
         else old.replaceWith(tr);
-      } else if (state.tokens.length === 1 && matches(ch.new)) {
+      } else if (state.page === 1 && matches(ch.new)) {
         clearTimeout(state.reloadTimer);
         state.reloadTimer = setTimeout(loadTable, 300);
       }
     }
     if (state.view === "tenant" && state.tenant === ch.tenantId) {
       clearTimeout(state.reloadTimer);
-      state.reloadTimer = setTimeout(() => showTenant(ch.tenantId), 300);
+      state.reloadTimer = setTimeout(() => window.substateTenant.show(ch.tenantId), 300);
     }
   }
 
@@ -321,88 +363,6 @@
     source.addEventListener("reset", () => { if (state.view === "overview") { loadOverview(); loadTable(); } else route(); });
   }
   setInterval(loadOverview, 15000);
-
-  // ---- tenant page ----
-  async function showTenant(id) {
-    state.view = "tenant";
-    state.tenant = id;
-    const enc = encodeURIComponent(id);
-    const fields = el("dl", { class: "fields", id: "tenant-fields" });
-    const tbody = el("tbody");
-    const note = el("div");
-    if (main.dataset.tenant !== id) {
-      main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tenants")), el("h1", { id: "tenant-id", class: "tenant-title" }, id),
-        el("section", { class: "card" }, el("h2", {}, "Current view"), fields), note,
-        el("section", { class: "card" }, el("h2", {}, "Timeline"), el("div", { class: "scroll" }, el("table", { id: "timeline" },
-          el("thead", {}, el("tr", {}, ["Recorded", "Occurred", "Sub-state", "Step", "Retries", "Error", "Outcome", "Provider state", "Evidence"].map((h) => el("th", {}, h)))), tbody))));
-      main.dataset.tenant = id;
-    }
-    try {
-      const [v, hist] = await Promise.all([api("/v1/tenants/" + enc), api("/v1/tenants/" + enc + "/history?limit=1000")]);
-      if (state.tenant !== id) return;
-      const f = [["Sub-state", badge(v.workflowSubState)], ["Verb", v.workflowVerb], ["Legacy status", v.workflowStatus], ["Retry count", String(v.workflowRetryCount)],
-        ["Error", el("span", { class: "bad", id: "tenant-error" }, v.workflowErrorMessage || "")], ["Provider", v.provider], ["Provider state", v.providerState],
-        ["Execution", v.workflowExecutionId], ["Current step", v.workflowStep || "–"], ["Updated", timeCell(v.updatedAt)], ["Last event", timeCell(v.lastEventAt)]];
-      document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
-      document.querySelector("#timeline tbody").replaceChildren(...hist.transitions.map(transitionRow));
-      main.querySelectorAll(".more").forEach((n) => n.remove());
-      if (hist.nextAfterSeq) main.append(moreTransitions(id, hist.nextAfterSeq, hist.transitions.length));
-      document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
-    } catch (e) {
-      main.querySelectorAll(".notice").forEach((n) => n.remove());
-      main.insertBefore(notice(e.message), main.children[2] || null);
-    }
-  }
-
-  // moreTransitions offers the tenant's next page of history, fetched with
-  // the page's key and added to the timeline.
-  function moreTransitions(id, after, shown) {
-    const p = el("p", { class: "more" }, "Showing the first " + shown + " transitions. ");
-    const b = el("button", { type: "button", id: "more-transitions", on: { click: async () => {
-      b.disabled = true;
-      try {
-        const h = await api("/v1/tenants/" + encodeURIComponent(id) + "/history?limit=1000&afterSeq=" + after);
-        if (state.tenant !== id) return;
-        document.querySelector("#timeline tbody").append(...h.transitions.map(transitionRow));
-        p.replaceWith(...(h.nextAfterSeq ? [moreTransitions(id, h.nextAfterSeq, shown + h.transitions.length)] : []));
-      } catch (e) {
-        b.disabled = false;
-        p.append(notice(e.message));
-      }
-    } } }, "Show the next ones");
-    p.append(b);
-    return p;
-  }
-
-  function transitionRow(t) {
-    const enc = encodeURIComponent(state.tenant);
-    return el("tr", { dataset: { seq: String(t.seq), outcome: t.outcome } },
-        el("td", {}, timeCell(t.storedAt)), el("td", {}, timeCell(t.occurredAt)),
-        el("td", { class: "sub" }, t.old.subState && t.old.subState !== t.new.subState ? [badge(t.old.subState), " → "] : null, badge(t.new.subState)),
-        el("td", { class: "step" }, t.new.step || ""),
-        el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
-        el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
-        el("td", { class: "evidence" }, evidence("/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1))));
-  }
-
-  // evidence is a transition's raw provider evidence, fetched with the
-  // page's key when opened (a link would go without it).
-  function evidence(path) {
-    const pre = el("pre");
-    const d = el("details", { dataset: { path } }, el("summary", {}, "raw"), pre);
-    d.addEventListener("toggle", async () => {
-      if (!d.open || d.dataset.loaded) return;
-      try {
-        const page = await api(path);
-        const tr = page.transitions[0];
-        pre.textContent = JSON.stringify(tr && tr.raw ? tr.raw : null, null, 2);
-        d.dataset.loaded = "ok";
-      } catch (e) {
-        pre.replaceChildren(el("span", { class: "bad" }, e.message));
-      }
-    });
-    return d;
-  }
 
   // ---- dead letters ----
   const REQUEUE = "POST /console/api/deadletters/{seq}/requeue";
@@ -454,7 +414,7 @@
   });
 
   // The other scripts of the page (fleet.js) use these.
-  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state };
+  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state, renderPager };
 
   connect();
   loadIdentity().then(route);

@@ -1,0 +1,106 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/testkit/awstest"
+	"github.com/substatehq/substate/testkit/workertest"
+	"github.com/substatehq/substate/worker"
+)
+
+// TestConsoleStuckAndTenantActions: tenants past their SLO are counted by
+// the stuck chip, which filters the table to them, and a stuck tenant's
+// page says since when; a Restate tenant links to the Restate UI
+// (--restate-ui-url) and says its next retry is unknown; a failed tenant's page retries its
+// execution (a dry run first, then with a reason), and the retry and its
+// outcome appear in the tenant's timeline, with a link to the execution
+// in the AWS console.
+func TestConsoleStuckAndTenantActions(t *testing.T) {
+	aws := awstest.New(t)
+	awstest.Env(t, aws.URL, "us-east-1")
+	machine := aws.AddStateMachine("provision", `{"StartAt":"Charge","States":{"Charge":{"Type":"Pass","End":true}}}`, "arn:aws:iam::123456789012:role/sfn")
+	slos := writeSLOs(t, "workflows:\n  \"*\": {run: 2s}\n")
+	w := workertest.Start(t, func(f *worker.Flags) {
+		f.SLOFile, f.RestateUIURL = slos, "http://restate.example:9070/ui/invocations/{invocationId}"
+	})
+	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
+	cw.postRestate(t, "rs-1", "backing-off", time.Now(), 2, "database unreachable")
+	now := time.Now().UTC()
+	slowARN := awstest.ExecutionARN(machine, "run-slow-1")
+	aws.AddExecution(awstest.Execution{ARN: slowARN, StateMachineARN: machine, Name: "run-slow-1", Status: "RUNNING",
+		Input: `{"tenantId":"slow-1"}`, StartDate: now})
+	aws.AddExecution(awstest.Execution{ARN: awstest.ExecutionARN(machine, "run-pay-1"), StateMachineARN: machine, Name: "run-pay-1",
+		Status: "FAILED", Input: `{"tenantId":"pay-1"}`, StartDate: now.Add(-time.Minute), StopDate: now, Error: "ProvisioningFailed", Cause: "card declined"})
+	var running map[string]any
+	_ = json.Unmarshal(fleetEvent(machine, "run-slow-1", "slow-1", "", now), &running)
+	d := running["detail"].(map[string]any)
+	d["status"], d["error"], d["cause"], d["stopDate"] = "RUNNING", nil, nil, nil
+	body, _ := json.Marshal([]any{running, fleetEvent(machine, "run-pay-1", "pay-1", "card declined", now)})
+	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+		t.Fatalf("ingest: %d", code)
+	}
+	cw.tenantIs(t, "pay-1", substate.StateFailed)
+	// Past the run SLO: the running Step Functions execution and the
+	// Restate invocation backing off.
+	for _, id := range []string{"slow-1", "rs-1"} {
+		workertest.Eventually(t, func() string {
+			var v substate.TenantView
+			if code := workertest.GetJSON(t, cw.url+"/v1/tenants/"+id, &v); code != 200 || !v.Stuck {
+				return fmt.Sprintf("%s: %d %+v, want stuck", id, code, v)
+			}
+			return ""
+		})
+	}
+
+	ctx := newBrowser(t)
+	run(t, ctx, "open the console", chromedp.Navigate(cw.url+"/"))
+	waitJS(t, ctx, 10*time.Second, `document.querySelector('#stuck-chip .n') && document.querySelector('#stuck-chip .n').textContent === '2'`)
+	eval(t, ctx, `document.getElementById('stuck-chip').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `location.hash.includes('stuck=true') && document.getElementById('f-stuck').checked`)
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#tenants tbody tr').length === 2 && `+rowSel("slow-1")+` && `+rowSel("rs-1"))
+
+	run(t, ctx, "open the stuck tenant", chromedp.Navigate(cw.url+"/#/tenant/slow-1"))
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('stuck-since') && document.getElementById('stuck-since').textContent.startsWith('stuck since')`)
+	var href string
+	eval(t, ctx, `document.getElementById('provider-link').href`, &href)
+	if want := "https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/" + strings.ReplaceAll(slowARN, ":", "%3A"); href != want {
+		t.Errorf("the AWS console link is %s, want %s", href, want)
+	}
+
+	// A Restate tenant links to its invocation in the Restate UI; when it
+	// retries next is not reported by any source, and the page says so.
+	cw.tenantIs(t, "rs-1", substate.StateBackingOff)
+	run(t, ctx, "open the Restate tenant", chromedp.Navigate(cw.url+"/#/tenant/rs-1"))
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('provider-link') && document.getElementById('next-retry')`)
+	eval(t, ctx, `document.getElementById('provider-link').href`, &href)
+	if want := "http://restate.example:9070/ui/invocations/inv_1"; href != want {
+		t.Errorf("the Restate UI link is %s, want %s", href, want)
+	}
+
+	run(t, ctx, "open the failed tenant", chromedp.Navigate(cw.url+"/#/tenant/pay-1"))
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('act-retry')`)
+	eval(t, ctx, `document.getElementById('act-retry').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('act-confirm')`)
+	if x, _ := aws.Execution(awstest.ExecutionARN(machine, "run-pay-1")); x.RedriveCount != 0 {
+		t.Fatal("the preview redrove the execution")
+	}
+	eval(t, ctx, `document.getElementById('act-reason').value = 'card updated'; document.getElementById('act-confirm').click(); true`, nil)
+	waitJS(t, ctx, 20*time.Second, `document.querySelector('#act-result p') && document.querySelector('#act-result p').dataset.outcome === 'done'`)
+	if x, _ := aws.Execution(awstest.ExecutionARN(machine, "run-pay-1")); x.RedriveCount != 1 {
+		t.Fatalf("the execution was redriven %d times, want once", x.RedriveCount)
+	}
+	waitJS(t, ctx, 20*time.Second, `document.querySelector('#timeline tr.operator[data-outcome=done]')`)
+	var row string
+	eval(t, ctx, `document.querySelector('#timeline tr.operator').textContent`, &row)
+	if !strings.Contains(row, "retry by loopback — card updated") {
+		t.Errorf("the timeline's operator row says %q", row)
+	}
+}
