@@ -74,8 +74,8 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("console scenario: %d streams received %.3f of the changes (%d resets, %d repeats), want %d streams and all, or a reset for what they missed",
 			c.ConsoleStreams, c.ConsoleDelivered, c.ConsoleResets, c.ConsoleRepeats, bench.Consoles)
 	}
-	if len(rep.Targets) != 8 {
-		t.Errorf("%d targets, want 8", len(rep.Targets))
+	if len(rep.Targets) != 10 {
+		t.Errorf("%d targets, want 10", len(rep.Targets))
 	}
 }
 
