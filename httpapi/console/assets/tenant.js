@@ -106,10 +106,10 @@
     const url = "https://" + m[1] + ".console.aws.amazon.com/states/home?region=" + m[1] + "#/v2/executions/details/" + encodeURIComponent(v.workflowExecutionId);
     return el("a", { id: "provider-link", href: url, target: "_blank", rel: "noopener noreferrer" }, "open in the AWS console");
   }
-  // nextRetry: no provider reports when it will retry next in what the
-  // view keeps, so the page says so rather than guess.
+  // nextRetry: the view does not keep when a provider retries next, so
+  // the page says so rather than guess.
   function nextRetry(v) {
-    return v.workflowSubState === "backing-off" ? el("span", { class: "muted", id: "next-retry" }, "unknown (the provider does not report it)") : el("span", { class: "muted" }, "–");
+    return v.workflowSubState === "backing-off" ? el("span", { class: "muted", id: "next-retry" }, "unknown (the view does not keep it)") : el("span", { class: "muted" }, "–");
   }
 
   // ---- actions on one tenant's execution ----
