@@ -1,7 +1,7 @@
 # Everyday tasks. CI runs .ci/run, which covers test, lint and generate.
 GO ?= go
 
-.PHONY: all build test race lint fmt generate bench fuzz soak ci
+.PHONY: all build test race lint lint-contract fmt generate bench fuzz soak ci
 
 all: lint test
 
@@ -20,6 +20,11 @@ lint:
 	.ci/tools staticcheck golangci-lint
 	bin/tools/staticcheck ./...
 	bin/tools/golangci-lint run ./...
+
+# The contract documents under the pinned linters of contract/lint:
+# Redocly CLI (recommended-strict) and the AsyncAPI CLI (npm, about 450 MB).
+lint-contract:
+	cd contract/lint && (test -d node_modules/.bin || npm ci --ignore-scripts --no-audit --no-fund) && ./run
 
 fmt:
 	gofmt -w .

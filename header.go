@@ -96,7 +96,8 @@ const (
 const (
 	// HeaderAPIKey carries the ingest API key of EventBridge deliveries:
 	// the header an EventBridge connection with API-key authorization
-	// sends.
+	// sends. The read API takes a read key in it too, for clients that
+	// cannot send "Authorization: Bearer".
 	HeaderAPIKey = "X-Api-Key"
 	// HeaderWebhookID, HeaderWebhookTimestamp and HeaderWebhookSignature
 	// are the Standard Webhooks headers of a Restate delivery: the message

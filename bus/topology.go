@@ -44,6 +44,12 @@ type Topology struct {
 	// the server; a redelivery after it is still harmless to the view.
 	Duplicates time.Duration
 	Replicas   int
+	// Compression is how the server stores the streams that hold the
+	// bulk of the data, SUBSTATE_RAW, SUBSTATE_EVENTS and SUBSTATE_CHANGES
+	// (all JSON): S2 takes a third to a half of the disk for a little CPU
+	// (docs/performance.md, Disk). SUBSTATE_DLQ, small and rare, is stored
+	// as it comes.
+	Compression jetstream.StoreCompression
 }
 
 // DefaultTopology keeps raw evidence, canonical events and the change feed
@@ -54,27 +60,34 @@ type Topology struct {
 func DefaultTopology() Topology {
 	const day = 24 * time.Hour
 	return Topology{
-		Raw:        Retention{MaxAge: 30 * day},
-		Events:     Retention{MaxAge: 30 * day},
-		DLQ:        Retention{MaxAge: 90 * day},
-		Changes:    Retention{MaxAge: 30 * day},
-		Duplicates: 10 * time.Minute,
-		Replicas:   1,
+		Raw:         Retention{MaxAge: 30 * day},
+		Events:      Retention{MaxAge: 30 * day},
+		DLQ:         Retention{MaxAge: 90 * day},
+		Changes:     Retention{MaxAge: 30 * day},
+		Duplicates:  10 * time.Minute,
+		Replicas:    1,
+		Compression: jetstream.S2Compression,
 	}
 }
 
 // StreamConfigs returns the configuration of the four streams.
 func (t Topology) StreamConfigs() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
-		t.stream(substate.StreamRaw, substate.SubjectRawPrefix+">", t.Raw,
-			"provider status payloads as received: the evidence behind every canonical event"),
-		t.stream(substate.StreamEvents, substate.SubjectEventsPrefix+"*", t.Events,
-			"canonical sub-state events (CloudEvents 1.0 JSON), one subject per tenant"),
+		t.compressed(t.stream(substate.StreamRaw, substate.SubjectRawPrefix+">", t.Raw,
+			"provider status payloads as received: the evidence behind every canonical event")),
+		t.compressed(t.stream(substate.StreamEvents, substate.SubjectEventsPrefix+"*", t.Events,
+			"canonical sub-state events (CloudEvents 1.0 JSON), one subject per tenant")),
 		t.stream(substate.StreamDLQ, substate.SubjectDLQPrefix+">", t.DLQ,
 			"input substate could not process: original bytes and headers, reason and stage"),
-		t.stream(substate.StreamChanges, substate.ChangesStreamSubject, t.Changes,
-			"real changes of tenant views (CloudEvents 1.0 JSON), on substate.changes.<subState>.<provider>.<tenant>, Nats-Msg-Id = the change's sequence"),
+		t.compressed(t.stream(substate.StreamChanges, substate.ChangesStreamSubject, t.Changes,
+			"real changes of tenant views (CloudEvents 1.0 JSON), on substate.changes.<subState>.<provider>.<tenant>, Nats-Msg-Id = the change's sequence")),
 	}
+}
+
+// compressed returns cfg stored with the topology's compression.
+func (t Topology) compressed(cfg jetstream.StreamConfig) jetstream.StreamConfig {
+	cfg.Compression = t.Compression
+	return cfg
 }
 
 func (t Topology) stream(name, subject string, r Retention, desc string) jetstream.StreamConfig {
@@ -137,7 +150,8 @@ func sameStream(have, want jetstream.StreamConfig) bool {
 	return slices.Equal(have.Subjects, want.Subjects) && have.MaxAge == want.MaxAge && have.AllowDirect == want.AllowDirect &&
 		have.MaxBytes == want.MaxBytes && have.Duplicates == want.Duplicates &&
 		have.Replicas == want.Replicas && have.Description == want.Description &&
-		have.Retention == want.Retention && have.Discard == want.Discard && have.Storage == want.Storage
+		have.Retention == want.Retention && have.Discard == want.Discard && have.Storage == want.Storage &&
+		have.Compression == want.Compression
 }
 
 // ConsumerConfig returns a durable pull consumer configuration with explicit

@@ -60,7 +60,9 @@ func PrincipalFrom(ctx context.Context) (p Principal, ok bool) {
 }
 
 // Authorizer checks the key of each request to the read API: sent as
-// "Authorization: Bearer KEY", looked up in Keys. Without a key, a request
+// "Authorization: Bearer KEY" or as "X-Api-Key: KEY" (a client that can
+// set a header but not a bearer token), looked up in Keys; a request with
+// both is judged by its Authorization header. Without a key, a request
 // is the Anonymous principal when AllowAnonymous is set and Keys holds no
 // key at that moment (keys a reload brings close the door), and 401
 // otherwise; a key that is not configured is always 401.
@@ -115,13 +117,17 @@ func (a *Authorizer) Authenticate(r *http.Request) (Principal, error) {
 	if a == nil {
 		return Anonymous, nil
 	}
-	h := r.Header.Get("Authorization")
-	if h == "" && a.AllowAnonymous && a.Keys.Set().Len() == 0 {
+	h, x := r.Header.Get("Authorization"), r.Header.Get(substate.HeaderAPIKey)
+	if h == "" && x == "" && a.AllowAnonymous && a.Keys.Set().Len() == 0 {
 		return Anonymous, nil
 	}
 	key, ok := bearer(h)
+	if h == "" {
+		key = strings.TrimSpace(x)
+		ok = key != ""
+	}
 	if !ok {
-		return Principal{}, substate.Errorf(substate.EUNAUTHORIZED, "missing API key: send Authorization: Bearer <key>")
+		return Principal{}, substate.Errorf(substate.EUNAUTHORIZED, "missing API key: send Authorization: Bearer <key> (or X-Api-Key: <key>)")
 	}
 	k, found := a.Keys.Set().Lookup(key)
 	if !found {

@@ -263,6 +263,44 @@ func TestNewAuthorizer(t *testing.T) {
 	})
 }
 
+// A read key is taken from Authorization: Bearer or from X-Api-Key; with
+// both, the Authorization header decides, and a blank header is no key.
+func TestAuthenticateHeaders(t *testing.T) {
+	a, err := httpapi.NewAuthorizer("0.0.0.0:8080", keyFile(t,
+		keyLine("dash", "read", "*", "key-dash"), keyLine("ops", "admin", "*", "key-ops")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name               string
+		bearer, xAPIKey    string
+		wantName, wantCode string
+	}{
+		{"Bearer", "Bearer key-dash", "", "dash", ""},
+		{"XApiKey", "", "key-dash", "dash", ""},
+		{"XApiKeySpaces", "", "  key-ops ", "ops", ""},
+		{"BothBearerDecides", "Bearer key-ops", "key-dash", "ops", ""},
+		{"BothBadBearer", "Bearer nope", "key-dash", "", substate.EUNAUTHORIZED},
+		{"XApiKeyUnknown", "", "nope", "", substate.EUNAUTHORIZED},
+		{"XApiKeyBlank", "", " ", "", substate.EUNAUTHORIZED},
+		{"None", "", "", "", substate.EUNAUTHORIZED},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/", nil)
+			if tc.bearer != "" {
+				req.Header.Set("Authorization", tc.bearer)
+			}
+			if tc.xAPIKey != "" {
+				req.Header.Set(substate.HeaderAPIKey, tc.xAPIKey)
+			}
+			p, err := a.Authenticate(req)
+			if got := substate.ErrorCode(err); got != tc.wantCode || (err == nil && p.Name != tc.wantName) {
+				t.Errorf("got %q (%v), want %q %q", p.Name, err, tc.wantName, tc.wantCode)
+			}
+		})
+	}
+}
+
 // Keys are reloaded when the file changes and on SIGHUP; a broken file
 // keeps the keys in force.
 func TestKeysReload(t *testing.T) {

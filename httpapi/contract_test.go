@@ -7,5 +7,8 @@ import (
 )
 
 // TestMain checks every response the tests fetch from a substate route
-// against contract/openapi.json; /metrics is a stand-in handler here.
-func TestMain(m *testing.M) { contracttest.Main(m, "/metrics") }
+// against contract/openapi.json; /metrics and the console's routes are
+// stand-in handlers here.
+func TestMain(m *testing.M) {
+	contracttest.Main(m, "/metrics", "/console/api/overview", "/console/api/deadletters", "/console/api/changes")
+}

@@ -18,7 +18,7 @@ func openIngest(tb testing.TB) string {
 		substate.ProviderStepFunctions: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusAccepted)
-			_, _ = w.Write([]byte(`{"accepted":1}`))
+			_, _ = w.Write([]byte(`{"accepted":1,"duplicates":0,"events":[{"id":"e-1","result":"accepted"}]}`))
 		}),
 		substate.ProviderRestate: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "nope", http.StatusConflict)

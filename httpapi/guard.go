@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/substatehq/substate"
 )
 
 // Guard is who may call a route: the credential it takes. The table gives
@@ -77,11 +79,11 @@ func (s *Server) guard(rt Route, next http.Handler) http.Handler {
 	return h
 }
 
-// keyFromCookie sends a request without an Authorization header on with
+// keyFromCookie sends a request that carries no key in a header on with
 // the key of KeyCookie as its bearer token.
 func keyFromCookie(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ck, err := r.Cookie(KeyCookie); err == nil && ck.Value != "" && r.Header.Get("Authorization") == "" {
+		if ck, err := r.Cookie(KeyCookie); err == nil && ck.Value != "" && r.Header.Get("Authorization") == "" && r.Header.Get(substate.HeaderAPIKey) == "" {
 			if k, err := url.QueryUnescape(ck.Value); err == nil {
 				r = r.Clone(r.Context())
 				r.Header.Set("Authorization", "Bearer "+k)

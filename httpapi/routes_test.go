@@ -115,13 +115,16 @@ func TestRoutesGuards(t *testing.T) {
 	credentials := []struct {
 		name, key string
 		cookie    bool
+		xAPIKey   bool          // sent as X-Api-Key rather than a bearer token
 		scope     httpapi.Scope // "" without a key
 	}{
-		{"NoKey", "", false, ""},
-		{"Read", "key-read", false, httpapi.ScopeRead},
-		{"ReadRaw", "key-raw", false, httpapi.ScopeReadRaw},
-		{"Admin", "key-admin", false, httpapi.ScopeAdmin},
-		{"ReadInCookie", "key-read", true, httpapi.ScopeRead},
+		{"NoKey", "", false, false, ""},
+		{"Read", "key-read", false, false, httpapi.ScopeRead},
+		{"ReadRaw", "key-raw", false, false, httpapi.ScopeReadRaw},
+		{"Admin", "key-admin", false, false, httpapi.ScopeAdmin},
+		{"ReadInCookie", "key-read", true, false, httpapi.ScopeRead},
+		{"ReadAsXApiKey", "key-read", false, true, httpapi.ScopeRead},
+		{"AdminAsXApiKey", "key-admin", false, true, httpapi.ScopeAdmin},
 	}
 	for _, rt := range fullServer(t, exposed).Routes() {
 		t.Run(rt.Pattern(), func(t *testing.T) {
@@ -132,9 +135,12 @@ func TestRoutesGuards(t *testing.T) {
 			h := fullServer(t, exposed).Handler()
 			for _, c := range credentials {
 				req := request(rt)
-				if c.cookie {
+				switch {
+				case c.cookie:
 					req.AddCookie(&http.Cookie{Name: httpapi.KeyCookie, Value: c.key})
-				} else if c.key != "" {
+				case c.xAPIKey:
+					req.Header.Set(substate.HeaderAPIKey, c.key)
+				case c.key != "":
 					req.Header.Set("Authorization", "Bearer "+c.key)
 				}
 				sent := c.scope != "" && (!c.cookie || rt.Guard == httpapi.GuardReadCookie)

@@ -229,7 +229,7 @@ func (r *Reconciler) checkFailedErr(ctx context.Context, s *sweep, v *substate.T
 		log.Warn("the provider refused to read a failed execution; trying again after the wait", "wait", wait.Round(time.Millisecond))
 	default:
 		r.failures[k].next = r.Now().Add(r.recheckEvery())
-		log.Error("reading a failed execution failed; trying again at its next check")
+		log.Log(ctx, faultLevel(code), "reading a failed execution failed; trying again at its next check")
 	}
 	return nil
 }

@@ -308,9 +308,20 @@ func (r *Reconciler) pollFailed(ctx context.Context, s *sweep, v *substate.Tenan
 		wait := r.holdProvider(v.Provider, err)
 		log.Warn("the provider refused a poll; none of its executions is polled before the wait, then each in turn", "wait", wait.Round(time.Millisecond))
 	default:
-		log.Error("poll failed; the next sweep retries")
+		log.Log(ctx, faultLevel(code), "poll failed; the next sweep retries")
 	}
 	return nil
+}
+
+// faultLevel is the level of a failure about one tenant's execution: error
+// when it is substate's own (an internal error), warn when the provider
+// answered something substate could not use; a provider's trouble with
+// one tenant is not a fault of substate's.
+func faultLevel(code string) slog.Level {
+	if code == substate.EINTERNAL {
+		return slog.LevelError
+	}
+	return slog.LevelWarn
 }
 
 // due reports whether something last done at last (zero: never) is due

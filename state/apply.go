@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,7 +30,7 @@ func (d *DB) Apply(ctx context.Context, batch []substate.Sequenced) (substate.Ap
 	if d.db == nil {
 		return substate.ApplyResult{}, ErrClosed
 	}
-	w, err := d.plan(batch)
+	w, err := d.plan(batch, d.Logger != nil && d.Logger.Enabled(ctx, slog.LevelDebug))
 	if err != nil {
 		return substate.ApplyResult{}, fmt.Errorf("apply batch: %w", err)
 	}
@@ -49,6 +50,7 @@ func (d *DB) Apply(ctx context.Context, batch []substate.Sequenced) (substate.Ap
 	for i := range w.res.Changes {
 		LogChange(ctx, d.Logger, &w.res.Changes[i])
 	}
+	logNoops(ctx, d.Logger, w.noops)
 	return w.res, nil
 }
 
@@ -89,12 +91,18 @@ type work struct {
 	// sloDigest, when set, is stored with the commit: the deadlines are
 	// those of these SLOs.
 	sloDigest *string
+	// noops are the events that changed nothing, kept only when the
+	// logger writes debug lines.
+	noops []noop
+	debug bool
 }
 
 // plan applies the batch in memory, reading stored records in one read
-// transaction. d.mu must be held.
-func (d *DB) plan(batch []substate.Sequenced) (*work, error) {
+// transaction, keeping the events that change nothing when debug is set.
+// d.mu must be held.
+func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 	w := &work{
+		debug: debug,
 		now:   utc(d.Now()),
 		slos:  d.slos.Load(),
 		orig:  make(map[string]*Record),
@@ -151,6 +159,9 @@ func (w *work) load(tenants *bolt.Bucket, pending map[string]Record, id string) 
 // apply records the outcome of the event s on rec.
 func (w *work) apply(s *substate.Sequenced, rec *Record, next Record, out Outcome) {
 	id := next.View.TenantID
+	if w.debug && out != Changed {
+		w.noops = append(w.noops, noop{tenant: id, seq: s.Seq, outcome: out})
+	}
 	switch out {
 	case Stale:
 		w.res.Stale++

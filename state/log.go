@@ -3,59 +3,95 @@ package state
 import (
 	"context"
 	"log/slog"
+	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 )
 
-// LogChange writes the logs of one committed change: a sub-state change at
-// info (tenant, old, new, execution), a retry count increase at warn
-// (tenant, retry count, error) and an error message set or changed at error
-// (tenant, execution, the full message); a tenant that became stuck at
-// warn (tenant, sub-state, SLO, since) and one that moved on at info. A nil
-// logger logs nothing.
+// MaxLoggedError is the most of a workflow error message a change's log
+// line carries, in bytes; a longer one is cut (on a character boundary)
+// and ends with "…". The view and its history keep the whole message.
+const MaxLoggedError = 200
+
+// LogChange writes the one log line of a committed change. A tenant whose
+// deadline passed is "tenant stuck" at warn (tenant, sub-state, SLO,
+// since, execution). Any other change is "view changed": the tenant, the
+// old and new sub-state and the execution; the retry count when it
+// changed; the error message when it was set or changed; unstuck=true
+// when it moved a stuck tenant on. That line is at info, or at warn when
+// the change sets or changes the workflow's error: a failure the provider
+// reported is the tenant's, not substate's, and never logs at error,
+// which is for substate's own faults. A nil logger logs nothing.
 func LogChange(ctx context.Context, l *slog.Logger, c *substate.Change) {
 	if l == nil {
 		return
 	}
 	o, n := &c.Old, &c.New
-	switch {
-	case n.Stuck && !o.Stuck:
+	if n.Stuck && !o.Stuck {
 		l.LogAttrs(ctx, slog.LevelWarn, "tenant stuck: its deadline passed with no change",
 			slog.String("tenant", c.TenantID),
 			slog.String("subState", string(n.WorkflowSubState)),
 			slog.String("slo", string(n.DeadlineSLO)),
 			slog.Time("since", n.StuckSince),
 			slog.String("execution", n.WorkflowExecutionID))
-	case o.Stuck && !n.Stuck:
-		l.LogAttrs(ctx, slog.LevelInfo, "tenant no longer stuck",
-			slog.String("tenant", c.TenantID),
-			slog.String("subState", string(n.WorkflowSubState)))
+		return
+	}
+	newError := n.WorkflowErrorMessage != "" && n.WorkflowErrorMessage != o.WorkflowErrorMessage
+	level := slog.LevelInfo
+	if newError {
+		level = slog.LevelWarn
+	}
+	if !l.Enabled(ctx, level) {
+		return
 	}
 	execution := n.WorkflowExecutionID
 	if execution == "" {
 		execution = o.WorkflowExecutionID // succeeded cleared it
 	}
-	if o.WorkflowSubState != n.WorkflowSubState {
-		l.LogAttrs(ctx, slog.LevelInfo, "workflow sub-state changed",
-			slog.String("tenant", c.TenantID),
-			slog.String("old", string(o.WorkflowSubState)),
-			slog.String("new", string(n.WorkflowSubState)),
-			slog.String("execution", execution))
+	var buf [7]slog.Attr
+	attrs := append(buf[:0],
+		slog.String("tenant", c.TenantID),
+		slog.String("old", string(o.WorkflowSubState)),
+		slog.String("new", string(n.WorkflowSubState)),
+		slog.String("execution", execution))
+	if n.WorkflowRetryCount != o.WorkflowRetryCount {
+		attrs = append(attrs, slog.Int("retries", n.WorkflowRetryCount))
 	}
-	if n.WorkflowRetryCount > o.WorkflowRetryCount {
-		cause := n.WorkflowErrorMessage
-		if cause == "" {
-			cause = o.WorkflowErrorMessage // the retry cleared the error it retried
-		}
-		l.LogAttrs(ctx, slog.LevelWarn, "workflow retry count increased",
-			slog.String("tenant", c.TenantID),
-			slog.Int("retryCount", n.WorkflowRetryCount),
-			slog.String("error", cause))
+	if newError {
+		attrs = append(attrs, slog.String("error", clip(n.WorkflowErrorMessage, MaxLoggedError)))
 	}
-	if n.WorkflowErrorMessage != "" && n.WorkflowErrorMessage != o.WorkflowErrorMessage {
-		l.LogAttrs(ctx, slog.LevelError, "workflow error",
-			slog.String("tenant", c.TenantID),
-			slog.String("execution", execution),
-			slog.String("error", n.WorkflowErrorMessage))
+	if o.Stuck && !n.Stuck {
+		attrs = append(attrs, slog.Bool("unstuck", true))
 	}
+	l.LogAttrs(ctx, level, "view changed", attrs...)
+}
+
+// logNoops writes a debug line for each event of a batch that changed
+// nothing (a duplicate, an unchanged or a stale event), when the logger
+// writes debug lines.
+func logNoops(ctx context.Context, l *slog.Logger, noops []noop) {
+	for i := range noops {
+		e := &noops[i]
+		l.LogAttrs(ctx, slog.LevelDebug, "view unchanged",
+			slog.String("tenant", e.tenant), slog.Uint64("seq", e.seq), slog.String("outcome", e.outcome.String()))
+	}
+}
+
+// noop is an event that changed nothing, for its debug line.
+type noop struct {
+	tenant  string
+	seq     uint64
+	outcome Outcome
+}
+
+// clip returns s cut to at most n bytes on a character boundary, with "…"
+// when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

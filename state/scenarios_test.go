@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -203,24 +204,50 @@ func testQueries(t *testing.T) {
 func testLogs(t *testing.T) {
 	t.Run("Log sub-state transitions", func(t *testing.T) {
 		logs := logged(t, ev("t", "a", running, 1), ev("t", "a", waiting, 2))
-		want := map[string]any{"level": "INFO", "msg": "workflow sub-state changed", "tenant": "t", "old": "running", "new": "waiting", "execution": "a"}
+		want := map[string]any{"level": "INFO", "msg": "view changed", "tenant": "t", "old": "running", "new": "waiting", "execution": "a"}
 		if !containsLog(logs, want) {
 			t.Errorf("logs %v lack %v", logs, want)
 		}
 	})
 	t.Run("Log retry count changes", func(t *testing.T) {
-		logs := logged(t, ev("t", "a", running, 1), ev("t", "a", errored, 2, failure("timeout")), ev("t", "a", running, 3))
-		want := map[string]any{"level": "WARN", "tenant": "t", "retryCount": 1.0, "error": "timeout"}
+		logs := logged(t, ev("t", "a", running, 1), ev("t", "a", backingOff, 2, retries(1), failure("timeout")), ev("t", "a", running, 3, retries(1)))
+		want := map[string]any{"level": "WARN", "msg": "view changed", "tenant": "t", "new": "backing-off", "retries": 1.0, "error": "timeout"}
 		if !containsLog(logs, want) {
 			t.Errorf("logs %v lack %v", logs, want)
+		}
+		if got := logs[len(logs)-1]; got["level"] != "INFO" || got["retries"] != nil || got["error"] != nil {
+			t.Errorf("back to running with the same count: %v, want info without retries or error", got)
 		}
 	})
 	t.Run("Log error message changes", func(t *testing.T) {
 		long := strings.Repeat("connection refused; ", 40)
 		logs := logged(t, ev("t", "a", running, 1), ev("t", "a", errored, 2, failure(long)))
-		want := map[string]any{"level": "ERROR", "tenant": "t", "execution": "a", "error": long}
+		want := map[string]any{"level": "WARN", "tenant": "t", "execution": "a", "error": long[:state.MaxLoggedError] + "…"}
 		if !containsLog(logs, want) {
 			t.Errorf("logs %v lack %v", logs, want)
+		}
+	})
+	t.Run("Clip an error on a character boundary", func(t *testing.T) {
+		long := strings.Repeat("é", state.MaxLoggedError) // two bytes each
+		logs := logged(t, ev("t", "a", errored, 1, failure(long)))
+		got, _ := logs[0]["error"].(string)
+		if want := strings.Repeat("é", state.MaxLoggedError/2) + "…"; got != want {
+			t.Errorf("error = %q, want %q", got, want)
+		}
+	})
+	t.Run("Log no-ops at debug only", func(t *testing.T) {
+		evs := []substate.EventData{ev("t", "a", running, 1), ev("t", "a", running, 1), ev("t", "a", running, 2)}
+		if logs := logged(t, evs...); len(logs) != 1 {
+			t.Errorf("at info: %v, want the one change", logs)
+		}
+		logs := loggedAt(t, slog.LevelDebug, evs...)
+		var got []string
+		for _, rec := range logs {
+			got = append(got, fmt.Sprint(rec["level"], " ", rec["msg"], " ", rec["outcome"]))
+		}
+		want := []string{"INFO view changed <nil>", "DEBUG view unchanged stale", "DEBUG view unchanged unchanged"}
+		if !slices.Equal(got, want) {
+			t.Errorf("at debug: %q, want %q", got, want)
 		}
 	})
 }
@@ -229,8 +256,16 @@ func testLogs(t *testing.T) {
 // the log records.
 func logged(t *testing.T, evs ...substate.EventData) []map[string]any {
 	t.Helper()
+	return loggedAt(t, slog.LevelInfo, evs...)
+}
+
+// loggedAt is logged with the logger's lowest level.
+func loggedAt(t *testing.T, level slog.Level, evs ...substate.EventData) []map[string]any {
+	t.Helper()
 	var buf bytes.Buffer
-	db := openDB(t, func(db *state.DB) { db.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
+	db := openDB(t, func(db *state.DB) {
+		db.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: level}))
+	})
 	newStream(t, db).each(evs...)
 	var out []map[string]any
 	dec := json.NewDecoder(&buf)
@@ -255,7 +290,7 @@ func containsLog(logs []map[string]any, want map[string]any) bool {
 	})
 }
 
-// Only real changes log, and each only what changed.
+// Only real changes log, one line each.
 func TestLogChangeQuiet(t *testing.T) {
 	logs := logged(t,
 		ev("t", "a", backingOff, 1, retries(4), failure("x")),
@@ -268,8 +303,8 @@ func TestLogChangeQuiet(t *testing.T) {
 		msgs = append(msgs, rec["level"].(string)+" "+rec["msg"].(string))
 	}
 	want := []string{
-		"INFO workflow sub-state changed", "WARN workflow retry count increased", "ERROR workflow error", // first event
-		"INFO workflow sub-state changed", // succeeded
+		"WARN view changed", // first event: backing-off with an error
+		"INFO view changed", // succeeded
 	}
 	if !slices.Equal(msgs, want) {
 		t.Errorf("logs = %q, want %q", msgs, want)

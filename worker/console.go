@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"net/url"
+	"strings"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
@@ -10,6 +12,25 @@ import (
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
 )
+
+// ConsoleFlags link the console to the providers' own UIs.
+type ConsoleFlags struct {
+	RestateUIURL string `name:"restate-ui-url" placeholder:"URL" help:"URL of an invocation in your Restate UI, with {invocationId} where the invocation id goes (http://restate:9070/ui/invocations/{invocationId}); the console links a Restate tenant's execution to it."`
+}
+
+// Check refuses a Restate UI URL that is not an absolute http(s) URL with
+// the placeholder.
+func (f ConsoleFlags) Check() error {
+	if f.RestateUIURL == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.ReplaceAll(f.RestateUIURL, console.InvocationIDPlaceholder, "x"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.Contains(f.RestateUIURL, console.InvocationIDPlaceholder) {
+		return substate.Errorf(substate.EINVALID, "--restate-ui-url %q is not an http(s) URL with %s where the invocation id goes (such as http://restate:9070/ui/invocations/%s)",
+			f.RestateUIURL, console.InvocationIDPlaceholder, console.InvocationIDPlaceholder)
+	}
+	return nil
+}
 
 // openConsole starts the operator console, or returns nil on a role
 // without the view. The HTTP server guards its routes with the read API's
@@ -22,6 +43,7 @@ func (w *Worker) openConsole() *console.Console {
 	c := &console.Console{
 		Counts: w.View.Counts, StuckCounts: w.View.StuckCounts, Conn: w.Bus.Conn, JS: w.Bus.JetStream,
 		Consumers: w.consoleDurables(), Requeue: w.RequeueRaw, Redact: w.Redaction, Logger: log,
+		RestateUIURL: w.Flags.RestateUIURL,
 	}
 	if w.reconcile.reconciler != nil || w.reconcile.restate != nil {
 		c.LastSweep = w.reconcile.metrics.LastSweep

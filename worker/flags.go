@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/ratelog"
 	"github.com/substatehq/substate/internal/termtext"
 )
 
@@ -26,12 +28,12 @@ func DefaultFlags() Flags {
 		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second, ViewFailureTimeout: 2 * time.Minute,
 		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute, EvidenceCheckBudget: 0.5},
 		RoleFlags:    RoleFlags{Role: RoleAll, ChangeFeed: true},
-		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo},
+		LogFlags:     LogFlags{LogFormat: "text", LogLevel: slog.LevelInfo, LogRate: 1000},
 		NATSFlags: NATSFlags{NATSListen: "127.0.0.1:4222", NATSSync: "default", NATSReplicas: 1,
 			SubscriberConsumers: slices.Clone(bus.DefaultSubscriberConsumers)},
 		StreamFlags: StreamFlags{
 			RawMaxAge: 720 * time.Hour, EventsMaxAge: 720 * time.Hour, DLQMaxAge: 2160 * time.Hour,
-			ChangesMaxAge: 720 * time.Hour, DedupeWindow: 10 * time.Minute,
+			ChangesMaxAge: 720 * time.Hour, DedupeWindow: 10 * time.Minute, StreamCompression: "s2",
 		},
 		ReconcileFlags: ReconcileFlags{
 			ReconcileInterval: 15 * time.Second, ReconcileQPS: 10, SFNReconcile: "auto",
@@ -47,6 +49,7 @@ func DefaultFlags() Flags {
 type LogFlags struct {
 	LogFormat string     `enum:"text,json" default:"text" help:"Log format: text for humans (colored on a terminal, key=value elsewhere), json for machines."`
 	LogLevel  slog.Level `default:"info" help:"Lowest level logged: debug, info, warn or error."`
+	LogRate   int        `default:"1000" placeholder:"LINES" help:"Most log lines of one message per second at info and warn (0: no limit); the rest of that second are counted in one 'log lines suppressed' line. Debug and error lines always pass."`
 }
 
 // Logger returns the logger the flags describe, writing to stderr.
@@ -58,14 +61,30 @@ func (f LogFlags) Logger() *slog.Logger { return f.LoggerTo(os.Stderr) }
 // scans every value for color codes to strip, allocating as it goes) and
 // reads as well in a file or a log collector.
 func (f LogFlags) LoggerTo(w *os.File) *slog.Logger {
+	return slog.New(ratelog.New(f.handler(w), f.LogRate))
+}
+
+// handler is the handler of the format the flags name, writing to w.
+func (f LogFlags) handler(w *os.File) slog.Handler {
 	opts := &slog.HandlerOptions{Level: f.LogLevel}
 	switch {
 	case f.LogFormat == "json":
-		return slog.New(slog.NewJSONHandler(w, opts))
+		opts.ReplaceAttr = millisecondTime
+		return slog.NewJSONHandler(w, opts)
 	case termtext.Terminal(w):
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly}))
+		return tint.NewTextHandler(w, &tint.Options{Level: f.LogLevel, TimeFormat: time.TimeOnly})
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.NewTextHandler(w, opts)
+}
+
+// millisecondTime writes a JSON line's time in UTC to the millisecond,
+// as the text format does (slog's JSON default is to the nanosecond: ten
+// bytes more on every line).
+func millisecondTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
+		return slog.String(slog.TimeKey, a.Value.Time().UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+	return a
 }
 
 // OpenLogFile opens a log file for appending, creating its directory: the
@@ -102,14 +121,15 @@ func NATSCredentialsDir(dataDir string) string { return filepath.Join(dataDir, "
 
 // StreamFlags set the retention of substate's streams.
 type StreamFlags struct {
-	RawMaxAge       time.Duration `default:"720h" help:"How long SUBSTATE_RAW keeps provider payloads (0 = no limit)."`
-	RawMaxBytes     int64         `default:"0" help:"Size cap of SUBSTATE_RAW in bytes, oldest discarded first (0 = no limit)."`
-	EventsMaxAge    time.Duration `default:"720h" help:"How long SUBSTATE_EVENTS keeps canonical events (0 = no limit)."`
-	EventsMaxBytes  int64         `default:"0" help:"Size cap of SUBSTATE_EVENTS in bytes (0 = no limit)."`
-	DLQMaxAge       time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
-	ChangesMaxAge   time.Duration `default:"720h" help:"How long SUBSTATE_CHANGES (the change feed) keeps changes (0 = no limit)."`
-	ChangesMaxBytes int64         `default:"0" help:"Size cap of SUBSTATE_CHANGES in bytes, oldest discarded first (0 = no limit)."`
-	DedupeWindow    time.Duration `default:"10m" help:"Window in which JetStream drops a repeated source event id or change-feed sequence, and a reused source id with another body is answered 409. JetStream keeps every id of the window in memory (about 220 bytes each): at 1,000 events/s, 10m holds about 130 MB. A repeat after the window changes nothing in the view."`
+	RawMaxAge         time.Duration `default:"720h" help:"How long SUBSTATE_RAW keeps provider payloads (0 = no limit)."`
+	RawMaxBytes       int64         `default:"0" help:"Size cap of SUBSTATE_RAW in bytes, oldest discarded first (0 = no limit)."`
+	EventsMaxAge      time.Duration `default:"720h" help:"How long SUBSTATE_EVENTS keeps canonical events (0 = no limit)."`
+	EventsMaxBytes    int64         `default:"0" help:"Size cap of SUBSTATE_EVENTS in bytes (0 = no limit)."`
+	DLQMaxAge         time.Duration `name:"dlq-max-age" default:"2160h" help:"How long SUBSTATE_DLQ keeps dead letters."`
+	ChangesMaxAge     time.Duration `default:"720h" help:"How long SUBSTATE_CHANGES (the change feed) keeps changes (0 = no limit)."`
+	ChangesMaxBytes   int64         `default:"0" help:"Size cap of SUBSTATE_CHANGES in bytes, oldest discarded first (0 = no limit)."`
+	DedupeWindow      time.Duration `default:"10m" help:"Window in which JetStream drops a repeated source event id or change-feed sequence, and a reused source id with another body is answered 409. JetStream keeps every id of the window in memory (about 220 bytes each): at 1,000 events/s, 10m holds about 130 MB. A repeat after the window changes nothing in the view."`
+	StreamCompression string        `enum:"s2,none" default:"s2" help:"How JetStream stores SUBSTATE_RAW, SUBSTATE_EVENTS and SUBSTATE_CHANGES on disk: s2 (compressed, a fraction of the disk for a little CPU) or none. Changing it on existing streams is allowed: blocks already written stay as they are and stay readable."`
 }
 
 // Args returns the command-line flags that give another worker process
@@ -121,7 +141,7 @@ func (f StreamFlags) Args() []string {
 		"--events-max-age", f.EventsMaxAge.String(), "--events-max-bytes", strconv.FormatInt(f.EventsMaxBytes, 10),
 		"--dlq-max-age", f.DLQMaxAge.String(),
 		"--changes-max-age", f.ChangesMaxAge.String(), "--changes-max-bytes", strconv.FormatInt(f.ChangesMaxBytes, 10),
-		"--dedupe-window", f.DedupeWindow.String(),
+		"--dedupe-window", f.DedupeWindow.String(), "--stream-compression", f.StreamCompression,
 	}
 }
 
@@ -139,11 +159,21 @@ func (f Flags) BusConfig(log *slog.Logger) bus.Config {
 // Topology is the configuration of the streams the flags ask for.
 func (f Flags) Topology() bus.Topology {
 	return bus.Topology{
-		Raw:        bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
-		Events:     bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
-		DLQ:        bus.Retention{MaxAge: f.DLQMaxAge},
-		Changes:    bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
-		Duplicates: f.DedupeWindow,
-		Replicas:   f.NATSReplicas,
+		Raw:         bus.Retention{MaxAge: f.RawMaxAge, MaxBytes: f.RawMaxBytes},
+		Events:      bus.Retention{MaxAge: f.EventsMaxAge, MaxBytes: f.EventsMaxBytes},
+		DLQ:         bus.Retention{MaxAge: f.DLQMaxAge},
+		Changes:     bus.Retention{MaxAge: f.ChangesMaxAge, MaxBytes: f.ChangesMaxBytes},
+		Duplicates:  f.DedupeWindow,
+		Replicas:    f.NATSReplicas,
+		Compression: streamCompression(f.StreamCompression),
 	}
+}
+
+// streamCompression is the JetStream compression --stream-compression
+// names.
+func streamCompression(name string) jetstream.StoreCompression {
+	if name == "none" {
+		return jetstream.NoCompression
+	}
+	return jetstream.S2Compression
 }

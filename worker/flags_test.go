@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ import (
 // --log-format json; tint's colored text is for terminals only.
 func TestLoggerToFile(t *testing.T) {
 	for _, tc := range []struct{ format, want string }{
-		{"text", `level=INFO msg="workflow sub-state changed" tenant=acme`},
-		{"json", `"level":"INFO","msg":"workflow sub-state changed","tenant":"acme"`},
+		{"text", `level=INFO msg="view changed" tenant=acme`},
+		{"json", `"level":"INFO","msg":"view changed","tenant":"acme"`},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "log")
@@ -26,7 +27,7 @@ func TestLoggerToFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			LogFlags{LogFormat: tc.format}.LoggerTo(f).Info("workflow sub-state changed", "tenant", "acme")
+			LogFlags{LogFormat: tc.format}.LoggerTo(f).Info("view changed", "tenant", "acme")
 			f.Close()
 			got, _ := os.ReadFile(path)
 			if !strings.Contains(string(got), tc.want) || strings.Contains(string(got), "\x1b[") {
@@ -34,6 +35,9 @@ func TestLoggerToFile(t *testing.T) {
 			}
 			if tc.format == "json" && !json.Valid(got) {
 				t.Fatalf("not JSON: %s", got)
+			}
+			if ms := regexp.MustCompile(`time.{1,3}\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`); !ms.Match(got) {
+				t.Errorf("log line %q: want the time in UTC to the millisecond", got)
 			}
 		})
 	}
@@ -96,7 +100,7 @@ func fieldDiffs(got, want reflect.Value) [][2]string {
 // setting added without its flag in Args fails here.
 func TestStreamFlagsArgs(t *testing.T) {
 	want := StreamFlags{RawMaxAge: time.Hour, RawMaxBytes: 1 << 20, EventsMaxAge: 2 * time.Hour, EventsMaxBytes: 2 << 20,
-		DLQMaxAge: 3 * time.Hour, ChangesMaxAge: 4 * time.Hour, ChangesMaxBytes: 4 << 20, DedupeWindow: 90 * time.Second}
+		DLQMaxAge: 3 * time.Hour, ChangesMaxAge: 4 * time.Hour, ChangesMaxBytes: 4 << 20, DedupeWindow: 90 * time.Second, StreamCompression: "none"}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {

@@ -55,6 +55,7 @@ type Flags struct {
 	RoleFlags            `embed:""`
 	LogFlags             `embed:""`
 	TraceFlags           `embed:""`
+	ConsoleFlags         `embed:""`
 	NATSFlags            `embed:""`
 	StreamFlags          `embed:""`
 	ReconcileFlags       `embed:""`
@@ -305,6 +306,9 @@ func (w *Worker) openEngine(context.Context) error {
 }
 
 func (w *Worker) openHTTP(ctx context.Context) error {
+	if err := w.Flags.ConsoleFlags.Check(); err != nil {
+		return err
+	}
 	in, err := w.ingester()
 	if err != nil {
 		return err

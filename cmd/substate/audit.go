@@ -68,6 +68,7 @@ func (c *AuditCmd) history(ctx context.Context, q substate.HistoryQuery) (substa
 			return all, err
 		}
 		all.TenantID, all.Transitions = page.TenantID, append(all.Transitions, page.Transitions...)
+		all.Actions = append(all.Actions, page.Actions...) // each page's are those of its span
 		if page.NextAfterSeq == 0 {
 			return all, nil
 		}

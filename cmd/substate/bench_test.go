@@ -74,8 +74,8 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("console scenario: %d streams received %.3f of the changes (%d resets, %d repeats), want %d streams and all, or a reset for what they missed",
 			c.ConsoleStreams, c.ConsoleDelivered, c.ConsoleResets, c.ConsoleRepeats, bench.Consoles)
 	}
-	if len(rep.Targets) != 8 {
-		t.Errorf("%d targets, want 8", len(rep.Targets))
+	if len(rep.Targets) != 10 {
+		t.Errorf("%d targets, want 10", len(rep.Targets))
 	}
 }
 
@@ -216,8 +216,11 @@ func TestBenchIncident(t *testing.T) {
 		}
 		refused += p.Refused
 	}
-	if c := rep.Phases[1]; c.ConsoleReceived > 1 || (c.ConsoleReceived < 1 && c.ConsoleResets == 0) {
-		t.Errorf("the console page received %.3f of its phase's changes with %d resets, want all or a reset", c.ConsoleReceived, c.ConsoleResets)
+	// The page may also get the last changes of the phase before (it opens
+	// while the feed publishes them): more than the phase's is no fault,
+	// a change twice or out of order is.
+	if c := rep.Phases[1]; c.ConsoleRepeats != 0 || (c.ConsoleReceived < 1 && c.ConsoleResets == 0) {
+		t.Errorf("the console page received %.3f of its phase's changes with %d resets and %d repeats, want all or a reset, and no repeat", c.ConsoleReceived, c.ConsoleResets, c.ConsoleRepeats)
 	}
 	if refused == 0 && rep.ViewCheck != "ok" {
 		t.Errorf("view: %s", rep.ViewCheck)

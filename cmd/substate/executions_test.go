@@ -111,6 +111,17 @@ func TestExecutionsCLI(t *testing.T) {
 		if ev.Who != "loopback" || ev.Reason != "gate opened" || ev.Outcome != substate.AuditDone || ev.ExecutionID != "fast-1" {
 			t.Errorf("audit event %+v", ev)
 		}
+		// The tenant's timeline holds the retry between its transitions:
+		// who, why, how it ended.
+		code, out, errOut = runCLI(t, "audit", "--tenant", "t-fast", "--server", url)
+		if row := lineWith(out, "retry by loopback"); code != 0 || !strings.Contains(row, "gate opened") || !strings.Contains(row, "operator: done") ||
+			strings.Index(out, "failed") > strings.Index(out, "retry by loopback") || strings.LastIndex(out, "succeeded") < strings.Index(out, "retry by loopback") {
+			t.Errorf("audit has no retry between the failure and the success: %d\n%s%s", code, out, errOut)
+		}
+		code, out, _ = runCLI(t, "audit", "--tenant", "t-fast", "--server", url, "-o", "json")
+		if code != 0 || !strings.Contains(out, `{"operatorAction":{`) || !strings.Contains(out, `"reason":"gate opened"`) {
+			t.Errorf("audit -o json has no operatorAction line:\n%s", out)
+		}
 		code, _, errOut = runCLI(t, "executions", "retry", "t-fast", "--server", url)
 		if code == 0 || !strings.Contains(errOut, "no execution to act on") {
 			t.Errorf("retry of a succeeded tenant: %d %s", code, errOut)
@@ -167,4 +178,14 @@ func auditOf(t *testing.T, w *process, action substate.ExecutionAction, tenant s
 		t.Fatal(err)
 	}
 	return ev
+}
+
+// lineWith returns the first line of s that contains sub, or "".
+func lineWith(s, sub string) string {
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			return line
+		}
+	}
+	return ""
 }

@@ -82,6 +82,10 @@ type Console struct {
 	// pages could take every connection the server allows (ingest
 	// included). Above it a page is answered 503 and tries again.
 	MaxStreams int
+	// RestateUIURL is the URL of an invocation in the Restate UI, with
+	// InvocationIDPlaceholder where the invocation id goes; the page links
+	// a Restate tenant's execution to it. "" shows no link.
+	RestateUIURL string
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -92,6 +96,10 @@ type Console struct {
 	feed     *follower     // the change feed's subscription, while pages are open
 	activity *activity
 }
+
+// InvocationIDPlaceholder is where a Restate invocation id goes in
+// Console.RestateUIURL.
+const InvocationIDPlaceholder = "{invocationId}"
 
 // Durable names a durable consumer on its stream.
 type Durable struct{ Stream, Name string }

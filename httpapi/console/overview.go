@@ -21,10 +21,13 @@ type Overview struct {
 	// Stuck are the stuck tenants of each sub-state (their deadline passed
 	// with no change; GET /v1/tenants?stuck=true lists them); nil like
 	// Counts.
-	Stuck    map[substate.SubState]int64 `json:"stuck"`
-	Activity Activity                    `json:"activity"`
-	DLQ      DLQSize                     `json:"dlq"`
-	Health   Health                      `json:"health"`
+	Stuck map[substate.SubState]int64 `json:"stuck"`
+	// RestateUIURL is the Restate UI's URL of an invocation, with
+	// InvocationIDPlaceholder where its id goes; "" without one.
+	RestateUIURL string   `json:"restateUiUrl,omitempty"`
+	Activity     Activity `json:"activity"`
+	DLQ          DLQSize  `json:"dlq"`
+	Health       Health   `json:"health"`
 	// Streams are the open console streams and those dropped for being slow.
 	Streams struct {
 		Open    int `json:"open"`
@@ -64,7 +67,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	p, _ := httpapi.PrincipalFrom(ctx)
-	o := Overview{Now: c.now().UTC()}
+	o := Overview{Now: c.now().UTC(), RestateUIURL: c.RestateUIURL}
 	if c.Counts != nil && p.TenantPrefix == "" {
 		counts, err := c.Counts(ctx)
 		if err != nil {

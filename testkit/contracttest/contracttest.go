@@ -25,9 +25,23 @@ import (
 	"github.com/substatehq/substate/internal/jsonx"
 )
 
-// Prefixes are the paths substate serves; a request elsewhere (a test's
-// own route, a provider's API) is not checked.
-var Prefixes = []string{"/v1/", "/healthz", "/readyz", "/metrics"}
+// Prefixes are the paths substate serves JSON or metrics on (the console's
+// page and its assets are the rest); a request elsewhere (a test's own
+// route, a provider's API) is not checked.
+var Prefixes = []string{"/v1/", "/healthz", "/readyz", "/metrics", "/console/api/"}
+
+// OpenAPIPath returns the path of openapi.json that documents a route of
+// the server's table (httpapi.Route.Path): the same path, except that the
+// root "/{$}" is "/" and a subtree "/x/" is "/x/{file}".
+func OpenAPIPath(route string) string {
+	switch {
+	case route == "/{$}":
+		return "/"
+	case strings.HasSuffix(route, "/") && route != "/":
+		return route + "{file}"
+	}
+	return route
+}
 
 // Validator checks responses against the OpenAPI document.
 type Validator struct {

@@ -51,7 +51,8 @@ type IncidentPhase struct {
 	PeakRSSMiB  float64 `json:"peakRSSMiB"`
 	PeakAnonMiB float64 `json:"peakAnonMiB"`
 	// ConsoleReceived is the share of the phase's changes the console
-	// page received (with a console only).
+	// page received (with a console only); a little above 1 when the page,
+	// on opening, also got the last changes of the phase before.
 	ConsoleReceived float64 `json:"consoleReceived,omitzero"`
 	// EvidenceVerified is how many events the evidence check verified
 	// during the phase (it runs every 5 s within --evidence-check-budget
@@ -65,6 +66,9 @@ type IncidentPhase struct {
 	// ConsoleResets is how many times the console told the page it
 	// missed changes (dropped for being slow): the only way it may miss one.
 	ConsoleResets int64 `json:"consoleResets"`
+	// ConsoleRepeats is how many changes the page received twice or after
+	// a later one: 0 when the console is right.
+	ConsoleRepeats int64 `json:"consoleRepeats"`
 }
 
 // Budget of the incident scenario.
@@ -200,6 +204,7 @@ func (b *benchRun) burst(ctx context.Context, p *benchPipeline, load benchLoad, 
 	if fans != nil {
 		ph.ConsoleReceived = fans.Delivered(int64(p.view.Stats().Applied-changes0), 10*time.Second)
 		ph.ConsoleResets = fans.Resets()
+		ph.ConsoleRepeats = fans.Repeats()
 	}
 	return ph, nil
 }

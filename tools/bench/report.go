@@ -104,7 +104,22 @@ func (r *Report) judge() {
 			Got: fmt.Sprintf("%d in %d such batches", idleCommits, idle), Met: idleCommits == 0},
 		atMost(fmt.Sprintf("peak RSS outside the page cache, %d tenants", r.LargeView.Tenants), r.LargeView.PeakAnonMiB, 64, "MiB"),
 		atLeast("end to end over the naive baseline", r.Speedup, 10, "×"),
+		atMost("log per change at the configured level", changes.LogBytesPerEvent, MaxLogBytesPerChange, "bytes"),
+		{Target: "ERROR log lines", Want: "0", Got: fmt.Sprint(errorLinesOf(r.All())), Met: errorLinesOf(r.All()) == 0},
 	}
+}
+
+// MaxLogBytesPerChange is the log budget: the average bytes of log a
+// change of the view writes at the default level (docs/performance.md).
+const MaxLogBytesPerChange = 250
+
+// errorLinesOf returns the ERROR log lines of the scenarios.
+func errorLinesOf(scenarios []*ScenarioResult) int {
+	n := 0
+	for _, s := range scenarios {
+		n += s.LogErrorLines
+	}
+	return n
 }
 
 // slowestDecode returns the slowest decode of the kinds that carry one
@@ -202,6 +217,11 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "naive baseline: one publish acknowledgement awaited and one view transaction per event; the pipeline is %.1f× faster\n", r.Speedup)
 	fmt.Fprintf(w, "events: %.0f bytes raw, %.0f bytes canonical as stored; the rebuilt view equals the live one: %s\n",
 		r.Scenarios[0].RawBytes, r.Scenarios[0].CanonicalBytes, r.Rebuild.EqualsLive)
+	if c := r.Scenarios[0]; c.RawDiskBytes > 0 {
+		fmt.Fprintf(w, "disk per event, every event a change: %.0f bytes SUBSTATE_RAW, %.0f SUBSTATE_EVENTS, %.0f SUBSTATE_CHANGES\n",
+			c.RawDiskBytes, c.EventsDiskBytes, c.ChangesDiskBytes)
+	}
+	fmt.Fprintf(w, "logs, every event a change: %.0f bytes per change at the configured level\n", r.Scenarios[0].LogBytesPerEvent)
 	for _, sc := range r.Scenarios {
 		if sc.ConsoleStreams > 0 {
 			fmt.Fprintf(w, "consoles: with %d open change streams the pipeline ran at %s events/s (%s without); the streams received %.1f%% of the changes (%d resets, %d repeats)\n",

@@ -55,8 +55,9 @@ type ScenarioResult struct {
 	// order, which never happens.
 	ConsoleStreams   int     `json:"consoleStreams,omitzero"`
 	ConsoleDelivered float64 `json:"consoleDelivered,omitzero"`
-	ConsoleResets    int64   `json:"consoleResets"`
-	ConsoleRepeats   int64   `json:"consoleRepeats"`
+	Footprint
+	ConsoleResets  int64 `json:"consoleResets"`
+	ConsoleRepeats int64 `json:"consoleRepeats"`
 }
 
 // drive says how a scenario sends: in a closed loop that keeps at most
@@ -129,6 +130,7 @@ func noopBurst(events []benchEvent, n int) []benchEvent {
 // until the view has every one sent, and returns the figures.
 func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, load benchLoad, events []benchEvent, d drive) (*ScenarioResult, error) {
 	p.probe.counts() // start over
+	logs0 := b.logMark()
 	st0, allocs0, cpu0 := p.view.Stats(), mallocs(), cpuTime()
 	mem := sampleMemory(readMemory, 50*time.Millisecond)
 	start := time.Now()
@@ -162,6 +164,7 @@ func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, l
 	res.CommitsPerEvent = float64(res.Commits) / n
 	res.BytesPerEvent = float64(st.BytesWritten-st0.BytesWritten) / n
 	res.CanonicalBytes = canonicalBytes(ctx, p.w.Bus.JetStream)
+	res.Footprint = b.footprint(p, logs0, n)
 	return res, nil
 }
 

@@ -16,9 +16,10 @@ import (
 	"github.com/substatehq/substate/worker"
 )
 
-// TestConsoleStuckAndTenantActions: a running tenant past its SLO is
-// counted by the stuck chip, which filters the table to it and whose page
-// says since when it is stuck; a failed tenant's page retries its
+// TestConsoleStuckAndTenantActions: tenants past their SLO are counted by
+// the stuck chip, which filters the table to them, and a stuck tenant's
+// page says since when; a Restate tenant links to the Restate UI
+// (--restate-ui-url) and says its next retry is unknown; a failed tenant's page retries its
 // execution (a dry run first, then with a reason), and the retry and its
 // outcome appear in the tenant's timeline, with a link to the execution
 // in the AWS console.
@@ -27,8 +28,11 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 	awstest.Env(t, aws.URL, "us-east-1")
 	machine := aws.AddStateMachine("provision", `{"StartAt":"Charge","States":{"Charge":{"Type":"Pass","End":true}}}`, "arn:aws:iam::123456789012:role/sfn")
 	slos := writeSLOs(t, "workflows:\n  \"*\": {run: 2s}\n")
-	w := workertest.Start(t, func(f *worker.Flags) { f.SLOFile = slos })
-	cw := &consoleWorker{Worker: w, url: w.HTTP.URL()}
+	w := workertest.Start(t, func(f *worker.Flags) {
+		f.SLOFile, f.RestateUIURL = slos, "http://restate.example:9070/ui/invocations/{invocationId}"
+	})
+	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
+	cw.postRestate(t, "rs-1", "backing-off", time.Now(), 2, "database unreachable")
 	now := time.Now().UTC()
 	slowARN := awstest.ExecutionARN(machine, "run-slow-1")
 	aws.AddExecution(awstest.Execution{ARN: slowARN, StateMachineARN: machine, Name: "run-slow-1", Status: "RUNNING",
@@ -44,20 +48,24 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 		t.Fatalf("ingest: %d", code)
 	}
 	cw.tenantIs(t, "pay-1", substate.StateFailed)
-	workertest.Eventually(t, func() string {
-		var v substate.TenantView
-		if code := workertest.GetJSON(t, cw.url+"/v1/tenants/slow-1", &v); code != 200 || !v.Stuck {
-			return fmt.Sprintf("slow-1: %d %+v, want stuck", code, v)
-		}
-		return ""
-	})
+	// Past the run SLO: the running Step Functions execution and the
+	// Restate invocation backing off.
+	for _, id := range []string{"slow-1", "rs-1"} {
+		workertest.Eventually(t, func() string {
+			var v substate.TenantView
+			if code := workertest.GetJSON(t, cw.url+"/v1/tenants/"+id, &v); code != 200 || !v.Stuck {
+				return fmt.Sprintf("%s: %d %+v, want stuck", id, code, v)
+			}
+			return ""
+		})
+	}
 
 	ctx := newBrowser(t)
 	run(t, ctx, "open the console", chromedp.Navigate(cw.url+"/"))
-	waitJS(t, ctx, 10*time.Second, `document.querySelector('#stuck-chip .n') && document.querySelector('#stuck-chip .n').textContent === '1'`)
+	waitJS(t, ctx, 10*time.Second, `document.querySelector('#stuck-chip .n') && document.querySelector('#stuck-chip .n').textContent === '2'`)
 	eval(t, ctx, `document.getElementById('stuck-chip').click(); true`, nil)
 	waitJS(t, ctx, 10*time.Second, `location.hash.includes('stuck=true') && document.getElementById('f-stuck').checked`)
-	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#tenants tbody tr').length === 1 && `+rowSel("slow-1"))
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#tenants tbody tr').length === 2 && `+rowSel("slow-1")+` && `+rowSel("rs-1"))
 
 	run(t, ctx, "open the stuck tenant", chromedp.Navigate(cw.url+"/#/tenant/slow-1"))
 	waitJS(t, ctx, 10*time.Second, `document.getElementById('stuck-since') && document.getElementById('stuck-since').textContent.startsWith('stuck since')`)
@@ -65,6 +73,16 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 	eval(t, ctx, `document.getElementById('provider-link').href`, &href)
 	if want := "https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/" + strings.ReplaceAll(slowARN, ":", "%3A"); href != want {
 		t.Errorf("the AWS console link is %s, want %s", href, want)
+	}
+
+	// A Restate tenant links to its invocation in the Restate UI; when it
+	// retries next is not reported by any source, and the page says so.
+	cw.tenantIs(t, "rs-1", substate.StateBackingOff)
+	run(t, ctx, "open the Restate tenant", chromedp.Navigate(cw.url+"/#/tenant/rs-1"))
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('provider-link') && document.getElementById('next-retry')`)
+	eval(t, ctx, `document.getElementById('provider-link').href`, &href)
+	if want := "http://restate.example:9070/ui/invocations/inv_1"; href != want {
+		t.Errorf("the Restate UI link is %s, want %s", href, want)
 	}
 
 	run(t, ctx, "open the failed tenant", chromedp.Navigate(cw.url+"/#/tenant/pay-1"))

@@ -8,7 +8,7 @@
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
   const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb", "inStateLongerThan", "stuck", "sort"];
   const main = document.getElementById("main");
-  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [], reloadTimer: 0 };
+  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [""], page: 1, total: null, reloadTimer: 0 };
 
   // el builds an element: attributes from an object, children as nodes or
   // text (strings become text nodes, never markup).
@@ -90,10 +90,13 @@
   // ---- routing ----
   function route() {
     const h = location.hash || "#/";
-    if (h.startsWith("#/tenant/")) return showTenant(decodeURIComponent(h.slice("#/tenant/".length)));
+    if (h.startsWith("#/tenant/")) return window.substateTenant.show(decodeURIComponent(h.slice("#/tenant/".length)));
     if (h.startsWith("#/actions/") && window.substateFleet) return window.substateFleet.showJob(decodeURIComponent(h.slice("#/actions/".length)));
     if (h.startsWith("#/deadletters")) return showDeadLetters(new URLSearchParams(h.split("?")[1] || ""));
-    return showOverview(new URLSearchParams(h.split("?")[1] || ""));
+    const params = new URLSearchParams(h.split("?")[1] || "");
+    // Another page of the same filter: only the table changes.
+    if (state.view === "overview" && document.getElementById("tenants") && FILTERS.every((k) => (params.get(k) || "") === (state.filter[k] || ""))) return gotoPage(params);
+    return showOverview(params);
   }
   window.addEventListener("hashchange", route);
 
@@ -111,7 +114,8 @@
     const f = {};
     for (const k of FILTERS) if (params.get(k)) f[k] = params.get(k);
     state.filter = f;
-    state.tokens = params.get("pageToken") ? [params.get("pageToken")] : [""];
+    state.total = null;
+    setPage(params);
     main.replaceChildren(
       el("div", { class: "grid" },
         el("section", { class: "card" }, el("h2", {}, "Tenants by sub-state"), el("div", { class: "chips", id: "chips" }),
@@ -123,8 +127,9 @@
         el("div", { class: "scroll" }, el("table", { id: "tenants" },
           el("thead", {}, el("tr", {}, ["Tenant", "Sub-state", "Retries", "Error", "Provider", "Updated"].map((h) => el("th", {}, h)))),
           el("tbody"))),
-        el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => { state.tokens = [""]; loadTable(); } } }, "First page"),
-          el("button", { id: "next", type: "button", on: { click: nextPage } }, "Next page"), el("span", { id: "page-info" }))));
+        el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => pageTo(1) } }, "First page"),
+          el("button", { id: "prev", type: "button", on: { click: () => pageTo(state.page - 1) } }, "Previous page"),
+          el("button", { id: "next", type: "button", on: { click: () => pageTo(state.page + 1) } }, "Next page"), el("span", { id: "page-info" }))));
     renderCounts();
     loadOverview();
     loadTable();
@@ -164,6 +169,7 @@
       const o = await api("/console/api/overview");
       state.counts = o.counts;
       state.stuck = o.stuck || null;
+      state.restateUI = o.restateUiUrl || "";
       renderCounts();
       renderChart(o.activity);
       renderHealth(o);
@@ -240,7 +246,7 @@
   }
 
   async function loadTable() {
-    const token = state.tokens[state.tokens.length - 1];
+    const token = state.tokens[state.page - 1] || "";
     const q = filterQuery(state.filter, { pageToken: token, limit: "50" });
     const body = document.querySelector("#tenants tbody");
     const note = document.getElementById("table-note");
@@ -250,16 +256,46 @@
       state.rows = new Map();
       body.replaceChildren(...page.tenants.map((v) => row(v)));
       state.next = page.nextPageToken || "";
-      document.getElementById("next").disabled = !state.next;
-      document.getElementById("page-info").textContent = "page " + state.tokens.length + (page.tenants.length ? "" : " — no tenants") +
-        (state.next && page.tenants.length < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+      state.tokens[state.page] = state.next;
+      state.shown = page.tenants.length;
+      renderPager();
       note.replaceChildren();
       body.dataset.loaded = String(Date.now());
     } catch (e) {
       note.replaceChildren(notice(e.message));
     }
   }
-  function nextPage() { if (state.next) { state.tokens.push(state.next); loadTable(); } }
+
+  // Paging: the page tokens of the pages seen, in order, so that Previous
+  // goes back without a reload; the page's token and number are in the
+  // address, so a page can be shared and the back button works. A page
+  // opened from a shared address knows no earlier token: Previous then
+  // offers the first page.
+  function setPage(params) {
+    const token = params.get("pageToken") || "";
+    const page = Math.max(1, Number(params.get("page")) || 1);
+    if (!token) { state.tokens = [""]; state.page = 1; return; }
+    if (state.tokens[page - 1] !== token) state.tokens = Object.assign([""], { [page - 1]: token });
+    state.tokens.length = page;
+    state.page = page;
+  }
+  function gotoPage(params) { setPage(params); loadTable(); }
+  function pageTo(n) {
+    const token = n <= 1 ? "" : state.tokens[n - 1];
+    if (token === undefined) n = 1;
+    location.hash = "#/?" + filterQuery(state.filter, n > 1 ? { pageToken: token, page: String(n) } : {});
+  }
+  function renderPager() {
+    const info = document.getElementById("page-info");
+    if (!info) return;
+    document.getElementById("next").disabled = !state.next;
+    document.getElementById("prev").disabled = state.page <= 1;
+    document.getElementById("first").disabled = state.page <= 1;
+    const pages = state.total === null ? null : Math.max(1, Math.ceil(state.total / 50));
+    info.textContent = "page " + state.page + (pages ? " of " + pages : "") + (state.total !== null ? " · " + state.total + " tenants" : "") +
+      (state.shown ? "" : " — no tenants on this page") +
+      (state.next && state.shown < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+  }
 
   function row(v) {
     const tr = el("tr", { dataset: { id: v.tenantId } },
@@ -297,16 +333,16 @@
         const tr = row(ch.new);
         if (!matches(ch.new)) tr.classList.add("gone");
         tr.classList.add("flash");
-        if (state.filter.sort === "updatedAt:desc" && state.tokens.length === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
+        if (state.filter.sort === "updatedAt:desc" && state.page === 1) { old.remove(); document.querySelector("#tenants tbody").prepend(tr); }
         else old.replaceWith(tr);
-      } else if (state.tokens.length === 1 && matches(ch.new)) {
+      } else if (state.page === 1 && matches(ch.new)) {
         clearTimeout(state.reloadTimer);
         state.reloadTimer = setTimeout(loadTable, 300);
       }
     }
     if (state.view === "tenant" && state.tenant === ch.tenantId) {
       clearTimeout(state.reloadTimer);
-      state.reloadTimer = setTimeout(() => showTenant(ch.tenantId), 300);
+      state.reloadTimer = setTimeout(() => window.substateTenant.show(ch.tenantId), 300);
     }
   }
 
@@ -327,171 +363,6 @@
     source.addEventListener("reset", () => { if (state.view === "overview") { loadOverview(); loadTable(); } else route(); });
   }
   setInterval(loadOverview, 15000);
-
-  // ---- tenant page ----
-  async function showTenant(id) {
-    state.view = "tenant";
-    state.tenant = id;
-    const enc = encodeURIComponent(id);
-    const fields = el("dl", { class: "fields", id: "tenant-fields" });
-    const tbody = el("tbody");
-    const note = el("div");
-    if (main.dataset.tenant !== id) {
-      main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tenants")), el("h1", { id: "tenant-id", class: "tenant-title" }, id),
-        el("section", { class: "card" }, el("h2", {}, "Current view"), fields, el("div", { id: "tenant-actions" })), note,
-        el("section", { class: "card" }, el("h2", {}, "Timeline"), el("div", { class: "scroll" }, el("table", { id: "timeline" },
-          el("thead", {}, el("tr", {}, ["Recorded", "Occurred", "Sub-state", "Step", "Retries", "Error", "Outcome", "Provider state", "Evidence"].map((h) => el("th", {}, h)))), tbody))));
-      main.dataset.tenant = id;
-    }
-    try {
-      const [v, hist] = await Promise.all([api("/v1/tenants/" + enc), api("/v1/tenants/" + enc + "/history?limit=1000")]);
-      if (state.tenant !== id) return;
-      const f = [["Sub-state", badge(v.workflowSubState)], ["Verb", v.workflowVerb], ["Legacy status", v.workflowStatus], ["Retry count", String(v.workflowRetryCount)],
-        ["Error", el("span", { class: "bad", id: "tenant-error" }, v.workflowErrorMessage || "")], ["Provider", v.provider], ["Provider state", v.providerState],
-        ["Execution", el("span", {}, v.workflowExecutionId, " ", providerLink(v))], ["Current step", v.workflowStep || "–"],
-        ["In this sub-state since", timeCell(v.workflowSubStateSince)],
-        ["Deadline", v.deadline && !v.deadline.startsWith("0001-") ? timeCell(v.deadline) : el("span", { class: "muted" }, "none")],
-        ["Stuck", v.stuck ? el("span", { class: "bad", id: "stuck-since" }, "stuck since ", timeCell(v.stuckSince)) : el("span", { id: "stuck-since" }, "no")],
-        ["Next retry", nextRetry(v)],
-        ["Updated", timeCell(v.updatedAt)], ["Last event", timeCell(v.lastEventAt)]];
-      document.getElementById("tenant-fields").replaceChildren(...f.flatMap(([k, val]) => [el("dt", {}, k), el("dd", {}, val)]));
-      document.querySelector("#timeline tbody").replaceChildren(...timeline(hist.transitions, hist.actions || []));
-      renderTenantActions(v);
-      main.querySelectorAll(".more").forEach((n) => n.remove());
-      if (hist.nextAfterSeq) main.append(moreTransitions(id, hist.nextAfterSeq, hist.transitions.length));
-      document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
-    } catch (e) {
-      main.querySelectorAll(".notice").forEach((n) => n.remove());
-      main.insertBefore(notice(e.message), main.children[2] || null);
-    }
-  }
-
-  // moreTransitions offers the tenant's next page of history, fetched with
-  // the page's key and added to the timeline.
-  function moreTransitions(id, after, shown) {
-    const p = el("p", { class: "more" }, "Showing the first " + shown + " transitions. ");
-    const b = el("button", { type: "button", id: "more-transitions", on: { click: async () => {
-      b.disabled = true;
-      try {
-        const h = await api("/v1/tenants/" + encodeURIComponent(id) + "/history?limit=1000&afterSeq=" + after);
-        if (state.tenant !== id) return;
-        document.querySelector("#timeline tbody").append(...timeline(h.transitions, h.actions || []));
-        p.replaceWith(...(h.nextAfterSeq ? [moreTransitions(id, h.nextAfterSeq, shown + h.transitions.length)] : []));
-      } catch (e) {
-        b.disabled = false;
-        p.append(notice(e.message));
-      }
-    } } }, "Show the next ones");
-    p.append(b);
-    return p;
-  }
-
-  function transitionRow(t) {
-    const enc = encodeURIComponent(state.tenant);
-    return el("tr", { dataset: { seq: String(t.seq), outcome: t.outcome } },
-        el("td", {}, timeCell(t.storedAt)), el("td", {}, timeCell(t.occurredAt)),
-        el("td", { class: "sub" }, t.old.subState && t.old.subState !== t.new.subState ? [badge(t.old.subState), " → "] : null, badge(t.new.subState)),
-        el("td", { class: "step" }, t.new.step || ""),
-        el("td", { class: "num" }, String(t.new.retryCount || 0)), el("td", { class: "err" }, t.new.errorMessage || ""),
-        el("td", {}, t.outcome + (t.reason ? ": " + t.reason : "")), el("td", {}, t.providerState || ""),
-        el("td", { class: "evidence" }, evidence("/v1/tenants/" + enc + "/history?raw=true&limit=1&afterSeq=" + (t.seq - 1)),
-          t.traceUrl ? el("a", { class: "trace", href: t.traceUrl, target: "_blank", rel: "noopener noreferrer" }, "trace") : null));
-  }
-
-  // timeline interleaves the operator actions with the transitions, by
-  // time (an action at the same time as a transition comes after it).
-  function timeline(transitions, actions) {
-    const rows = transitions.map((t) => ({ at: Date.parse(t.storedAt), tr: () => transitionRow(t) }))
-      .concat(actions.map((a) => ({ at: Date.parse(a.time) + 0.5, tr: () => actionRow(a) })));
-    rows.sort((a, b) => a.at - b.at);
-    return rows.map((r) => r.tr());
-  }
-  function actionRow(a) {
-    const what = a.action + (a.kill ? " (kill)" : "") + " by " + a.who + (a.reason ? " — " + a.reason : "");
-    const outcome = a.outcome + (a.error ? ": " + a.error : a.detail ? ": " + a.detail : "");
-    return el("tr", { class: "operator", dataset: { audit: a.id, outcome: a.outcome } },
-      el("td", {}, timeCell(a.time)), el("td", {}, el("span", { class: "op-label" }, "operator")),
-      el("td", { colspan: "4", class: "op-what" }, what, a.newExecutionId ? " → " + a.newExecutionId : ""),
-      el("td", { class: "op-outcome" }, outcome), el("td", {}, a.job ? el("a", { href: "#/actions/" + encodeURIComponent(a.job) }, "job") : ""), el("td"));
-  }
-
-  // providerLink is the execution in its provider's own console: the AWS
-  // console from a Step Functions execution ARN (its region is in it).
-  function providerLink(v) {
-    const m = /^arn:aws[a-z-]*:states:([a-z0-9-]+):\d+:execution:/.exec(v.workflowExecutionId || "");
-    if (v.provider !== "stepfunctions" || !m) return null;
-    const url = "https://" + m[1] + ".console.aws.amazon.com/states/home?region=" + m[1] + "#/v2/executions/details/" + encodeURIComponent(v.workflowExecutionId);
-    return el("a", { id: "provider-link", href: url, target: "_blank", rel: "noopener noreferrer" }, "open in the AWS console");
-  }
-  // nextRetry: no provider reports when it will retry next in what the
-  // view keeps, so the page says so rather than guess.
-  function nextRetry(v) {
-    return v.workflowSubState === "backing-off" ? el("span", { class: "muted", id: "next-retry" }, "unknown (the provider does not report it)") : el("span", { class: "muted" }, "–");
-  }
-
-  // ---- actions on one tenant's execution ----
-  const ACT = "POST /v1/tenants/{id}/execution/{action}";
-  function renderTenantActions(v) {
-    const box = document.getElementById("tenant-actions");
-    if (!box || box.dataset.tenant === v.tenantId && box.dataset.busy) return;
-    box.dataset.tenant = v.tenantId;
-    if (!may(ACT) || !v.workflowExecutionId) { box.replaceChildren(); return; }
-    box.replaceChildren(el("div", { class: "controls" }, ["retry", "stop", "restart"].map((a) =>
-      el("button", { type: "button", id: "act-" + a, on: { click: () => previewAction(v.tenantId, a) } }, a[0].toUpperCase() + a.slice(1)))));
-  }
-  async function previewAction(id, action) {
-    const box = document.getElementById("tenant-actions");
-    box.dataset.busy = "1";
-    const path = "/v1/tenants/" + encodeURIComponent(id) + "/execution/" + action;
-    const post = (body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-    const out = el("div", { id: "act-result" });
-    const done = () => { delete box.dataset.busy; };
-    let pv;
-    try {
-      pv = await post({ dryRun: true, reason: "preview" });
-    } catch (e) {
-      box.replaceChildren(notice(action + " would be refused: " + e.message), el("button", { type: "button", on: { click: () => { done(); showTenant(id); } } }, "Close"));
-      done();
-      return;
-    }
-    const reason = el("input", { type: "text", id: "act-reason", maxlength: "500", placeholder: "why (recorded in the audit trail)" });
-    const form = el("form", { class: "confirm", on: { submit: async (e) => {
-      e.preventDefault();
-      if (!reason.value.trim()) { out.replaceChildren(notice("Say why: the reason is recorded with the action.")); return; }
-      form.querySelectorAll("button").forEach((b) => { b.disabled = true; });
-      try {
-        const r = await post({ reason: reason.value.trim() });
-        out.replaceChildren(el("p", { dataset: { outcome: r.outcome } }, action + ": " + r.outcome + (r.next ? " — " + r.next : "") + (r.newExecutionId ? " (new execution " + r.newExecutionId + ")" : "")));
-      } catch (err) {
-        out.replaceChildren(notice(action + " failed: " + err.message));
-      }
-      done();
-      setTimeout(() => { if (state.tenant === id) showTenant(id); }, 1500);
-    } } }, el("label", {}, "Reason ", reason), el("button", { type: "submit", id: "act-confirm" }, "Confirm " + action),
-      el("button", { type: "button", on: { click: () => { done(); renderTenantActions({ tenantId: id, workflowExecutionId: pv.executionId }); } } }, "Cancel"));
-    box.replaceChildren(el("div", { class: "fleet", id: "act-preview" },
-      el("p", {}, action + " " + pv.provider + " execution " + pv.executionId + " (" + (pv.execution && pv.execution.providerState ? pv.execution.providerState : "as described") + "). Nothing has been changed yet."),
-      form, out));
-  }
-
-  // evidence is a transition's raw provider evidence, fetched with the
-  // page's key when opened (a link would go without it).
-  function evidence(path) {
-    const pre = el("pre");
-    const d = el("details", { dataset: { path } }, el("summary", {}, "raw"), pre);
-    d.addEventListener("toggle", async () => {
-      if (!d.open || d.dataset.loaded) return;
-      try {
-        const page = await api(path);
-        const tr = page.transitions[0];
-        pre.textContent = JSON.stringify(tr && tr.raw ? tr.raw : null, null, 2);
-        d.dataset.loaded = "ok";
-      } catch (e) {
-        pre.replaceChildren(el("span", { class: "bad" }, e.message));
-      }
-    });
-    return d;
-  }
 
   // ---- dead letters ----
   const REQUEUE = "POST /console/api/deadletters/{seq}/requeue";
@@ -543,7 +414,7 @@
   });
 
   // The other scripts of the page (fleet.js) use these.
-  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state };
+  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state, renderPager };
 
   connect();
   loadIdentity().then(route);

@@ -31,15 +31,18 @@
     const mine = ++run;
     renderActiveFilter(f);
     const box = document.getElementById("groups");
-    try {
-      const pages = await Promise.all(GROUPS.map(([by]) => api("/v1/groups?" + groupQuery(f, by))));
-      if (mine !== run || !document.getElementById("groups")) return;
-      box.replaceChildren(el("div", { class: "group-cols" }, pages.map((p, i) => groupColumn(f, GROUPS[i], p))));
-      box.dataset.loaded = String(Date.now());
-      selectAll(f, pages[0].total);
-    } catch (e) {
-      if (mine === run && document.getElementById("groups")) box.replaceChildren(notice(e.message));
-    }
+    // Each grouping on its own: one the view refuses (a filter that
+    // would read too many tenants) says why in its column.
+    const pages = await Promise.allSettled(GROUPS.map(([by]) => api("/v1/groups?" + groupQuery(f, by))));
+    if (mine !== run || !document.getElementById("groups")) return;
+    box.replaceChildren(el("div", { class: "group-cols" }, pages.map((p, i) => p.status === "fulfilled" ? groupColumn(f, GROUPS[i], p.value) :
+      el("div", { class: "group-col", id: "groups-" + GROUPS[i][0] }, el("h3", {}, GROUPS[i][1]), notice(p.reason.message)))));
+    box.dataset.loaded = String(Date.now());
+    const counted = pages.find((p) => p.status === "fulfilled");
+    if (!counted) return;
+    selectAll(f, counted.value.total);
+    C.state.total = counted.value.total;
+    C.renderPager();
   }
 
   function groupColumn(f, [by, title], page) {
