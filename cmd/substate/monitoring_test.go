@@ -29,33 +29,39 @@ var (
 	dashboardFile = filepath.Join(deployDir, "grafana", "substate-dashboard.json")
 )
 
-// promtool finds Prometheus's promtool: $SUBSTATE_PROMTOOL, the pinned one
-// .ci/tools installs into bin/tools, or one on the PATH. Outside CI a
-// machine without one skips the test; in CI (SUBSTATE_CI=1) its absence
-// fails it, since .ci/run installs it.
-func promtool(tb testing.TB) string {
-	tb.Helper()
+// findPromtool finds Prometheus's promtool: $SUBSTATE_PROMTOOL, the
+// pinned one .ci/tools installs into bin/tools, or one on the PATH.
+func findPromtool() (string, bool) {
 	for _, p := range []string{os.Getenv("SUBSTATE_PROMTOOL"), filepath.Join("..", "..", "bin", "tools", "promtool")} {
 		if p == "" {
 			continue
 		}
 		if _, err := os.Stat(p); err == nil {
-			abs, err := filepath.Abs(p)
-			if err != nil {
-				tb.Fatal(err)
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs, true
 			}
-			return abs
 		}
 	}
-	if p, err := exec.LookPath("promtool"); err == nil {
-		return p
+	p, err := exec.LookPath("promtool")
+	return p, err == nil
+}
+
+// noPromtool says how to get promtool.
+const noPromtool = "no promtool found: run .ci/tools promtool (or set SUBSTATE_PROMTOOL) to check the alert rules and the dashboard"
+
+// promtool returns promtool's path. Outside CI a machine without one
+// skips the test; in CI (SUBSTATE_CI=1) its absence fails it, since
+// .ci/run installs it.
+func promtool(tb testing.TB) string {
+	tb.Helper()
+	p, ok := findPromtool()
+	if !ok {
+		if os.Getenv("SUBSTATE_CI") == "1" {
+			tb.Fatal(noPromtool)
+		}
+		tb.Skip(noPromtool)
 	}
-	msg := "no promtool found: run .ci/tools promtool (or set SUBSTATE_PROMTOOL) to check the alert rules and the dashboard"
-	if os.Getenv("SUBSTATE_CI") == "1" {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
-	return ""
+	return p
 }
 
 // runPromtool runs promtool in dir and fails the test with its output
