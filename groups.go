@@ -91,6 +91,13 @@ type GroupPage struct {
 	Scanned int64 `json:"scanned"`
 }
 
+// TenantCount is how many tenants of one provider are in one sub-state.
+type TenantCount struct {
+	SubState SubState `json:"subState"`
+	Provider Provider `json:"provider"`
+	Count    int64    `json:"count"`
+}
+
 // StuckCount is how many stuck tenants share a sub-state, a provider and
 // a workflow type.
 type StuckCount struct {

@@ -1,6 +1,8 @@
 package consumers
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/substatehq/substate"
@@ -31,7 +33,26 @@ type Metrics struct {
 	ChangesEmitted    prometheus.Counter
 	StreamLosses      prometheus.Counter     // SUBSTATE_EVENTS found not to hold what the view expects
 	SLOEvents         *prometheus.CounterVec // slo, outcome (SLOMet, SLOMissed)
+	// Freshness is, by provider, how long after the provider's own time
+	// of an event (its occurredAt) the view committed the change it made.
+	Freshness *prometheus.HistogramVec
+	// LastApplied is when the projector last applied a batch to the view
+	// (Unix seconds); ChangesLastPublished when the change feed last
+	// stored changes on SUBSTATE_CHANGES.
+	LastApplied          prometheus.Gauge
+	ChangesLastPublished prometheus.Gauge
+	// ConsumerAges is each durable consumer's lag as a time: the age of
+	// its oldest unprocessed message.
+	ConsumerAges *ConsumerAges
+
+	freshness map[substate.Provider]prometheus.Observer // Freshness's children, without a label lookup per change
 }
+
+// FreshnessBuckets are the buckets of substate_view_freshness_seconds: a
+// pushed event takes well under a second, a polled one up to its poll
+// interval (15 s by default), and the reconciler's finds of a missed push
+// minutes. The alert rules in deploy/ count changes slower than 60 s.
+var FreshnessBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 21600, 86400}
 
 // NewMetrics creates the metrics and registers them on reg when it is not nil.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -71,12 +92,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "substate_slo_events_total",
 			Help: "Deadlines that ended, by SLO (a sub-state or run) and outcome: met (a change ended it before it passed) or missed (it passed: the tenant became stuck).",
 		}, []string{"slo", "outcome"}),
+		Freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "substate_view_freshness_seconds", Help: "Time from the provider's own time of an event (its occurredAt: Step Functions' start, redrive or stop date, Restate's modified_at, the engine's emission) to the view's commit of the change it made, by provider.",
+			Buckets: FreshnessBuckets,
+		}, []string{"provider"}),
+		LastApplied: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "substate_view_last_applied_timestamp_seconds", Help: "When the projector last applied a batch of events to the view (Unix time).",
+		}),
+		ChangesLastPublished: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "substate_change_feed_last_published_timestamp_seconds", Help: "When the change feed last stored changes on SUBSTATE_CHANGES (Unix time).",
+		}),
+	}
+	m.ConsumerAges = &ConsumerAges{}
+	m.freshness = make(map[substate.Provider]prometheus.Observer, len(substate.Providers))
+	for _, p := range substate.Providers {
+		m.freshness[p] = m.Freshness.WithLabelValues(string(p)) // every provider is reported, empty until seen
 	}
 	m.Ingress = ingress.NewMetrics(reg, m.DeadLettered)
 	if reg != nil {
 		reg.MustRegister(m.Normalized, m.DeadLettered, m.Naks,
 			m.UnknownStates, m.UnresolvedRepeats, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
-			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag, m.SLOEvents)
+			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag, m.SLOEvents,
+			m.Freshness, m.LastApplied, m.ChangesLastPublished, m.ConsumerAges)
 	}
 	return m
 }
@@ -99,6 +136,25 @@ func (m *Metrics) countNormalized(events []substate.Event) {
 	}
 	for i := range events {
 		m.Normalized.WithLabelValues(string(events[i].Data.Provider)).Inc()
+	}
+}
+
+// observeApplied records a batch the view applied at now: when, and the
+// freshness of each change it made, but not of the changes of sequences
+// up to history (a view filling from nothing, see Projector.HistoryUpTo).
+func (m *Metrics) observeApplied(changes []substate.Change, now time.Time, history uint64) {
+	if m == nil {
+		return
+	}
+	m.LastApplied.Set(float64(now.UnixNano()) / 1e9)
+	for i := range changes {
+		c := &changes[i]
+		if c.Seq <= history || c.New.LastEventAt.IsZero() {
+			continue
+		}
+		if o := m.freshness[c.New.Provider]; o != nil {
+			o.Observe(max(now.Sub(c.New.LastEventAt).Seconds(), 0)) // a provider clock ahead of ours is 0
+		}
 	}
 }
 

@@ -40,6 +40,11 @@ type Projector struct {
 	// tracing).
 	Tracer *tracing.Tracer
 	Logger *slog.Logger
+	// HistoryUpTo is the stream sequence up to which the view fills from
+	// nothing (a new replica, a view rebuilt after a stream loss): those
+	// events' changes are history the view never lagged behind, and
+	// their age is not observed as its freshness. 0 for none.
+	HistoryUpTo uint64
 
 	trace    tracing.Stage
 	next     uint64 // the stream sequence the view expects next
@@ -191,6 +196,7 @@ func (p *Projector) apply(ctx context.Context, events []substate.Sequenced, tb *
 	p.observe(res)
 	tb.Applied(&res)
 	p.Metrics.observeSLOs(res.Changes)
+	p.Metrics.observeApplied(res.Changes, time.Now(), p.HistoryUpTo)
 	return nil
 }
 

@@ -17,11 +17,14 @@ func (w *Worker) openChangeFeed(context.Context) error {
 	if !w.Flags.ChangeFeed || w.View == nil {
 		return nil
 	}
-	emitted := w.Metrics.ChangesEmitted
+	emitted, last := w.Metrics.ChangesEmitted, w.Metrics.ChangesLastPublished
 	w.Changes = &publishers.ChangeFeed{
 		JetStream: w.Bus.JetStream, Outbox: w.View,
-		Published: func(n int) { emitted.Add(float64(n)) },
-		Tracer:    w.Tracer, Logger: w.Logger.With("component", "changefeed"),
+		Published: func(n int) {
+			emitted.Add(float64(n))
+			last.SetToCurrentTime()
+		},
+		Tracer: w.Tracer, Logger: w.Logger.With("component", "changefeed"),
 	}
 	return nil
 }

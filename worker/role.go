@@ -112,6 +112,9 @@ func (w *Worker) pullConsumers() []jetstream.Consumer {
 	if w.Projector != nil {
 		out = append(out, w.Projector.Consumer)
 	}
+	if w.forwarder != nil {
+		out = append(out, w.forwarder.Consumer)
+	}
 	return out
 }
 

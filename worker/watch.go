@@ -3,6 +3,10 @@ package worker
 import (
 	"context"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate/consumers"
 )
 
 // The worker's watchers: actors of its run group that keep an eye on NATS,
@@ -35,12 +39,30 @@ func (w *Worker) watchBacklog(ctx context.Context) error {
 	})
 }
 
-// watchLag updates the consumer lag gauges every few seconds.
+// lagEvery is how often watchLag looks at the consumers.
+const lagEvery = 5 * time.Second
+
+// watchLag updates the consumers' lag every few seconds: as a count of
+// messages, and as the age of the oldest unprocessed one, found with one
+// consumer info and one direct get by sequence per consumer.
 func (w *Worker) watchLag(ctx context.Context) error {
-	return every(ctx, 5*time.Second, func() {
+	streams := map[string]jetstream.Stream{}
+	return every(ctx, lagEvery, func() {
 		for _, c := range w.pullConsumers() {
-			if info, err := c.Info(ctx); err == nil {
-				w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
+			info, err := c.Info(ctx)
+			if err != nil {
+				continue
+			}
+			w.Metrics.ConsumerLag.WithLabelValues(info.Name).Set(float64(info.NumPending + uint64(info.NumAckPending)))
+			s := streams[info.Stream]
+			if s == nil {
+				if s, err = w.Bus.JetStream.Stream(ctx, info.Stream); err != nil {
+					continue
+				}
+				streams[info.Stream] = s
+			}
+			if oldest, err := consumers.OldestUnprocessed(ctx, s, info); err == nil {
+				w.Metrics.ConsumerAges.Set(info.Name, oldest)
 			}
 		}
 	})

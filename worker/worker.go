@@ -218,6 +218,7 @@ func (w *Worker) openView(context.Context) error {
 		return fmt.Errorf("open view: %w", err)
 	}
 	w.closers = append(w.closers, w.View.Close)
+	w.registry.MustRegister(&consumers.TenantsCollector{Counts: w.View.TenantCounts})
 	w.useSLOs()
 	return nil
 }
@@ -282,6 +283,9 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		Consumer: c, Stream: stream, Store: w.View,
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "projector"),
+	}
+	if cp == 0 { // an empty view fills from what the stream holds: history
+		w.Projector.HistoryUpTo = stream.CachedInfo().State.LastSeq
 	}
 	return nil
 }

@@ -63,9 +63,25 @@ var localStandIns = []standIn{
 	{match: re(`^substate deploy eventbridge `), prepare: awsIsLocal},
 	{match: re(`^aws cloudformation `), skip: "CloudFormation in an AWS account; the same resources are made by substate deploy eventbridge, run above against the local AWS protocol server"},
 	{match: re(`^(go build -o substate |install |systemctl )`), skip: "installing as root under systemd; the worker the unit runs is the one run above"},
+	{match: re(`^(cd deploy/prometheus && )?promtool `), prepare: withPromtool},
 }
 
 func re(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+// withPromtool puts the promtool the alert rules' tests run on PATH.
+// Outside CI a machine without one runs nothing in the command's place,
+// as TestAlertRules skips there; in CI its absence fails the guide.
+func withPromtool(g *guide, text string, env []string) (string, []string) {
+	p, ok := findPromtool()
+	if !ok {
+		if os.Getenv("SUBSTATE_CI") == "1" {
+			g.t.Fatal(noPromtool)
+		}
+		g.t.Logf("%s: not run: %s", text, noPromtool)
+		return "true", env
+	}
+	return text, append(env, "PATH="+filepath.Dir(p)+":"+g.bin+":"+os.Getenv("PATH"))
+}
 
 // standInFor returns the stand-in of a command, nil when it runs as
 // written.
