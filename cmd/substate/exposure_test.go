@@ -173,6 +173,9 @@ func TestRunSaysHowOthersConnect(t *testing.T) {
 		micro.WithEndpointSubject("substate.tasks.payments.charge")); err != nil {
 		t.Fatal(err)
 	}
+	if err := nc.Flush(); err != nil { // the endpoint's subscription reached the server
+		t.Fatal(err)
+	}
 	wk, _ := nats.NkeyOptionFromSeed((bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).SeedFile(bus.Worker))
 	worker, err := nats.Connect("nats://"+natsAddr, wk)
 	if err != nil {

@@ -183,7 +183,10 @@ func restateFound(g *guide, c guideCommand, tenant, id string) {
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+g.http+"/v1/tenants/"+tenant, nil)
+		// The tenant's history names the invocation: its view does not once
+		// the invocation succeeded (a succeeded view keeps no execution id),
+		// which it may have done before the first poll.
+		req, _ := http.NewRequest(http.MethodGet, "http://"+g.http+"/v1/tenants/"+tenant+"/history", nil)
 		req.Header.Set("Authorization", "Bearer "+string(key))
 		resp, err := http.DefaultClient.Do(req)
 		var body []byte
