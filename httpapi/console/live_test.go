@@ -342,3 +342,36 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestResumingPageNotReading: a page that comes back with Last-Event-ID
+// and reads nothing of what it missed is closed once that write has waited
+// streamWriteTimeout, and its place under MaxStreams is free again.
+func TestResumingPageNotReading(t *testing.T) {
+	defer func(d time.Duration) { streamWriteTimeout = d }(streamWriteTimeout)
+	streamWriteTimeout = 200 * time.Millisecond
+	c := &Console{MaxStreams: 1, Resume: 2000}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := httptest.NewServer((&httpapi.Server{Console: c}).Handler())
+	defer srv.Close()
+	long := strings.Repeat("x", 8<<10)
+	for i := uint64(1); i <= 2000; i++ { // 16 MiB kept for resume
+		ch := change(i, "acme-1")
+		ch.New.WorkflowErrorMessage = long
+		c.hub.publish(ch)
+	}
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(1024)
+	if _, err := conn.Write([]byte("GET /console/api/changes HTTP/1.1\r\nHost: console\r\nLast-Event-ID: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(c.streams) == 1 })
+	waitFor(t, func() bool { return len(c.streams) == 0 })
+}
