@@ -96,10 +96,7 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request) {
 			"%d event streams are open, as many as this worker serves; try again later", cap(s.eventStreams())), nil)
 		return
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.closingContext(), cancel) // the server shuts down: end the stream
-	defer stop()
+	ctx := r.Context() // ends when the client goes or the server closes (streaming)
 	es := httpx.NewEventStream(w, eventWriteTimeout)
 	defer es.Close()
 	fmt.Fprintf(es, "retry: 1000\n\n")

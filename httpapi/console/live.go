@@ -206,7 +206,6 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.feed.stop()
-	c.endOnShutdown(r)
 	cl, missed, resumable := c.hub.subscribe(lastID, resuming)
 	defer c.hub.unsubscribe(cl)
 	es := httpx.NewEventStream(w, streamWriteTimeout)
@@ -250,19 +249,6 @@ func stream(ctx context.Context, es *httpx.EventStream, p httpapi.Principal, cl 
 // one that stops reading (its connection's buffers full) is closed after
 // it instead of holding the connection and its goroutine for good.
 var streamWriteTimeout = 10 * time.Second
-
-// endOnShutdown makes the server that serves r end every stream when it
-// shuts down: Shutdown waits for the requests in progress, and a stream
-// would otherwise hold it until its timeout.
-func (c *Console) endOnShutdown(r *http.Request) {
-	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
-	if !ok {
-		return
-	}
-	if _, seen := c.servers.LoadOrStore(srv, true); !seen {
-		srv.RegisterOnShutdown(c.hub.close)
-	}
-}
 
 // writeEvent writes one change, when the principal may see its tenant.
 func writeEvent(w io.Writer, p httpapi.Principal, ev event) {

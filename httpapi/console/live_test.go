@@ -375,3 +375,26 @@ func TestResumingPageNotReading(t *testing.T) {
 	waitFor(t, func() bool { return len(c.streams) == 1 })
 	waitFor(t, func() bool { return len(c.streams) == 0 })
 }
+
+// TestStreamsEndOnServerClose: closing the server that serves the console
+// ends its open streams, so Close does not wait for them until its own
+// timeout, and fail then.
+func TestStreamsEndOnServerClose(t *testing.T) {
+	c := &Console{}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Console: c}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(s.URL() + "/console/api/changes")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("changes stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	if err := s.Close(); err != nil {
+		t.Fatalf("close with a console stream open: %v", err)
+	}
+}
