@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/consumers"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/pipelinetest"
@@ -37,16 +35,9 @@ func TestDeadlinesWaitForTheBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, projectorConfig(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := b.JetStream.Stream(ctx, substate.StreamEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
 	view.ChangeOutbox = true
-	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, DeadLetters: publishers.NewJetStream(b.JetStream), BatchSize: 10, Linger: time.Millisecond}
+	p := newProjector(t, b, view, projectorConfig())
+	p.BatchSize = 10
 	pipelinetest.RunInBackground(t, (&publishers.ChangeFeed{JetStream: b.JetStream, Outbox: view}).Run)
 	pipelinetest.RunInBackground(t, p.Run)
 
