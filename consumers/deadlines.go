@@ -206,19 +206,30 @@ func (p *Projector) recompute(ctx context.Context, ds substate.DeadlineStore) {
 // SLO outcomes, the outcome label of substate_slo_events_total.
 const (
 	SLOMet    = "met"    // a change ended the deadline before it passed
-	SLOMissed = "missed" // the deadline passed: the tenant became stuck
+	SLOMissed = "missed" // the deadline passed with no change
 )
 
-// observeSLOs counts the deadlines the batch's changes ended before they
-// passed.
+// observeSLOs counts the deadlines the batch's changes ended. A deadline
+// is reckoned in the provider's times (the sub-state's and the run's
+// start), and so is the change that ends it: met when its event occurred
+// at or before the deadline, missed when after. A change can come after
+// its deadline without the tenant having been marked stuck (the deadline
+// loop waits for the view to catch up, and fires a moment after the
+// deadline); a deadline the tenant is stuck on was counted missed when
+// it was marked.
 func (m *Metrics) observeSLOs(changes []substate.Change) {
 	if m == nil {
 		return
 	}
 	for i := range changes {
 		o, n := &changes[i].Old, &changes[i].New
-		if !o.Deadline.IsZero() && !o.Stuck && (!n.Deadline.Equal(o.Deadline) || n.DeadlineSLO != o.DeadlineSLO) {
-			m.SLOEvents.WithLabelValues(string(o.DeadlineSLO), SLOMet).Inc()
+		if o.Deadline.IsZero() || o.Stuck || (n.Deadline.Equal(o.Deadline) && n.DeadlineSLO == o.DeadlineSLO) {
+			continue
 		}
+		outcome := SLOMet
+		if n.LastEventAt.After(o.Deadline) {
+			outcome = SLOMissed
+		}
+		m.SLOEvents.WithLabelValues(string(o.DeadlineSLO), outcome).Inc()
 	}
 }

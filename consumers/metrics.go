@@ -90,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"consumer"}),
 		SLOEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "substate_slo_events_total",
-			Help: "Deadlines that ended, by SLO (a sub-state or run) and outcome: met (a change ended it before it passed) or missed (it passed: the tenant became stuck).",
+			Help: "Deadlines that ended, by SLO (a sub-state or run) and outcome: met (a change ended it before it passed, by the provider's time of the event) or missed (it passed with no change: the tenant became stuck, or its change occurred after it).",
 		}, []string{"slo", "outcome"}),
 		Freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "substate_view_freshness_seconds", Help: "Time from the provider's own time of an event (its occurredAt: Step Functions' start, redrive or stop date, Restate's modified_at, the engine's emission) to the view's commit of the change it made, by provider.",

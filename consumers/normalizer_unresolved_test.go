@@ -1,9 +1,7 @@
 package consumers_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -117,35 +115,26 @@ func TestNormalizerUnresolvedSharedMemory(t *testing.T) {
 	}
 }
 
-// memory is an UnresolvedMemory of function fields.
-type memory struct {
-	reported func(substate.Provider, string) (bool, error)
-	remember func(substate.Provider, string) error
-}
-
-func (m memory) Reported(_ context.Context, p substate.Provider, id string) (bool, error) {
-	return m.reported(p, id)
-}
-
-func (m memory) Remember(_ context.Context, p substate.Provider, id string) error {
-	return m.remember(p, id)
-}
-
-// A memory that cannot answer never costs a dead letter: the event is
-// dead-lettered (twice rather than never).
-func TestNormalizerUnresolvedMemoryAway(t *testing.T) {
+// A memory that cannot answer never costs a dead letter: with
+// SUBSTATE_UNRESOLVED deleted under the running normalizer, every
+// execution's event is dead-lettered (its repeats are the same dead
+// letter, deduplicated by its id), and every raw message is acked.
+func TestNormalizerUnresolvedMemoryGone(t *testing.T) {
 	b := newBus(t)
-	away := errors.New("stream unavailable")
-	pipelinetest.RunNormalizer(t, b, func(n *consumers.Normalizer) {
-		n.Unresolved = memory{
-			reported: func(substate.Provider, string) (bool, error) { return true, away },
-			remember: func(substate.Provider, string) error { return away },
-		}
-	})
-	publishRaw(t, b.JetStream, substate.RawRestate, "one", keylessRow(t, "inv_1aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "running", "2026-11-23T22:55:20.000Z"))
-	publishRaw(t, b.JetStream, substate.RawRestate, "two", keylessRow(t, "inv_1bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "running", "2026-11-23T22:55:20.000Z"))
+	pipelinetest.RunNormalizer(t, b, nil)
+	if err := b.JetStream.DeleteStream(t.Context(), substate.StreamUnresolved); err != nil {
+		t.Fatal(err)
+	}
+	const one, two = "inv_1aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "inv_1bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	for i, s := range []struct{ id, status, at string }{
+		{one, "running", "2026-11-23T22:55:20.000Z"}, {two, "running", "2026-11-23T22:55:20.000Z"},
+		{one, "completed", "2026-11-23T22:55:21.000Z"}, {two, "completed", "2026-11-23T22:55:21.000Z"},
+	} {
+		publishRaw(t, b.JetStream, substate.RawRestate, "row-"+string(rune('a'+i)), keylessRow(t, s.id, s.status, s.at))
+	}
 	pipelinetest.WaitFor(t, "raw messages acked", pipelinetest.Settled(t, b.JetStream, substate.StreamRaw, bus.ConsumerNormalizer))
-	if got, want := streamCount(t, b.JetStream, substate.StreamDLQ), uint64(2); got != want {
-		t.Fatalf("%d dead letters, want %d", got, want)
+	dlq := streamMsgs(t, b.JetStream, substate.StreamDLQ)
+	if len(dlq) != 2 || dlq[0].Header.Get(substate.HeaderOriginalMsgID) != "row-a" || dlq[1].Header.Get(substate.HeaderOriginalMsgID) != "row-b" {
+		t.Fatalf("%d dead letters, want one per execution, of its first event", len(dlq))
 	}
 }

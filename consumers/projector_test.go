@@ -30,6 +30,18 @@ func runProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.Consu
 // the change feed of its view.
 func runProjectorWith(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.ConsumerConfig, dlq substate.DeadLetterPublisher) {
 	tb.Helper()
+	p := newProjector(tb, b, view, cfg)
+	p.DeadLetters = dlq
+	view.ChangeOutbox = true // the change feed as the worker runs it
+	pipelinetest.RunInBackground(tb, (&publishers.ChangeFeed{JetStream: b.JetStream, Outbox: view}).Run)
+	pipelinetest.RunInBackground(tb, p.Run)
+}
+
+// newProjector returns a projector of SUBSTATE_EVENTS into view from the
+// view's checkpoint on, with the stream it fills gaps from and a 1 ms
+// linger, dead-lettering on b; the caller runs it.
+func newProjector(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.ConsumerConfig) *consumers.Projector {
+	tb.Helper()
 	ctx := context.Background()
 	cp, err := view.Checkpoint(ctx)
 	if err != nil {
@@ -43,10 +55,7 @@ func runProjectorWith(tb testing.TB, b *bus.Bus, view *state.DB, cfg jetstream.C
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, DeadLetters: dlq, Linger: time.Millisecond}
-	view.ChangeOutbox = true // the change feed as the worker runs it
-	pipelinetest.RunInBackground(tb, (&publishers.ChangeFeed{JetStream: b.JetStream, Outbox: view}).Run)
-	pipelinetest.RunInBackground(tb, p.Run)
+	return &consumers.Projector{Consumer: c, Stream: s, Store: view, DeadLetters: publishers.NewJetStream(b.JetStream), Linger: time.Millisecond}
 }
 
 func projectorConfig() jetstream.ConsumerConfig {

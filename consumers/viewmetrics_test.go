@@ -61,18 +61,9 @@ func TestProjectorFreshness(t *testing.T) {
 	if err := pub.PublishEvents(ctx, history); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	m := consumers.NewMetrics(reg)
-	c, err := bus.ConsumerFrom(ctx, b.JetStream, substate.StreamEvents, projectorConfig(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := b.JetStream.Stream(ctx, substate.StreamEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &consumers.Projector{Consumer: c, Stream: s, Store: view, DeadLetters: pub, Linger: time.Millisecond,
-		Metrics: m, HistoryUpTo: s.CachedInfo().State.LastSeq}
+	m := consumers.NewMetrics(prometheus.NewRegistry())
+	p := newProjector(t, b, view, projectorConfig())
+	p.Metrics, p.HistoryUpTo = m, p.Stream.CachedInfo().State.LastSeq
 	pipelinetest.RunInBackground(t, p.Run)
 	pipelinetest.WaitFor(t, "the history applied", pipelinetest.Settled(t, b.JetStream, substate.StreamEvents, bus.ProjectorConsumer("")))
 	if got := freshness(t, m, substate.ProviderRestate).GetSampleCount(); got != 0 {

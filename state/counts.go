@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -18,16 +17,8 @@ import (
 // tenants, and the counts are exact, as committed (an event held in
 // memory changes no sub-state; see the package doc).
 func (d *DB) TenantCounts(ctx context.Context) ([]substate.TenantCount, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	d.pmu.RLock()
-	defer d.pmu.RUnlock()
-	if d.db == nil {
-		return nil, ErrClosed
-	}
 	var sums [codeFailed + 1][lastProviderCode + 1]int64
-	err := d.view(func(tx *bolt.Tx) error {
+	err := d.read(ctx, "count tenants", func(tx *bolt.Tx) error {
 		return forCells(tx, dimType, &substate.TenantFilter{}, func(ref cellRef, n int64) {
 			if int(ref.c.ss) < len(sums) && int(ref.c.prov) < len(sums[0]) {
 				sums[ref.c.ss][ref.c.prov] += n
@@ -35,7 +26,7 @@ func (d *DB) TenantCounts(ctx context.Context) ([]substate.TenantCount, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("count tenants: %w", err)
+		return nil, err
 	}
 	out := make([]substate.TenantCount, 0, len(substate.SubStates)*len(substate.Providers))
 	for _, s := range substate.SubStates {

@@ -224,16 +224,8 @@ func stuckCountOf(k, v []byte) (substate.StuckCount, bool) {
 // the same transactions as its records, one per combination that has a
 // stuck tenant.
 func (d *DB) StuckCounts(ctx context.Context) ([]substate.StuckCount, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	d.pmu.RLock()
-	defer d.pmu.RUnlock()
-	if d.db == nil {
-		return nil, ErrClosed
-	}
 	var out []substate.StuckCount
-	err := d.view(func(tx *bolt.Tx) error {
+	err := d.read(ctx, "read stuck counts", func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketStuckCounts).ForEach(func(k, v []byte) error {
 			c, ok := stuckCountOf(k, v)
 			if !ok {
@@ -244,7 +236,7 @@ func (d *DB) StuckCounts(ctx context.Context) ([]substate.StuckCount, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read stuck counts: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

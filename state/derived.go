@@ -127,21 +127,13 @@ func initDerived(tx *bolt.Tx) error {
 // Counts returns how many tenants each sub-state has, as committed: one
 // read of a counter the projector keeps, whatever the view's size.
 func (d *DB) Counts(ctx context.Context) (map[substate.SubState]int64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	d.pmu.RLock()
-	defer d.pmu.RUnlock()
-	if d.db == nil {
-		return nil, ErrClosed
-	}
 	var c [codeFailed]int64
-	err := d.view(func(tx *bolt.Tx) error {
+	err := d.read(ctx, "read counts", func(tx *bolt.Tx) error {
 		c = decodeCounts(tx.Bucket(bucketMeta).Get(keyCounts))
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read counts: %w", err)
+		return nil, err
 	}
 	out := make(map[substate.SubState]int64, len(c))
 	for i, n := range c {

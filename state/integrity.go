@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -103,6 +104,26 @@ func (d *DB) guard(op string, fn func() error) (err error) {
 // view runs fn in a read transaction, guarded.
 func (d *DB) view(fn func(*bolt.Tx) error) error {
 	return d.guard(OpRead, func() error { return d.db.View(fn) })
+}
+
+// read runs fn in a read transaction of the open view, holding off Close
+// and the commits that change what is in memory beside the file (pending
+// records, the outbox's removed and fresh changes) while it runs. A done
+// ctx and a closed view (ErrClosed) are errors as they are; any other
+// failure is "what: err".
+func (d *DB) read(ctx context.Context, what string, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.pmu.RLock()
+	defer d.pmu.RUnlock()
+	if d.db == nil {
+		return ErrClosed
+	}
+	if err := d.view(fn); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // update runs fn in a write transaction, guarded; a view found corrupt

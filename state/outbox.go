@@ -109,16 +109,8 @@ func (d *DB) ChangesWaiting() <-chan struct{} { return d.outboxReady }
 // PendingChanges returns up to limit changes from the outbox, the oldest
 // first.
 func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	d.pmu.RLock()
-	defer d.pmu.RUnlock()
-	if d.db == nil {
-		return nil, ErrClosed
-	}
 	var out []substate.Change
-	err := d.view(func(tx *bolt.Tx) error {
+	err := d.read(ctx, "read change outbox", func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
 			if d.isRemoved(k) {
@@ -138,7 +130,7 @@ func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read change outbox: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -18,16 +18,12 @@ import (
 // worker was down are checked too, and a restart does not check the whole
 // stream again. It runs only with a positive interval (see actors).
 func (w *Worker) checkEvidence(ctx context.Context) error {
-	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
+	ch, err := w.EvidenceChecker()
 	if err != nil {
 		return err
 	}
+	ch.Metrics = w.evidence
 	log := w.Logger.With("component", "evidence")
-	ch := &replay.Checker{
-		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
-		EventID: mapping.EventID, EventIDOf: mapping.EventIDOf, MappingVersion: mapping.Version, Metrics: w.evidence,
-		Budget: w.Flags.EvidenceCheckBudget,
-	}
 	next, err := w.View.Checkpoint(ctx)
 	if err != nil {
 		return err
@@ -56,4 +52,19 @@ func (w *Worker) checkEvidence(ctx context.Context) error {
 		}
 		next = last + 1
 	}
+}
+
+// EvidenceChecker returns the check the worker runs against the raw
+// evidence: its tenant rules, the mapping of this version and
+// --evidence-check-budget, without metrics.
+func (w *Worker) EvidenceChecker() (*replay.Checker, error) {
+	rules, err := mapping.ParseTenantRules(w.Flags.TenantRule...)
+	if err != nil {
+		return nil, err
+	}
+	return &replay.Checker{
+		Reader: &replay.Reader{JS: w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
+		EventID: mapping.EventID, EventIDOf: mapping.EventIDOf, MappingVersion: mapping.Version,
+		Budget: w.Flags.EvidenceCheckBudget,
+	}, nil
 }

@@ -58,8 +58,8 @@ type Server struct {
 	windows  []window
 	quotas   map[string]*bucket // by operation
 	// redriveTokens are the client tokens redrives succeeded with, by
-	// execution ARN and token.
-	redriveTokens map[string]redriveToken
+	// execution ARN, oldest first.
+	redriveTokens map[string][]redriveToken
 	nextID        int
 
 	machines   map[string]*stateMachine // by ARN

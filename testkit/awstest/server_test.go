@@ -300,12 +300,16 @@ func TestQuota(t *testing.T) {
 }
 
 // TestRedriveClientToken: a redrive repeated with its client token is
-// answered as the first, and redrives nothing more.
+// answered as the first, and redrives nothing more, as Step Functions
+// does for the last 10 tokens that redrove the execution, up to 15
+// minutes after each was first used.
 func TestRedriveClientToken(t *testing.T) {
 	ctx := context.Background()
 	srv, client, machine := newSFN(t)
+	now := time.Date(2024, 6, 19, 10, 0, 0, 0, time.UTC)
+	srv.Now = func() time.Time { return now }
 	arn := awstest.ExecutionARN(machine, "ord-1")
-	srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: "ord-1", Status: "FAILED", StartDate: time.Now(), StopDate: time.Now()})
+	srv.AddExecution(awstest.Execution{ARN: arn, StateMachineARN: machine, Name: "ord-1", Status: "FAILED", StartDate: now, StopDate: now})
 	redrive := func(token string) error {
 		_, err := client.RedriveExecution(ctx, &sfn.RedriveExecutionInput{ExecutionArn: aws.String(arn), ClientToken: aws.String(token)})
 		return err
@@ -319,8 +323,32 @@ func TestRedriveClientToken(t *testing.T) {
 	if e, _ := srv.Execution(arn); e.RedriveCount != 1 {
 		t.Errorf("redrive count %d, want 1", e.RedriveCount)
 	}
-	var api smithy.APIError
-	if err := redrive("another"); !errors.As(err, &api) || api.ErrorCode() != "ExecutionNotRedrivable" {
+	notRedrivable := func(err error) bool {
+		var api smithy.APIError
+		return errors.As(err, &api) && api.ErrorCode() == "ExecutionNotRedrivable"
+	}
+	if err := redrive("another"); !notRedrivable(err) {
 		t.Errorf("another token on a running execution: %v", err)
+	}
+	now = now.Add(awstest.RedriveTokenTime + time.Second)
+	if err := redrive("job-1/t/x"); !notRedrivable(err) {
+		t.Errorf("the token after %v: %v, want it no longer answered", awstest.RedriveTokenTime, err)
+	}
+	for i := range awstest.RedriveTokens + 1 { // fail and redrive again, 11 times
+		if err := srv.SetStatus(arn, "FAILED", "Err", ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := redrive(fmt.Sprint("token-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := redrive("token-1"); err != nil {
+		t.Errorf("one of the last %d tokens again: %v", awstest.RedriveTokens, err)
+	}
+	if err := redrive("token-0"); !notRedrivable(err) {
+		t.Errorf("the token before the last %d again: %v, want it no longer answered", awstest.RedriveTokens, err)
+	}
+	if e, _ := srv.Execution(arn); e.RedriveCount != 2+awstest.RedriveTokens {
+		t.Errorf("redrive count %d, want %d", e.RedriveCount, 2+awstest.RedriveTokens)
 	}
 }

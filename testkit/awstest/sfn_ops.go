@@ -51,14 +51,20 @@ func redriveStatus(e *Execution, now time.Time) (status, reason string) {
 	return "REDRIVABLE", ""
 }
 
-// RedriveTokenTime is how long Step Functions answers a redrive's client
-// token again with the same answer instead of redriving again.
-const RedriveTokenTime = 15 * time.Minute
+// Step Functions answers a redrive's client token again with the same
+// answer instead of redriving again: for RedriveTokenTime after the token
+// is first used, and only the last RedriveTokens tokens that redrove an
+// execution.
+const (
+	RedriveTokenTime = 15 * time.Minute
+	RedriveTokens    = 10
+)
 
 // redriveToken is a client token a redrive of an execution succeeded with.
 type redriveToken struct {
-	at   time.Time // when it was first used
-	date time.Time // the redrive date it answered
+	token string
+	at    time.Time // when it was first used
+	date  time.Time // the redrive date it answered
 }
 
 func (s *Server) redriveExecution(body []byte) (any, error) {
@@ -85,21 +91,23 @@ func (s *Server) redriveExecution(body []byte) (any, error) {
 }
 
 // redrivenWith returns the redrive date a client token already redrove
-// the execution with, within RedriveTokenTime.
+// the execution with, when Step Functions still answers it.
 func (s *Server) redrivenWith(arn, token string) (time.Time, bool) {
 	if token == "" {
 		return time.Time{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.redriveTokens[arn+"\x00"+token]
-	if !ok || s.Now().Sub(t.at) > RedriveTokenTime {
-		return time.Time{}, false
+	for _, t := range s.redriveTokens[arn] {
+		if t.token == token && s.Now().Sub(t.at) <= RedriveTokenTime {
+			return t.date, true
+		}
 	}
-	return t.date, true
+	return time.Time{}, false
 }
 
-// rememberRedrive keeps the client token a redrive succeeded with.
+// rememberRedrive keeps the client token a redrive succeeded with, among
+// the execution's last RedriveTokens.
 func (s *Server) rememberRedrive(arn, token string, date time.Time) {
 	if token == "" {
 		return
@@ -107,9 +115,10 @@ func (s *Server) rememberRedrive(arn, token string, date time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.redriveTokens == nil {
-		s.redriveTokens = map[string]redriveToken{}
+		s.redriveTokens = map[string][]redriveToken{}
 	}
-	s.redriveTokens[arn+"\x00"+token] = redriveToken{at: s.Now(), date: date}
+	kept := append(s.redriveTokens[arn], redriveToken{token: token, at: s.Now(), date: date})
+	s.redriveTokens[arn] = kept[max(0, len(kept)-RedriveTokens):]
 }
 
 func (s *Server) updateStateMachine(body []byte) (any, error) {

@@ -14,7 +14,6 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/internal/timex"
-	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/replay"
 )
 
@@ -297,18 +296,13 @@ type evidenceCheck struct {
 	checked  atomic.Uint64
 }
 
-// newEvidenceCheck builds the check with the worker's tenant rules and
-// budget.
+// newEvidenceCheck builds the worker's check.
 func newEvidenceCheck(p *benchPipeline) (*evidenceCheck, error) {
-	rules, err := mapping.ParseTenantRules(p.w.Flags.TenantRule...)
+	ch, err := p.w.EvidenceChecker()
 	if err != nil {
 		return nil, err
 	}
-	return &evidenceCheck{checker: &replay.Checker{
-		Reader: &replay.Reader{JS: p.w.Bus.JetStream}, Mapper: mapping.New(mapping.Config{Tenants: rules}),
-		EventID: mapping.EventID, EventIDOf: mapping.EventIDOf, MappingVersion: mapping.Version,
-		Budget: p.w.Flags.EvidenceCheckBudget,
-	}}, nil
+	return &evidenceCheck{checker: ch}, nil
 }
 
 // run checks the events stored since its last round, every
