@@ -234,11 +234,8 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err, s.logger())
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	es := httpx.NewEventStream(w, eventWriteTimeout)
+	defer es.Close()
 	tick := time.NewTicker(JobEventsEvery)
 	defer tick.Stop()
 	last, quiet := []byte(nil), time.Now()
@@ -250,13 +247,13 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case !bytes.Equal(data, last) || j.State.Final():
-			_, err = io.WriteString(w, "event: "+event+"\ndata: "+string(data)+"\n\n")
+			_, err = io.WriteString(es, "event: "+event+"\ndata: "+string(data)+"\n\n")
 			last, quiet = data, time.Now()
 		case time.Since(quiet) >= JobEventsKeepAlive:
-			_, err = io.WriteString(w, ": keep-alive\n\n")
+			_, err = io.WriteString(es, ": keep-alive\n\n")
 			quiet = time.Now()
 		}
-		if err != nil || rc.Flush() != nil || j.State.Final() {
+		if err != nil || es.Flush() != nil || j.State.Final() {
 			return
 		}
 		select {
@@ -265,7 +262,8 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 		if j, err = s.Jobs.Job(r.Context(), j.ID); err != nil {
-			_, _ = io.WriteString(w, "event: error\ndata: "+strconv.Quote(substate.ErrorMessage(err))+"\n\n")
+			_, _ = io.WriteString(es, "event: error\ndata: "+strconv.Quote(substate.ErrorMessage(err))+"\n\n")
+			_ = es.Flush()
 			return
 		}
 	}

@@ -268,3 +268,29 @@ func TestJobEvents(t *testing.T) {
 		t.Errorf("events %s, last %+v", got, last)
 	}
 }
+
+// TestJobEventsEndOnClose: closing the server ends an action's progress
+// stream that would otherwise go on, as it ends every stream it serves:
+// Close does not wait for it until its own timeout, and fails then.
+func TestJobEventsEndOnClose(t *testing.T) {
+	running := func(context.Context, string) (substate.Job, error) {
+		j := aJob("acme-1")
+		j.Total, j.State = 3, substate.JobRunning
+		return j, nil
+	}
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Jobs: jobService{job: running}}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(s.URL() + "/v1/actions/acme-1/events")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("progress stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); line != "event: progress\n" {
+		t.Fatalf("first line %q (%v), want the progress event", line, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close with a progress stream open: %v", err)
+	}
+}

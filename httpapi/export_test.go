@@ -1,6 +1,9 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // CapConns exports capConns to the tests.
 var CapConns = capConns
@@ -10,4 +13,12 @@ var CapConns = capConns
 func Mux(s *Server) (*http.ServeMux, []string) {
 	mux := http.NewServeMux()
 	return mux, s.register(mux)
+}
+
+// SetEventWriteTimeout sets how long a GET /v1/events write may wait for
+// its client, until the returned function puts it back.
+func SetEventWriteTimeout(d time.Duration) (restore func()) {
+	old := eventWriteTimeout
+	eventWriteTimeout = d
+	return func() { eventWriteTimeout = old }
 }

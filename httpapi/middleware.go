@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"io"
 	"mime"
 	"net/http"
@@ -62,13 +63,18 @@ var noDeadline time.Time
 // streaming lets a route stream its response for as long as it likes
 // (Server-Sent Events, Route.Stream): it lifts the server's read and write
 // deadlines for that request, which otherwise end a response after
-// WriteTimeout.
-func streaming(next http.Handler) http.Handler {
+// WriteTimeout, and ends the request's context when the server closes, as
+// Shutdown waits for the requests in progress and a stream would hold it
+// until its timeout.
+func (s *Server) streaming(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(noDeadline)
 		_ = rc.SetWriteDeadline(noDeadline)
-		next.ServeHTTP(w, r)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(s.closingContext(), cancel)()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

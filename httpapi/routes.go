@@ -123,7 +123,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 		h = RequireJSON(h)
 	}
 	if rt.Stream {
-		h = streaming(h)
+		h = s.streaming(h)
 	}
 	return h
 }

@@ -1,13 +1,12 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,14 +21,9 @@ import (
 // connection for as long as its client reads.
 const DefaultMaxEventStreams = 256
 
-// Event streams write what they read within eventFlushWait as one write,
-// and a comment when idle for eventKeepAlive; a client that reads nothing
-// for eventWriteTimeout is closed.
-var (
-	eventFlushWait    = 50 * time.Millisecond
-	eventKeepAlive    = 15 * time.Second
-	eventWriteTimeout = 10 * time.Second
-)
+// eventWriteTimeout is how long a write of an event stream waits for its
+// client: one that reads nothing for that long is closed.
+var eventWriteTimeout = 10 * time.Second
 
 // EventParams are the query parameters of GET /v1/events.
 var EventParams = []string{"tenant", "afterSeq", "since", "fromStart"}
@@ -102,18 +96,11 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request) {
 			"%d event streams are open, as many as this worker serves; try again later", cap(s.eventStreams())), nil)
 		return
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.closingContext(), cancel) // the server shuts down: end the stream
-	defer stop()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 32<<10)
-	fmt.Fprintf(bw, "retry: 1000\n\n")
-	if flushEvents(rc, bw) != nil {
+	ctx := r.Context() // ends when the client goes or the server closes (streaming)
+	es := httpx.NewEventStream(w, eventWriteTimeout)
+	defer es.Close()
+	fmt.Fprintf(es, "retry: 1000\n\n")
+	if es.Flush() != nil {
 		return
 	}
 	events := make(chan substate.StoredEvent)
@@ -132,67 +119,49 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	s.writeEvents(ctx, rc, bw, principal(r), events, errc)
+	s.writeEvents(ctx, es, principal(r), events, errc)
 }
 
 // writeEvents writes the events the principal may see until the feed or
 // the client ends; a feed that fails ends the stream with an "error"
 // event carrying the JSON error body.
-func (s *Server) writeEvents(ctx context.Context, rc *http.ResponseController, bw *bufio.Writer, p Principal, events <-chan substate.StoredEvent, errc <-chan error) {
-	keep := time.NewTicker(eventKeepAlive)
-	defer keep.Stop()
-	var flush <-chan time.Time
+func (s *Server) writeEvents(ctx context.Context, es *httpx.EventStream, p Principal, events <-chan substate.StoredEvent, errc <-chan error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-keep.C:
-			fmt.Fprintf(bw, ": keep-alive\n\n")
-			flush = cmp.Or(flush, time.After(0))
+		case <-es.KeepAlive():
+			fmt.Fprintf(es, ": keep-alive\n\n")
 		case e, ok := <-events:
 			if !ok {
 				select {
 				case err := <-errc:
 					s.logger().Warn("event stream ended", "err", err)
 					body, _ := json.Marshal(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: substate.ErrorCode(err), Message: substate.ErrorMessage(err)}})
-					fmt.Fprintf(bw, "event: error\n")
-					writeData(bw, body)
+					fmt.Fprintf(es, "event: error\n")
+					writeData(es, body)
 				default:
 				}
-				_ = flushEvents(rc, bw)
+				_ = es.Flush()
 				return
 			}
 			if p.TenantPrefix != "" && !p.SeesTenant(eventTenant(e.Data)) {
 				continue
 			}
-			fmt.Fprintf(bw, "id: %d\nevent: event\n", e.Seq)
-			writeData(bw, e.Data)
-			flush = cmp.Or(flush, time.After(eventFlushWait))
-		case <-flush:
-			flush = nil
-			if flushEvents(rc, bw) != nil {
+			fmt.Fprintf(es, "id: %d\nevent: event\n", e.Seq)
+			writeData(es, e.Data)
+		case <-es.Due():
+			if es.Flush() != nil {
 				return
 			}
 		}
 	}
 }
 
-// flushEvents writes what bw holds and flushes the response, within
-// eventWriteTimeout.
-func flushEvents(rc *http.ResponseController, bw *bufio.Writer) error {
-	if err := rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return rc.Flush()
-}
-
 // writeData writes data as an event's data lines and ends the event: a
 // JSON event is compacted onto one line; anything else is split at its
 // line breaks, which a client joins back with "\n".
-func writeData(bw *bufio.Writer, data []byte) {
+func writeData(w io.Writer, data []byte) {
 	if bytes.ContainsAny(data, "\r\n") {
 		var b bytes.Buffer
 		if json.Compact(&b, data) == nil {
@@ -206,7 +175,7 @@ func writeData(bw *bufio.Writer, data []byte) {
 		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
-	_, _ = bw.Write(b.Bytes()) // a failed write shows in the flush that follows
+	_, _ = w.Write(b.Bytes()) // a failed write shows in the flush that follows
 }
 
 // eventTenant is the tenant of a stored CloudEvent, "" when it names none.

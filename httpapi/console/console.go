@@ -26,7 +26,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -92,7 +91,6 @@ type Console struct {
 
 	hub      *hub
 	streams  chan struct{} // one token per stream being served
-	servers  sync.Map      // *http.Server → true, once it ends the streams on shutdown
 	feed     *follower     // the change feed's subscription, while pages are open
 	activity *activity
 }

@@ -1,10 +1,8 @@
 package console
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -183,10 +181,6 @@ func (h *hub) stats() (open, dropped int) {
 	return len(h.clients), h.dropped
 }
 
-// keepAlive is how often an idle stream gets a comment, so proxies and the
-// browser see it alive.
-const keepAlive = 15 * time.Second
-
 // changes serves GET /console/api/changes: Server-Sent Events, one
 // "change" event per view change with the change's sequence as its id. A
 // page that reconnects sends Last-Event-ID and gets what it missed, or a
@@ -212,99 +206,49 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.feed.stop()
-	c.endOnShutdown(r)
 	cl, missed, resumable := c.hub.subscribe(lastID, resuming)
 	defer c.hub.unsubscribe(cl)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	rc := http.NewResponseController(w)
-	fmt.Fprintf(w, "retry: 1000\n\n")
+	es := httpx.NewEventStream(w, streamWriteTimeout)
+	defer es.Close()
+	fmt.Fprintf(es, "retry: 1000\n\n")
 	if !resumable {
-		fmt.Fprintf(w, "event: reset\ndata: {}\n\n")
+		fmt.Fprintf(es, "event: reset\ndata: {}\n\n")
 	}
 	for _, ev := range missed {
-		writeEvent(w, p, ev)
+		writeEvent(es, p, ev)
 	}
-	if err := flushStream(rc, nil); err != nil {
+	if es.Flush() != nil {
 		return
 	}
-	stream(r.Context(), w, rc, p, cl)
+	stream(r.Context(), es, p, cl)
 }
-
-// Writes to a stream are gathered for flushWait into one buffer of
-// streamBuffer bytes, so a burst of changes costs each stream a few large
-// writes rather than one system call per change.
-const (
-	flushWait    = 50 * time.Millisecond
-	streamBuffer = 32 << 10
-)
 
 // stream writes the client's changes until it is dropped or the request
 // ends.
-func stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, p httpapi.Principal, cl *client) {
-	bw := bufio.NewWriterSize(w, streamBuffer)
-	keep := time.NewTicker(keepAlive)
-	defer keep.Stop()
-	var flush <-chan time.Time
+func stream(ctx context.Context, es *httpx.EventStream, p httpapi.Principal, cl *client) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-keep.C:
-			fmt.Fprintf(bw, ": keep-alive\n\n")
-			if flush == nil {
-				flush = time.After(0)
-			}
+		case <-es.KeepAlive():
+			fmt.Fprintf(es, ": keep-alive\n\n")
 		case ev, ok := <-cl.ch:
 			if !ok {
 				return // dropped for being slow, or the console closed: the page reconnects
 			}
-			writeEvent(bw, p, ev)
-			if flush == nil {
-				flush = time.After(flushWait)
-			}
-		case <-flush:
-			flush = nil
-			if flushStream(rc, bw) != nil {
+			writeEvent(es, p, ev)
+		case <-es.Due():
+			if es.Flush() != nil {
 				return
 			}
 		}
 	}
 }
 
-// streamWriteTimeout bounds each flush of a stream: a page that stops
-// reading (its connection's buffers full) is closed after it instead of
-// holding the connection and its goroutine for good.
+// streamWriteTimeout is how long a write of a stream waits for its page:
+// one that stops reading (its connection's buffers full) is closed after
+// it instead of holding the connection and its goroutine for good.
 var streamWriteTimeout = 10 * time.Second
-
-// flushStream writes what bw holds (nil: nothing buffered) and flushes the
-// response, within streamWriteTimeout.
-func flushStream(rc *http.ResponseController, bw *bufio.Writer) error {
-	if err := rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	if bw != nil {
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-	}
-	return rc.Flush()
-}
-
-// endOnShutdown makes the server that serves r end every stream when it
-// shuts down: Shutdown waits for the requests in progress, and a stream
-// would otherwise hold it until its timeout.
-func (c *Console) endOnShutdown(r *http.Request) {
-	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
-	if !ok {
-		return
-	}
-	if _, seen := c.servers.LoadOrStore(srv, true); !seen {
-		srv.RegisterOnShutdown(c.hub.close)
-	}
-}
 
 // writeEvent writes one change, when the principal may see its tenant.
 func writeEvent(w io.Writer, p httpapi.Principal, ev event) {

@@ -342,3 +342,59 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestResumingPageNotReading: a page that comes back with Last-Event-ID
+// and reads nothing of what it missed is closed once that write has waited
+// streamWriteTimeout, and its place under MaxStreams is free again.
+func TestResumingPageNotReading(t *testing.T) {
+	defer func(d time.Duration) { streamWriteTimeout = d }(streamWriteTimeout)
+	streamWriteTimeout = 200 * time.Millisecond
+	c := &Console{MaxStreams: 1, Resume: 2000}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := httptest.NewServer((&httpapi.Server{Console: c}).Handler())
+	defer srv.Close()
+	long := strings.Repeat("x", 8<<10)
+	for i := uint64(1); i <= 2000; i++ { // 16 MiB kept for resume
+		ch := change(i, "acme-1")
+		ch.New.WorkflowErrorMessage = long
+		c.hub.publish(ch)
+	}
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(1024)
+	if _, err := conn.Write([]byte("GET /console/api/changes HTTP/1.1\r\nHost: console\r\nLast-Event-ID: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(c.streams) == 1 })
+	waitFor(t, func() bool { return len(c.streams) == 0 })
+}
+
+// TestStreamsEndOnServerClose: closing the server that serves the console
+// ends its open streams, so Close does not wait for them until its own
+// timeout, and fail then.
+func TestStreamsEndOnServerClose(t *testing.T) {
+	c := &Console{}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Console: c}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(s.URL() + "/console/api/changes")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("changes stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	if err := s.Close(); err != nil {
+		t.Fatalf("close with a console stream open: %v", err)
+	}
+}
