@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"strconv"
@@ -98,12 +99,12 @@ func (c *Client) streamEvents(ctx context.Context, q substate.EventStreamQuery, 
 	if resp.StatusCode != http.StatusOK {
 		return false, answerError(resp)
 	}
-	return true, readEvents(bufio.NewReaderSize(resp.Body, 64<<10), each)
+	return true, readEvents(resp.Body, each)
 }
 
 // readEvents reads Server-Sent Events: "event" events are handed over,
 // an "error" event is the worker's error, anything else is skipped.
-func readEvents(r *bufio.Reader, each func(substate.StoredEvent) bool) error {
+func readEvents(r io.Reader, each func(substate.StoredEvent) bool) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxEventBytes)
 	var id, name string

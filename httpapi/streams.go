@@ -160,22 +160,27 @@ func (s *Server) writeEvents(ctx context.Context, es *httpx.EventStream, p Princ
 
 // writeData writes data as an event's data lines and ends the event: a
 // JSON event is compacted onto one line; anything else is split at its
-// line breaks, which a client joins back with "\n".
+// line breaks, which a client joins back with "\n". Data on one line (a
+// stored CloudEvent) is written as it is.
 func writeData(w io.Writer, data []byte) {
-	if bytes.ContainsAny(data, "\r\n") {
-		var b bytes.Buffer
-		if json.Compact(&b, data) == nil {
-			data = b.Bytes()
-		}
+	if !bytes.ContainsAny(data, "\r\n") {
+		_, _ = io.WriteString(w, "data: ") // a failed write shows in the flush that follows
+		_, _ = w.Write(data)
+		_, _ = io.WriteString(w, "\n\n")
+		return
 	}
 	var b bytes.Buffer
-	for _, line := range bytes.Split(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
-		b.WriteByte('\n')
+	if json.Compact(&b, data) == nil {
+		data = b.Bytes()
 	}
-	b.WriteByte('\n')
-	_, _ = w.Write(b.Bytes()) // a failed write shows in the flush that follows
+	var out bytes.Buffer
+	for _, line := range bytes.Split(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\n")) {
+		out.WriteString("data: ")
+		out.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
+		out.WriteByte('\n')
+	}
+	out.WriteByte('\n')
+	_, _ = w.Write(out.Bytes())
 }
 
 // eventTenant is the tenant of a stored CloudEvent, "" when it names none.

@@ -116,7 +116,7 @@ func (c *Console) Open() error {
 	c.hub = newHub(cmp.Or(c.Resume, DefaultResume), cmp.Or(c.ClientBuffer, DefaultClientBuffer))
 	c.streams = make(chan struct{}, cmp.Or(c.MaxStreams, DefaultMaxStreams))
 	c.activity = &activity{js: c.JS, now: c.now}
-	c.feed = &follower{conn: c.Conn, onMsg: c.onChange, forget: c.hub.forget, linger: followLinger}
+	c.feed = &follower{conn: c.Conn, onMsg: c.onChange, forget: c.hub.forget, lost: c.hub.lost, linger: followLinger}
 	return nil
 }
 
@@ -131,14 +131,15 @@ func (c *Console) Close() error {
 	return nil
 }
 
-// onChange passes one change-feed message to the open pages.
-func (c *Console) onChange(m *nats.Msg) {
+// onChange passes one change-feed message to the open pages; gap says
+// that changes before it may be missing.
+func (c *Console) onChange(m *nats.Msg, gap bool) {
 	ch, err := decodeChange(m)
 	if err != nil {
 		c.logger().Warn("console: undecodable change-feed message", "subject", m.Subject, "err", err)
 		return
 	}
-	c.hub.publish(ch)
+	c.hub.add(ch, gap)
 }
 
 // Handlers returns the console's handlers, which the HTTP server's route

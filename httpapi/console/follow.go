@@ -20,8 +20,9 @@ const followLinger = 30 * time.Second
 // even sent to it).
 type follower struct {
 	conn   *nats.Conn
-	onMsg  nats.MsgHandler
-	forget func() // drops what the hub kept for resume once the console stops following
+	onMsg  func(m *nats.Msg, gap bool) // gap: NATS may have dropped changes just before m
+	forget func()                      // drops what the hub kept for resume once the console stops following
+	lost   func()                      // resets the pages when NATS dropped changes the console was slow to take
 	linger time.Duration
 
 	mu     sync.Mutex
@@ -45,7 +46,7 @@ func (f *follower) start() error {
 	if f.sub != nil || f.conn == nil || f.closed {
 		return nil
 	}
-	sub, err := f.conn.Subscribe(substate.SubjectChangesPrefix+">", f.onMsg)
+	sub, err := f.conn.Subscribe(substate.SubjectChangesPrefix+">", f.handler())
 	if err == nil {
 		err = f.conn.Flush()
 	}
@@ -57,10 +58,40 @@ func (f *follower) start() error {
 		return substate.WrapError(substate.EUNAVAILABLE, err, "console: subscribe to the change feed: %v", err)
 	}
 	// A burst the console cannot keep up with is dropped by NATS (and the
-	// pages told to reload), never held against the projector.
-	_ = sub.SetPendingLimits(65536, 64<<20)
+	// pages told to reload, by handler), never held against the projector.
+	_ = sub.SetPendingLimits(feedPendingMsgs, 64<<20)
 	f.sub = sub
 	return nil
+}
+
+// feedPendingMsgs is how many change-feed messages the console's
+// subscription holds before NATS drops the next ones.
+var feedPendingMsgs = 65536
+
+// handler is the subscription's message handler. When NATS has dropped
+// messages since the last one, the pages miss changes that no sequence
+// shows: lost closes their streams, and the message and those queued
+// behind it are handed on with gap set, as the dropped ones came after
+// some of them; the first message to arrive after is the first the
+// console knows to follow every dropped one. A subscription's messages
+// come one at a time, so its counts need no lock.
+func (f *follower) handler() nats.MsgHandler {
+	dropped, unsure := 0, 0
+	return func(m *nats.Msg) {
+		if n, err := m.Sub.Dropped(); err == nil && n != dropped {
+			dropped = n
+			queued, _, _ := m.Sub.Pending()
+			unsure = queued + 1
+			if f.lost != nil {
+				f.lost()
+			}
+		}
+		gap := unsure > 0
+		if gap {
+			unsure--
+		}
+		f.onMsg(m, gap)
+	}
 }
 
 // stop counts a stream closed; after the last one the subscription ends

@@ -84,7 +84,11 @@ func newHub(resume, buffer int) *hub {
 
 // publish sends ch to every stream. A sequence at or below the last one
 // is a duplicate (another replica's feed, or a redelivery) and is skipped.
-func (h *hub) publish(ch substate.Change) {
+func (h *hub) publish(ch substate.Change) { h.add(ch, false) }
+
+// add publishes ch; with gap, changes before it may be missing, so a page
+// cannot resume from the changes kept until one comes without.
+func (h *hub) add(ch substate.Change, gap bool) {
 	data, err := json.Marshal(streamChange{Seq: ch.Seq, TenantID: ch.TenantID, OldSubState: ch.Old.WorkflowSubState, New: ch.New})
 	if err != nil {
 		return
@@ -93,6 +97,9 @@ func (h *hub) publish(ch substate.Change) {
 	ev := event{seq: ch.Seq, tenantID: ch.TenantID, frame: frame}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if gap {
+		defer func() { h.sinceKnown = false }() // before the unlock: defers run last first
+	}
 	if h.closed || ch.Seq != 0 && ch.Seq <= h.last {
 		return
 	}
@@ -153,6 +160,20 @@ func (h *hub) forget() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ring, h.next, h.sinceKnown = nil, 0, false
+}
+
+// lost is a gap in the changes the hub was handed that no sequence shows
+// (NATS dropped some the console was slow to take): it forgets what it
+// kept for resume and closes every stream, so that each page reconnects,
+// is told to reset and reloads what it shows.
+func (h *hub) lost() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring, h.next, h.sinceKnown = nil, 0, false
+	for c := range h.clients {
+		delete(h.clients, c)
+		close(c.ch)
+	}
 }
 
 func (h *hub) unsubscribe(c *client) {

@@ -398,3 +398,30 @@ func TestStreamsEndOnServerClose(t *testing.T) {
 		t.Fatalf("close with a console stream open: %v", err)
 	}
 }
+
+// TestHubGap: a change that may follow dropped ones (gap) leaves no page
+// resumable from it; the first change without a gap is resumable again.
+func TestHubGap(t *testing.T) {
+	h := newHub(16, 16)
+	h.publish(change(1, "t"))
+	h.lost()
+	for _, tc := range []struct {
+		seq       uint64
+		gap       bool
+		lastID    uint64
+		resumable bool
+		after     string
+	}{
+		{2, true, 1, false, "a change NATS may have dropped changes after"},
+		{3, true, 2, false, "the last change queued at the drop"},
+		{4, false, 3, true, "the first change after the drop"},
+		{5, false, 2, false, "a page that last saw a change of the window"},
+	} {
+		h.add(change(tc.seq, "t"), tc.gap)
+		cl, _, resumable := h.subscribe(tc.lastID, true)
+		h.unsubscribe(cl)
+		if resumable != tc.resumable {
+			t.Errorf("after %s, resume from %d: resumable %v, want %v", tc.after, tc.lastID, resumable, tc.resumable)
+		}
+	}
+}
