@@ -22,6 +22,7 @@ import (
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/netx"
+	"github.com/substatehq/substate/internal/ratelog"
 	"github.com/substatehq/substate/internal/tracing"
 	"github.com/substatehq/substate/mapping"
 	"github.com/substatehq/substate/publishers"
@@ -399,5 +400,6 @@ func (w *Worker) Close() error {
 		errs = append(errs, w.closers[i]())
 	}
 	w.closers = nil
+	ratelog.Flush(w.Logger.Handler()) // a burst's held-back lines are counted before the process ends
 	return errors.Join(errs...)
 }

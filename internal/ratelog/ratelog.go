@@ -50,6 +50,18 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
+// Flush writes at once the lines that count what is held back so far,
+// the current second's too: a program that stops within a second of a
+// burst otherwise exits before the timer reports it.
+func (h *Handler) Flush() { h.limits.flushAll() }
+
+// Flush flushes h when it is a Handler, and does nothing otherwise.
+func Flush(h slog.Handler) {
+	if rh, ok := h.(*Handler); ok {
+		rh.Flush()
+	}
+}
+
 // WithAttrs returns a Handler whose lines have attrs, sharing h's counts.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return &Handler{next: h.next.WithAttrs(attrs), limits: h.limits}
@@ -137,6 +149,20 @@ func (l *limits) flush() {
 	}
 	if pending {
 		l.flusher = time.AfterFunc(time.Second, l.flush)
+	}
+}
+
+// flushAll reports every count that holds lines back and stops the timer.
+func (l *limits) flushAll() {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.flusher != nil {
+		l.flusher.Stop()
+		l.flusher = nil
+	}
+	for msg, c := range l.counts {
+		l.report(msg, c, now)
 	}
 }
 

@@ -190,3 +190,21 @@ func TestNoLimit(t *testing.T) {
 		t.Errorf("New(next, 0) = %T, want next itself", got)
 	}
 }
+
+// A program that stops within the second of a burst flushes: the lines
+// held back are counted at once, not by a timer it does not live to see.
+func TestFlushOnStop(t *testing.T) {
+	log, _, buf := limited(1)
+	for range 10 {
+		log.Warn("provider throttles")
+	}
+	Flush(log.Handler())
+	if s := summary(buf.records(t), "provider throttles"); s == nil || s["suppressed"] != 9.0 {
+		t.Fatalf("summary right after Flush: %v, want 9 suppressed", s)
+	}
+	Flush(log.Handler()) // nothing more held: no second summary
+	if n := len(buf.records(t)); n != 2 {
+		t.Errorf("%d lines after a second Flush, want the one passed and the summary", n)
+	}
+	Flush(slog.NewTextHandler(&bytes.Buffer{}, nil)) // another handler: nothing to do
+}
