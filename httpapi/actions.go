@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -92,11 +91,8 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (substate.Jo
 // unknown fields by name.
 func decodeStrict(w http.ResponseWriter, r *http.Request, limit int64, v any, shape string) error {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return substate.Errorf(substate.ETOOLARGE, "the body is larger than %d bytes", limit)
-	} else if err != nil {
-		return substate.WrapError(substate.EINVALID, err, "read body")
+	if err != nil {
+		return httpx.BodyError(w, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
@@ -292,5 +294,32 @@ func TestJobEventsEndOnClose(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("close with a progress stream open: %v", err)
+	}
+}
+
+// TestCreateJobSlowBody: a job's body that does not arrive within the
+// read timeout is answered 408 timeout and the connection closed, as
+// every body-reading route answers it, not 400 as if it were malformed.
+func TestCreateJobSlowBody(t *testing.T) {
+	c := &jobCalls{}
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Limits: httpapi.Limits{ReadTimeout: 300 * time.Millisecond}, Jobs: fakeJobs(c)}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	conn := dialServer(t, s)
+	_, _ = io.WriteString(conn, "POST /v1/actions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"action\":")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Error struct{ Code string } }
+	err = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || err != nil || e.Error.Code != substate.ETIMEOUT {
+		t.Fatalf("a body that never arrives: %d %+v %v, want 408 %s", resp.StatusCode, e, err, substate.ETIMEOUT)
+	}
+	if !resp.Close || len(c.requests) != 0 {
+		t.Errorf("connection closed %v, service asked %v: want it closed and nothing asked", resp.Close, c.requests)
 	}
 }
