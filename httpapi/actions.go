@@ -74,10 +74,7 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (substate.Jo
 		return req, err
 	}
 	p := principal(r)
-	req.Who, req.Scope = p.Name, p.TenantPrefix
-	if s.Auth.loopbackAnonymous(p) {
-		req.Who = LoopbackOperator
-	}
+	req.Who, req.Scope = s.who(p), p.TenantPrefix
 	if req.Tenants.TenantPrefix, err = NarrowToKey(req.Tenants.TenantPrefix, p.TenantPrefix); err != nil {
 		return req, err
 	}
@@ -166,12 +163,7 @@ func (s *Server) controlJob(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err, s.logger())
 		return
 	}
-	p := principal(r)
-	who := p.Name
-	if s.Auth.loopbackAnonymous(p) {
-		who = LoopbackOperator
-	}
-	j, err := s.Jobs.Control(r.Context(), r.PathValue("id"), op, who)
+	j, err := s.Jobs.Control(r.Context(), r.PathValue("id"), op, s.who(principal(r)))
 	if err != nil {
 		httpx.Error(w, r, err, s.logger())
 		return

@@ -323,3 +323,28 @@ func TestCreateJobSlowBody(t *testing.T) {
 		t.Errorf("connection closed %v, service asked %v: want it closed and nothing asked", resp.Close, c.requests)
 	}
 }
+
+// TestJobsOfTheLoopbackOperator: on a loopback address without keys, a
+// job and its controls are recorded as taken by LoopbackOperator, as a
+// single execution's action is.
+func TestJobsOfTheLoopbackOperator(t *testing.T) {
+	c := &jobCalls{}
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Jobs: fakeJobs(c)}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, path := range []string{"/v1/actions", "/v1/actions/acme-1/cancel"} {
+		resp, err := http.Post(s.URL()+path, "application/json", strings.NewReader(`{"action":"retry","filter":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	if len(c.requests) != 1 || c.requests[0].Who != httpapi.LoopbackOperator || len(c.controls) != 1 || c.controls[0] != "cancel by "+httpapi.LoopbackOperator {
+		t.Errorf("jobs asked %+v, controls %v: want both by %s", c.requests, c.controls, httpapi.LoopbackOperator)
+	}
+}
