@@ -348,3 +348,25 @@ func TestJobsOfTheLoopbackOperator(t *testing.T) {
 		t.Errorf("jobs asked %+v, controls %v: want both by %s", c.requests, c.controls, httpapi.LoopbackOperator)
 	}
 }
+
+// TestWatchJob: the client follows the job's stream to its end, and says
+// the worker is away when the stream ends before the job does.
+func TestWatchJob(t *testing.T) {
+	c := &jobCalls{}
+	srv := jobsServer(t, c)
+	var seen []substate.Job
+	err := (&httpapi.Client{URL: srv.URL, APIKey: "k-ops"}).WatchJob(context.Background(), "acme-1", func(j substate.Job) { seen = append(seen, j) })
+	if err != nil || len(seen) != 3 || seen[2].State != substate.JobDone || seen[2].Progress.Done != 3 {
+		t.Fatalf("watched %+v, %v; want three events, the last done", seen, err)
+	}
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: progress\ndata: {\"id\":\"acme-1\",\n")
+	}))
+	defer cut.Close()
+	seen = nil
+	err = (&httpapi.Client{URL: cut.URL}).WatchJob(context.Background(), "acme-1", func(j substate.Job) { seen = append(seen, j) })
+	if substate.ErrorCode(err) != substate.EUNAVAILABLE || len(seen) != 0 {
+		t.Fatalf("a stream cut mid-event: %v, %+v; want unavailable and no job", err, seen)
+	}
+}
