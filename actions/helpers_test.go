@@ -43,6 +43,8 @@ type fleet struct {
 	throttle timex.Backoff
 	// retry is the runner's backoff after no answer.
 	retry timex.Backoff
+	// requeue is the runner's RequeueFunc.
+	requeue actions.RequeueFunc
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -110,7 +112,7 @@ func (f *fleet) start(t *testing.T) {
 	t.Helper()
 	f.runner = &actions.Runner{JS: f.p.Bus.JetStream, Views: f.p.View, Operators: f.ops, Raw: f.p.Pub, Audit: f.p.Pub,
 		Limits: f.limits, AckWait: 2 * time.Second, Settle: 2 * time.Second, Watch: 5 * time.Second, Worker: "test",
-		Throttle: f.throttle, Retry: f.retry, Logger: testLogger(t)}
+		Throttle: f.throttle, Retry: f.retry, Requeue: f.requeue, Logger: testLogger(t)}
 	if err := f.runner.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -145,10 +145,12 @@ func (j *jobRun) requeue(ctx context.Context, ln *lane, it item) time.Duration {
 	}
 	n, err := j.r.Requeue(ctx, m.RawSeq, j.allow)
 	switch code := substate.ErrorCode(err); {
+	case err != nil && ctx.Err() != nil:
+		return 0 // the worker stops: the member is requeued when the job resumes
 	case err == nil:
 		return j.audit(ctx, ev, substate.AuditDone, nil, fmt.Sprintf("mapped again: %d events published (events already published are not published twice)", n))
 	case code == substate.EUNAVAILABLE || code == substate.EINTERNAL:
-		if it.tries+1 < MaxTries && ctx.Err() == nil {
+		if it.tries+1 < MaxTries {
 			return j.r.retryDelay(it.tries)
 		}
 		return j.audit(ctx, ev, substate.AuditUnknown, err, "")

@@ -7,12 +7,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 )
-
-func utf8Valid(s string) bool { return utf8.ValidString(s) }
 
 // Preview answers a dry run: the set a job created now would freeze,
 // exactly (the same selection at the same view position), which members

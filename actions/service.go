@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -117,7 +118,7 @@ func checkRequest(req substate.JobRequest) error {
 		return err
 	}
 	switch {
-	case len(req.Reason) > MaxReasonBytes || !utf8Valid(req.Reason):
+	case len(req.Reason) > MaxReasonBytes || !utf8.ValidString(req.Reason):
 		return substate.Errorf(substate.EINVALID, "the reason must be UTF-8 text of at most %d bytes", MaxReasonBytes)
 	case req.Kill && req.Action != substate.ActionStop:
 		return substate.Errorf(substate.EINVALID, "kill applies to stop only")
@@ -167,13 +168,19 @@ func (s *Service) Job(ctx context.Context, id string) (substate.Job, error) {
 
 // job completes a record with its state and its tally's progress.
 func (s *Service) job(ctx context.Context, rec record) (substate.Job, error) {
+	j, _, err := s.jobTally(ctx, rec)
+	return j, err
+}
+
+// jobTally is job, with the tally it was folded from.
+func (s *Service) jobTally(ctx context.Context, rec record) (substate.Job, *tally, error) {
 	state, mark, err := s.store.status(ctx, rec.ID)
 	if err != nil {
-		return substate.Job{}, err
+		return substate.Job{}, nil, err
 	}
 	t, err := s.tally(ctx, rec.ID)
 	if err != nil {
-		return substate.Job{}, err
+		return substate.Job{}, nil, err
 	}
 	p := t.progress(rec.Total, s.now())
 	if state.Final() {
@@ -182,7 +189,7 @@ func (s *Service) job(ctx context.Context, rec record) (substate.Job, error) {
 	if state == substate.JobRunning && s.now().Sub(mark.At) < waitingNoteTime {
 		p.Waiting = mark.Waiting
 	}
-	return jobOf(rec, state, p, t.reasons(maxReasons)), nil
+	return jobOf(rec, state, p, t.reasons(maxReasons)), t, nil
 }
 
 // jobOf is a job as the API shows it.
@@ -262,11 +269,7 @@ func (s *Service) Report(ctx context.Context, id string, q substate.JobReportQue
 	if err != nil {
 		return substate.JobReport{}, err
 	}
-	j, err := s.job(ctx, rec)
-	if err != nil {
-		return substate.JobReport{}, err
-	}
-	t, err := s.tally(ctx, id)
+	j, t, err := s.jobTally(ctx, rec)
 	if err != nil {
 		return substate.JobReport{}, err
 	}

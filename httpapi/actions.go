@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -75,10 +74,7 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (substate.Jo
 		return req, err
 	}
 	p := principal(r)
-	req.Who, req.Scope = p.Name, p.TenantPrefix
-	if s.Auth.loopbackAnonymous(p) {
-		req.Who = LoopbackOperator
-	}
+	req.Who, req.Scope = s.who(p), p.TenantPrefix
 	if req.Tenants.TenantPrefix, err = NarrowToKey(req.Tenants.TenantPrefix, p.TenantPrefix); err != nil {
 		return req, err
 	}
@@ -92,11 +88,8 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (substate.Jo
 // unknown fields by name.
 func decodeStrict(w http.ResponseWriter, r *http.Request, limit int64, v any, shape string) error {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return substate.Errorf(substate.ETOOLARGE, "the body is larger than %d bytes", limit)
-	} else if err != nil {
-		return substate.WrapError(substate.EINVALID, err, "read body")
+	if err != nil {
+		return httpx.BodyError(w, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -170,12 +163,7 @@ func (s *Server) controlJob(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err, s.logger())
 		return
 	}
-	p := principal(r)
-	who := p.Name
-	if s.Auth.loopbackAnonymous(p) {
-		who = LoopbackOperator
-	}
-	j, err := s.Jobs.Control(r.Context(), r.PathValue("id"), op, who)
+	j, err := s.Jobs.Control(r.Context(), r.PathValue("id"), op, s.who(principal(r)))
 	if err != nil {
 		httpx.Error(w, r, err, s.logger())
 		return

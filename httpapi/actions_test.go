@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
@@ -292,5 +294,79 @@ func TestJobEventsEndOnClose(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("close with a progress stream open: %v", err)
+	}
+}
+
+// TestCreateJobSlowBody: a job's body that does not arrive within the
+// read timeout is answered 408 timeout and the connection closed, as
+// every body-reading route answers it, not 400 as if it were malformed.
+func TestCreateJobSlowBody(t *testing.T) {
+	c := &jobCalls{}
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Limits: httpapi.Limits{ReadTimeout: 300 * time.Millisecond}, Jobs: fakeJobs(c)}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	conn := dialServer(t, s)
+	_, _ = io.WriteString(conn, "POST /v1/actions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"action\":")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Error struct{ Code string } }
+	err = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || err != nil || e.Error.Code != substate.ETIMEOUT {
+		t.Fatalf("a body that never arrives: %d %+v %v, want 408 %s", resp.StatusCode, e, err, substate.ETIMEOUT)
+	}
+	if !resp.Close || len(c.requests) != 0 {
+		t.Errorf("connection closed %v, service asked %v: want it closed and nothing asked", resp.Close, c.requests)
+	}
+}
+
+// TestJobsOfTheLoopbackOperator: on a loopback address without keys, a
+// job and its controls are recorded as taken by LoopbackOperator, as a
+// single execution's action is.
+func TestJobsOfTheLoopbackOperator(t *testing.T) {
+	c := &jobCalls{}
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Jobs: fakeJobs(c)}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, path := range []string{"/v1/actions", "/v1/actions/acme-1/cancel"} {
+		resp, err := http.Post(s.URL()+path, "application/json", strings.NewReader(`{"action":"retry","filter":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d", path, resp.StatusCode)
+		}
+	}
+	if len(c.requests) != 1 || c.requests[0].Who != httpapi.LoopbackOperator || len(c.controls) != 1 || c.controls[0] != "cancel by "+httpapi.LoopbackOperator {
+		t.Errorf("jobs asked %+v, controls %v: want both by %s", c.requests, c.controls, httpapi.LoopbackOperator)
+	}
+}
+
+// TestWatchJob: the client follows the job's stream to its end, and says
+// the worker is away when the stream ends before the job does.
+func TestWatchJob(t *testing.T) {
+	c := &jobCalls{}
+	srv := jobsServer(t, c)
+	var seen []substate.Job
+	err := (&httpapi.Client{URL: srv.URL, APIKey: "k-ops"}).WatchJob(context.Background(), "acme-1", func(j substate.Job) { seen = append(seen, j) })
+	if err != nil || len(seen) != 3 || seen[2].State != substate.JobDone || seen[2].Progress.Done != 3 {
+		t.Fatalf("watched %+v, %v; want three events, the last done", seen, err)
+	}
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: progress\ndata: {\"id\":\"acme-1\",\n")
+	}))
+	defer cut.Close()
+	seen = nil
+	err = (&httpapi.Client{URL: cut.URL}).WatchJob(context.Background(), "acme-1", func(j substate.Job) { seen = append(seen, j) })
+	if substate.ErrorCode(err) != substate.EUNAVAILABLE || len(seen) != 0 {
+		t.Fatalf("a stream cut mid-event: %v, %+v; want unavailable and no job", err, seen)
 	}
 }

@@ -105,8 +105,22 @@ func (c *Client) streamEvents(ctx context.Context, q substate.EventStreamQuery, 
 // readEvents reads Server-Sent Events: "event" events are handed over,
 // an "error" event is the worker's error, anything else is skipped.
 func readEvents(r io.Reader, each func(substate.StoredEvent) bool) error {
+	err := scanEvents(r, maxEventBytes, func(id, name string, data []byte) error {
+		return dispatch(id, name, data, each)
+	})
+	if err != nil {
+		return fmt.Errorf("read the event stream: %w", err)
+	}
+	return errors.New("the worker ended the event stream")
+}
+
+// scanEvents reads Server-Sent Events of at most limit bytes a line and
+// calls each with every complete event (its data lines joined), until
+// each returns an error, which it returns, or the stream ends: nil at its
+// end, the read's error when it broke.
+func scanEvents(r io.Reader, limit int, each func(id, name string, data []byte) error) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxEventBytes)
+	sc.Buffer(make([]byte, 0, 64<<10), limit)
 	var id, name string
 	var data bytes.Buffer
 	for sc.Scan() {
@@ -115,7 +129,7 @@ func readEvents(r io.Reader, each func(substate.StoredEvent) bool) error {
 		value = strings.TrimPrefix(value, " ")
 		switch {
 		case line == "":
-			if err := dispatch(id, name, data.Bytes(), each); err != nil {
+			if err := each(id, name, data.Bytes()); err != nil {
 				return err
 			}
 			id, name = "", ""
@@ -131,10 +145,7 @@ func readEvents(r io.Reader, each func(substate.StoredEvent) bool) error {
 			data.WriteString(value)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read the event stream: %w", err)
-	}
-	return errors.New("the worker ended the event stream")
+	return sc.Err()
 }
 
 // dispatch hands over one complete event.

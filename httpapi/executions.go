@@ -65,12 +65,8 @@ func (s *Server) actOnExecution(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err, s.logger())
 		return
 	}
-	who := p.Name
-	if s.Auth.loopbackAnonymous(p) {
-		who = LoopbackOperator
-	}
 	res, err := s.Executions.Act(r.Context(), substate.ExecutionRequest{
-		TenantID: id, Action: action, Reason: body.Reason, Kill: body.Kill, DryRun: body.DryRun, Who: who,
+		TenantID: id, Action: action, Reason: body.Reason, Kill: body.Kill, DryRun: body.DryRun, Who: s.who(p),
 	})
 	if err != nil {
 		httpx.Error(w, r, err, s.logger())
@@ -102,6 +98,16 @@ func decodeActionBody(w http.ResponseWriter, r *http.Request) (ActionRequest, er
 		body.DryRun = body.DryRun || v
 	}
 	return body, nil
+}
+
+// who is who an action of p is recorded as: the key's name, or
+// LoopbackOperator for the anonymous caller of a loopback address without
+// keys.
+func (s *Server) who(p Principal) string {
+	if s.Auth.loopbackAnonymous(p) {
+		return LoopbackOperator
+	}
+	return p.Name
 }
 
 // principal returns the principal the route's guard put on the request.

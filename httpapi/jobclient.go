@@ -1,10 +1,12 @@
 package httpapi
 
 import (
-	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -84,7 +86,7 @@ func (c *Client) WatchJob(ctx context.Context, id string, fn func(substate.Job))
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
-	client := *cmpClient(c.HTTPClient)
+	client := *cmp.Or(c.HTTPClient, http.DefaultClient)
 	client.Timeout = 0 // a stream lasts as long as the job
 	resp, err := client.Do(req)
 	if err != nil {
@@ -94,46 +96,41 @@ func (c *Client) WatchJob(ctx context.Context, id string, fn func(substate.Job))
 	if resp.StatusCode != http.StatusOK {
 		return answerError(resp)
 	}
-	return readJobEvents(bufio.NewScanner(resp.Body), fn)
+	return readJobEvents(resp.Body, fn)
 }
 
+// errJobEnded stops the reading of a job's stream at its "end" event.
+var errJobEnded = errors.New("the job ended")
+
+// maxJobEventBytes bounds one event of a job's stream.
+const maxJobEventBytes = 4 << 20
+
 // readJobEvents decodes the events of a job's stream.
-func readJobEvents(sc *bufio.Scanner, fn func(substate.Job)) error {
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "event: "); ok {
-			event = v
-			continue
-		}
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		if event == "error" {
-			msg, _ := strconv.Unquote(data)
+func readJobEvents(r io.Reader, fn func(substate.Job)) error {
+	err := scanEvents(r, maxJobEventBytes, func(_, name string, data []byte) error {
+		switch name {
+		case "error":
+			msg, _ := strconv.Unquote(string(data))
 			return substate.Errorf(substate.EUNAVAILABLE, "the worker stopped the job's stream: %s", msg)
+		case "progress", "end":
+			var j substate.Job
+			if err := json.Unmarshal(data, &j); err != nil {
+				return fmt.Errorf("decode job event: %w", err)
+			}
+			fn(j)
+			if name == "end" {
+				return errJobEnded
+			}
 		}
-		var j substate.Job
-		if err := json.Unmarshal([]byte(data), &j); err != nil {
-			return fmt.Errorf("decode job event: %w", err)
-		}
-		fn(j)
-		if event == "end" {
-			return nil
-		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	switch {
+	case errors.Is(err, errJobEnded):
+		return nil
+	case substate.ErrorCode(err) == substate.EUNAVAILABLE:
+		return err
+	case err != nil:
 		return fmt.Errorf("the job's stream broke: %w", err)
 	}
 	return substate.Errorf(substate.EUNAVAILABLE, "the job's stream ended before the job did (the worker stopped?): watch it again")
-}
-
-// cmpClient is client, or http.DefaultClient.
-func cmpClient(client *http.Client) *http.Client {
-	if client == nil {
-		return http.DefaultClient
-	}
-	return client
 }

@@ -29,40 +29,11 @@ import (
 // and publish nothing. The acme one is requeued; an unrestricted admin
 // key requeues beta-9.
 func TestRequeueStaysInsideTheKeysTenants(t *testing.T) {
-	const acmeKey, rootKey = "acme-admin-0123456789abcdef0123456789", "root-admin-0123456789abcdef0123456789"
-	keys := func(f *worker.Flags) {
-		f.APIKeys = "acme admin acme- sha256:" + workertest.KeyHash(acmeKey) + "; root admin * sha256:" + workertest.KeyHash(rootKey)
-	}
-	w := workertest.Start(t, keys, func(f *worker.Flags) { f.TenantRule = []string{"input:$.account"} })
-	now := time.Now()
-	for _, ev := range [][]byte{
-		sfnEvent("ev-disguised", "acme-1", "beta-9-run", "FAILED", now, now, "boom"), // lists as acme-1, maps to beta-9
-		sfnEvent("ev-hidden", "", "beta-7-run", "FAILED", now, now, "boom"),          // lists as no tenant
-		sfnEvent("ev-own", "acme-4", "acme-4-run", "FAILED", now, now, "boom"),       // acme-4 either way
-	} {
-		if code := workertest.Post(t, w.HTTP.URL()+"/v1/ingest/eventbridge", ev, nil); code != http.StatusAccepted {
-			t.Fatalf("ingest: %d", code)
-		}
-	}
-	dir := w.Flags.DataDir
-	var all console.DeadLetterPage
-	workertest.Eventually(t, func() string {
-		all = deadLetters(t, w.HTTP.URL(), rootKey)
-		if len(all.DeadLetters) != 3 {
-			return fmt.Sprintf("%d dead letters, want 3", len(all.DeadLetters))
-		}
-		return ""
-	})
+	w, all := deadLetteredThenFixed(t)
 	seqOf := map[string]uint64{}
 	for _, d := range all.DeadLetters {
 		seqOf[d.TenantID] = d.Seq
 	}
-	w.Stop(t)
-
-	// The operator adds a rule on the execution name and restarts.
-	w = workertest.Start(t, keys, workertest.DataDir(dir), func(f *worker.Flags) {
-		f.TenantRule = []string{`name:^(?P<tenant>[a-z]+-[0-9]+)-run$`, "input:$.tenantId"}
-	})
 	url := w.HTTP.URL()
 	if acme := deadLetters(t, url, acmeKey); len(acme.DeadLetters) != 2 {
 		t.Fatalf("the acme key lists %+v, want the two whose payload names an acme tenant", acme.DeadLetters)
@@ -102,6 +73,47 @@ func TestRequeueStaysInsideTheKeysTenants(t *testing.T) {
 			return ""
 		})
 	}
+}
+
+// Keys of the requeue tests: an admin key limited to the tenants acme-…,
+// and an unrestricted one.
+const acmeKey, rootKey = "acme-admin-0123456789abcdef0123456789", "root-admin-0123456789abcdef0123456789"
+
+// deadLetteredThenFixed is the requeue tests' incident: three executions
+// are dead-lettered because the worker's first tenant rule finds no
+// tenant; the operator then adds a rule on the execution name and
+// restarts. It returns the restarted worker, with acmeKey and rootKey, and
+// the three dead letters as rootKey lists them.
+func deadLetteredThenFixed(t *testing.T) (*workertest.Worker, console.DeadLetterPage) {
+	t.Helper()
+	keys := func(f *worker.Flags) {
+		f.APIKeys = "acme admin acme- sha256:" + workertest.KeyHash(acmeKey) + "; root admin * sha256:" + workertest.KeyHash(rootKey)
+	}
+	w := workertest.Start(t, keys, func(f *worker.Flags) { f.TenantRule = []string{"input:$.account"} })
+	now := time.Now()
+	for _, ev := range [][]byte{
+		sfnEvent("ev-disguised", "acme-1", "beta-9-run", "FAILED", now, now, "boom"), // lists as acme-1, maps to beta-9
+		sfnEvent("ev-hidden", "", "beta-7-run", "FAILED", now, now, "boom"),          // lists as no tenant
+		sfnEvent("ev-own", "acme-4", "acme-4-run", "FAILED", now, now, "boom"),       // acme-4 either way
+	} {
+		if code := workertest.Post(t, w.HTTP.URL()+"/v1/ingest/eventbridge", ev, nil); code != http.StatusAccepted {
+			t.Fatalf("ingest: %d", code)
+		}
+	}
+	var all console.DeadLetterPage
+	workertest.Eventually(t, func() string {
+		all = deadLetters(t, w.HTTP.URL(), rootKey)
+		if len(all.DeadLetters) != 3 {
+			return fmt.Sprintf("%d dead letters, want 3", len(all.DeadLetters))
+		}
+		return ""
+	})
+	dir := w.Flags.DataDir
+	w.Stop(t)
+	w = workertest.Start(t, keys, workertest.DataDir(dir), func(f *worker.Flags) {
+		f.TenantRule = []string{`name:^(?P<tenant>[a-z]+-[0-9]+)-run$`, "input:$.tenantId"}
+	})
+	return w, all
 }
 
 // deadLetters lists the dead letters with a key.

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/testkit/workertest"
-	"github.com/substatehq/substate/worker"
 )
 
 // TestRequeueJob requeues dead letters as a fleet job (POST /v1/actions,
@@ -23,32 +20,7 @@ import (
 // requeues all three (the acme one again, which publishes nothing more).
 // Each report says what SUBSTATE_AUDIT holds, member by member.
 func TestRequeueJob(t *testing.T) {
-	const acmeKey, rootKey = "acme-admin-0123456789abcdef0123456789", "root-admin-0123456789abcdef0123456789"
-	keys := func(f *worker.Flags) {
-		f.APIKeys = "acme admin acme- sha256:" + workertest.KeyHash(acmeKey) + "; root admin * sha256:" + workertest.KeyHash(rootKey)
-	}
-	w := workertest.Start(t, keys, func(f *worker.Flags) { f.TenantRule = []string{"input:$.account"} })
-	now := time.Now()
-	for _, ev := range [][]byte{
-		sfnEvent("ev-disguised", "acme-1", "beta-9-run", "FAILED", now, now, "boom"),
-		sfnEvent("ev-hidden", "", "beta-7-run", "FAILED", now, now, "boom"),
-		sfnEvent("ev-own", "acme-4", "acme-4-run", "FAILED", now, now, "boom"),
-	} {
-		if code := workertest.Post(t, w.HTTP.URL()+"/v1/ingest/eventbridge", ev, nil); code != http.StatusAccepted {
-			t.Fatalf("ingest: %d", code)
-		}
-	}
-	workertest.Eventually(t, func() string {
-		if n := len(deadLetters(t, w.HTTP.URL(), rootKey).DeadLetters); n != 3 {
-			return fmt.Sprintf("%d dead letters, want 3", n)
-		}
-		return ""
-	})
-	dir := w.Flags.DataDir
-	w.Stop(t)
-	w = workertest.Start(t, keys, workertest.DataDir(dir), func(f *worker.Flags) {
-		f.TenantRule = []string{`name:^(?P<tenant>[a-z]+-[0-9]+)-run$`, "input:$.tenantId"}
-	})
+	w, _ := deadLetteredThenFixed(t)
 	ctx := context.Background()
 	acme := &httpapi.Client{URL: w.HTTP.URL(), APIKey: acmeKey}
 	req := substate.JobRequest{Action: substate.ActionRequeue, Filter: map[string]string{}, Reason: "tenant rule fixed"}
