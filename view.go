@@ -163,9 +163,10 @@ type ViewStore interface {
 // projector drives the rest.
 type DeadlineStore interface {
 	// ExpireDeadlines marks stuck up to limit tenants whose deadline has
-	// passed, in one transaction; it returns their changes (of kind
-	// ChangeStuck) and whether more deadlines are due.
-	ExpireDeadlines(ctx context.Context, limit int) (ApplyResult, bool, error)
+	// passed and is at or before upTo (the zero time: no bound but the
+	// clock), in one transaction; it returns their changes (of kind
+	// ChangeStuck) and whether more such deadlines are due.
+	ExpireDeadlines(ctx context.Context, upTo time.Time, limit int) (ApplyResult, bool, error)
 	// RecomputeDeadlines gives every tenant that is neither terminal nor
 	// stuck the deadline of the current SLOs, in bounded transactions.
 	RecomputeDeadlines(ctx context.Context) (int, error)

@@ -291,6 +291,46 @@ func TestSubscriberReadsEventsOnly(t *testing.T) {
 	}
 }
 
+// The projector's deadline loop reads how far the normalizer has come:
+// the normalizer's consumer info and a direct get on SUBSTATE_RAW. Every
+// role connects as the worker, so a projector-only process may (its
+// permissions need nothing more); a subscriber may do neither.
+func TestNormalizersProgressReadableByTheWorkerOnly(t *testing.T) {
+	s := newSecured(t)
+	ctx := context.Background()
+	if _, err := bus.EnsureConsumer(ctx, s.b.JetStream, substate.StreamRaw, bus.ConsumerConfig(bus.ConsumerNormalizer, time.Minute, 1)); err != nil {
+		t.Fatal(err)
+	}
+	worker := s.connect(t, bus.Worker)
+	js, err := jetstream.New(worker.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := js.Stream(ctx, substate.StreamRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := raw.Consumer(ctx, bus.ConsumerNormalizer)
+	if err != nil {
+		t.Fatalf("the normalizer's consumer info, as the worker: %v", err)
+	}
+	if got, want := c.CachedInfo().NumPending, uint64(1); got != want {
+		t.Errorf("normalizer pending: %d, want %d", got, want)
+	}
+	msg, err := raw.GetMsg(ctx, c.CachedInfo().AckFloor.Stream+1, jetstream.WithGetMsgSubject(substate.SubjectRawPrefix+">"))
+	if err != nil || msg.Subject != substate.RawSubject(substate.RawEngine) {
+		t.Fatalf("direct get on %s, as the worker: %+v, %v", substate.StreamRaw, msg, err)
+	}
+
+	sub := s.connect(t, bus.Subscriber)
+	for _, subject := range []string{
+		"$JS.API.CONSUMER.INFO." + substate.StreamRaw + "." + bus.ConsumerNormalizer,
+		"$JS.API.DIRECT.GET." + substate.StreamRaw,
+	} {
+		t.Run(subject, func(t *testing.T) { sub.denied(t, subject, request(sub.nc, subject)) })
+	}
+}
+
 // TestSubscriberConsumerNames: the subscriber's consumer names are
 // checked when the server starts.
 func TestSubscriberConsumerNames(t *testing.T) {

@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -14,8 +15,10 @@ import (
 // provider anything. It waits for the view to have caught up with
 // SUBSTATE_EVENTS first: a deadline that passed while the worker was down
 // fires at start only once the events stored meanwhile are applied, so a
-// tenant that moved on in time is not reported stuck. It also recomputes
-// every deadline when the SLOs changed.
+// tenant that moved on in time is not reported stuck. With Normalized, it
+// waits for the normalizer too: a deadline fires only once every raw
+// message stored at or before it is normalized and its events applied.
+// It also recomputes every deadline when the SLOs changed.
 
 // Timings of the deadline loop.
 const (
@@ -28,6 +31,9 @@ const (
 	// deadlineRetry is the pause after the view refused a deadline
 	// transaction.
 	deadlineRetry = time.Second
+	// rawPoll is how often the loop looks again while the normalizer has
+	// not passed a due deadline in SUBSTATE_RAW.
+	rawPoll = 100 * time.Millisecond
 )
 
 // caughtUp says whether the view has applied everything SUBSTATE_EVENTS
@@ -91,6 +97,7 @@ func (p *Projector) runDeadlines(ctx context.Context, ds substate.DeadlineStore)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var recheck time.Time                // when the stream's end was last read while behind
+	var st firing                        // how far the next round may fire
 	recomputed := make(chan struct{}, 1) // a recompute ended
 	recomputing := false
 	defer func() {
@@ -127,11 +134,8 @@ func (p *Projector) runDeadlines(ctx context.Context, ds substate.DeadlineStore)
 			}
 			wait = behindPoll
 		default:
-			if p.expire(ctx, ds) {
-				continue // more are due
-			}
-			wait = deadlineRetry
-			if n, _ := ds.NextDeadline(); !n.Equal(next) {
+			var again bool
+			if wait, again = p.fire(ctx, ds, next, &st); again {
 				continue
 			}
 		}
@@ -140,6 +144,76 @@ func (p *Projector) runDeadlines(ctx context.Context, ds substate.DeadlineStore)
 		}
 		p.sleep(ctx, timer, wait, ds.DeadlinesChanged(), wait == behindPoll)
 	}
+}
+
+// firing is what the deadline loop knows of how far it may fire: with
+// Normalized, a time up to which every raw message stored has been
+// normalized, read before the event stream's end the view has since
+// caught up with.
+type firing struct {
+	upTo    time.Time
+	ready   bool // upTo was read, and the stream's end after it
+	failing bool // the last read failed (logged once)
+}
+
+// fire marks the due tenants stuck once the view has applied every event
+// normalized from the raw messages stored up to their deadline. It returns
+// how long to wait, or again when the loop should look at once: more are
+// due, or the view must first catch up with the stream's end read after
+// SUBSTATE_RAW.
+func (p *Projector) fire(ctx context.Context, ds substate.DeadlineStore, next time.Time, st *firing) (wait time.Duration, again bool) {
+	var upTo time.Time // none: the clock
+	if p.Normalized != nil {
+		switch {
+		case !st.ready:
+			if !p.readNormalized(ctx, st) {
+				return streamRecheck, false
+			}
+			return 0, true // the view must reach the end read after it
+		case next.After(st.upTo):
+			st.ready = false // the normalizer has not passed the deadline
+			return rawPoll, false
+		}
+		upTo = st.upTo
+	}
+	if p.expire(ctx, ds, upTo) {
+		return 0, true // more are due; what was read still holds
+	}
+	st.ready = false
+	if n, _ := ds.NextDeadline(); !n.Equal(next) {
+		return 0, true
+	}
+	return deadlineRetry, false
+}
+
+// readNormalized reads how far the normalizer has come in SUBSTATE_RAW,
+// then the event stream's end, which the view must reach before a
+// deadline up to there fires: the events of every raw message
+// acknowledged by then are stored by then. A failure holds every deadline
+// back (late, never wrong); it is logged once and counted each time.
+func (p *Projector) readNormalized(ctx context.Context, st *firing) bool {
+	upTo, err := p.Normalized.normalizedUpTo(ctx, time.Now())
+	if err == nil && p.Stream == nil {
+		err = errors.New("no event stream to read the end of")
+	}
+	if err == nil {
+		err = p.readStreamEnd(ctx)
+	}
+	if err != nil {
+		if m := p.Metrics; m != nil {
+			m.DeadlinesHeld.Inc()
+		}
+		if !st.failing && ctx.Err() == nil {
+			p.logger().Warn("deadlines: cannot read how far the normalizer has come; no deadline fires until it can", "err", err)
+		}
+		st.failing = true
+		return false
+	}
+	if st.failing {
+		p.logger().Info("deadlines: the normalizer's progress is read again; deadlines fire")
+	}
+	st.upTo, st.ready, st.failing = upTo, true, false
+	return true
 }
 
 // sleep waits until wait passed (a negative wait: until signalled), the
@@ -164,10 +238,11 @@ func (p *Projector) sleep(ctx context.Context, timer *time.Timer, wait time.Dura
 	}
 }
 
-// expire marks the due tenants stuck and counts them; it reports whether
+// expire marks the due tenants stuck, those whose deadline is at or
+// before upTo too (zero: any), and counts them; it reports whether
 // more are due at once. A failure is logged and retried after a pause.
-func (p *Projector) expire(ctx context.Context, ds substate.DeadlineStore) bool {
-	res, more, err := ds.ExpireDeadlines(ctx, 0)
+func (p *Projector) expire(ctx context.Context, ds substate.DeadlineStore, upTo time.Time) bool {
+	res, more, err := ds.ExpireDeadlines(ctx, upTo, 0)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.logger().Error("deadlines: marking stuck tenants failed; retrying", "err", err)

@@ -33,6 +33,9 @@ type Metrics struct {
 	ChangesEmitted    prometheus.Counter
 	StreamLosses      prometheus.Counter     // SUBSTATE_EVENTS found not to hold what the view expects
 	SLOEvents         *prometheus.CounterVec // slo, outcome (SLOMet, SLOMissed)
+	// DeadlinesHeld counts the times the deadline loop held due deadlines
+	// back because it could not read how far the normalizer had come.
+	DeadlinesHeld prometheus.Counter
 	// Freshness is, by provider, how long after the provider's own time
 	// of an event (its occurredAt) the view committed the change it made.
 	Freshness *prometheus.HistogramVec
@@ -81,6 +84,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		WrittenBytes:   counter("substate_view_written_bytes_total", "Bytes the projector's commits wrote to the view file."),
 		ChangesEmitted: counter("substate_changes_published_total", "Messages published on the change feed."),
 		StreamLosses:   counter("substate_stream_losses_total", "Times SUBSTATE_EVENTS was found not to hold what the view was built from (recreated, truncated, messages lost)."),
+		DeadlinesHeld:  counter("substate_deadlines_held_total", "Times the deadline loop fired nothing due because it could not read how far the normalizer has come in SUBSTATE_RAW (its consumer's info or the first message it has not acknowledged); it tries again every second."),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "substate_batch_size", Help: "Messages per fetched batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
@@ -112,7 +116,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Normalized, m.DeadLettered, m.Naks,
 			m.UnknownStates, m.UnresolvedRepeats, m.Applied, m.Unchanged, m.Stale, m.Redelivered, m.Commits, m.WrittenBytes,
-			m.ChangesEmitted, m.StreamLosses, m.BatchSize, m.ConsumerLag, m.SLOEvents,
+			m.ChangesEmitted, m.StreamLosses, m.DeadlinesHeld, m.BatchSize, m.ConsumerLag, m.SLOEvents,
 			m.Freshness, m.LastApplied, m.ChangesLastPublished, m.ConsumerAges)
 	}
 	return m

@@ -45,6 +45,11 @@ type Projector struct {
 	// events' changes are history the view never lagged behind, and
 	// their age is not observed as its freshness. 0 for none.
 	HistoryUpTo uint64
+	// Normalized, when set, makes a deadline wait for the normalizer: it
+	// fires only once every raw message stored at or before it is
+	// normalized and applied. Nil waits for SUBSTATE_EVENTS alone (a
+	// projector fed canonical events directly).
+	Normalized *Normalized
 
 	trace    tracing.Stage
 	next     uint64 // the stream sequence the view expects next

@@ -47,7 +47,7 @@ func TestExpireDeadlinesOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.now = deadline.Add(time.Minute)
-	if res, _, err := db.ExpireDeadlines(ctx, 0); err == nil {
+	if res, _, err := db.ExpireDeadlines(ctx, time.Time{}, 0); err == nil {
 		t.Fatalf("expired %d tenants on a full disk, want the commit refused", len(res.Changes))
 	}
 	if next, _ := db.NextDeadline(); !next.Equal(deadline) {
@@ -66,7 +66,7 @@ func TestExpireDeadlinesOnAFullDisk(t *testing.T) {
 	stuck := map[string]int{}
 	for more := true; more; {
 		var res substate.ApplyResult
-		if res, more, err = db.ExpireDeadlines(ctx, 0); err != nil {
+		if res, more, err = db.ExpireDeadlines(ctx, time.Time{}, 0); err != nil {
 			t.Fatalf("with space again: %v", err)
 		}
 		for _, ch := range res.Changes {

@@ -40,7 +40,7 @@ func deadlineDB(t *testing.T) (*state.DB, *clock) {
 // expire runs ExpireDeadlines and returns the stuck changes.
 func expire(t *testing.T, db *state.DB) []substate.Change {
 	t.Helper()
-	res, more, err := db.ExpireDeadlines(context.Background(), 0)
+	res, more, err := db.ExpireDeadlines(context.Background(), time.Time{}, 0)
 	if err != nil || more {
 		t.Fatalf("ExpireDeadlines: more %t, %v", more, err)
 	}
@@ -80,6 +80,32 @@ func TestDeadlines(t *testing.T) {
 		next, stale := db.NextDeadline()
 		if want := t0.Add(5 * time.Minute); !next.Equal(want) || stale {
 			t.Fatalf("NextDeadline = %s, stale %t; want %s, not stale", next, stale, want)
+		}
+	})
+
+	t.Run("UpTo", func(t *testing.T) {
+		db, c := deadlineDB(t)
+		s := newStream(t, db)
+		s.apply(ev("a", "e1", substate.StateBackingOff, 2, workflow("billing"), failure("503")))
+		deadline := t0.Add(2*time.Second + 10*time.Minute)
+		drain(t, db)
+		c.now = deadline.Add(time.Minute)
+		cases := []struct {
+			name  string
+			upTo  time.Time
+			stuck int
+		}{
+			{"BeforeTheDeadline", deadline.Add(-time.Nanosecond), 0},
+			{"AtTheDeadline", deadline, 1},
+		}
+		for _, tc := range cases {
+			res, more, err := db.ExpireDeadlines(ctx, tc.upTo, 0)
+			if got, want := len(res.Changes), tc.stuck; err != nil || more || got != want {
+				t.Fatalf("%s: %d stuck, more %t, %v; want %d", tc.name, got, more, err, want)
+			}
+		}
+		if v := mustTenant(t, db, "a"); !v.StuckSince.Equal(deadline) || !v.UpdatedAt.Equal(c.now) {
+			t.Fatalf("view %+v; want stuck since %s, updated at the clock", v, deadline)
 		}
 	})
 
@@ -165,11 +191,11 @@ func TestDeadlines(t *testing.T) {
 			s.apply(ev(tenantID(i), "e1", substate.StateBackingOff, substate.Revision(i+1), workflow("billing")))
 		}
 		c.now = t0.Add(time.Hour)
-		res, more, err := db.ExpireDeadlines(ctx, 3)
+		res, more, err := db.ExpireDeadlines(ctx, time.Time{}, 3)
 		if err != nil || !more || len(res.Changes) != 3 || res.Changes[0].TenantID != tenantID(0) {
 			t.Fatalf("limit 3: %d stuck, more %t, %v; want the 3 earliest and more", len(res.Changes), more, err)
 		}
-		if res, more, err := db.ExpireDeadlines(ctx, 3); err != nil || more || len(res.Changes) != 2 {
+		if res, more, err := db.ExpireDeadlines(ctx, time.Time{}, 3); err != nil || more || len(res.Changes) != 2 {
 			t.Fatalf("then: %d stuck, more %t, %v; want the last 2", len(res.Changes), more, err)
 		}
 	})
@@ -218,7 +244,7 @@ func TestRecomputeDeadlines(t *testing.T) {
 	c.now = t0.Add(10*time.Minute + time.Second)
 	stuck := 0
 	for more := true; more; {
-		res, m, err := db.ExpireDeadlines(ctx, 0)
+		res, m, err := db.ExpireDeadlines(ctx, time.Time{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

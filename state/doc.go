@@ -59,7 +59,8 @@
 // start) and its key in the timer index, in the change's transaction; a
 // terminal tenant holds none. A tenant that is stuck stays stuck while a
 // change leaves its deadline where it was. ExpireDeadlines marks the due
-// tenants stuck and writes their stuck changes into the outbox;
+// tenants stuck (up to a time the projector knows every event of to be
+// applied) and writes their stuck changes into the outbox;
 // writeOutbox adds an unstuck message after a change that ended stuck.
 // RecomputeDeadlines gives the tenants that are neither terminal nor stuck
 // the deadlines of new SLOs, in bounded transactions. The record keeps the

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -14,16 +15,18 @@ import (
 const DefaultExpireLimit = 1024
 
 // ExpireDeadlines marks stuck the tenants whose deadline is at or before
-// the DB's clock, the earliest first, up to limit (0 for
+// the DB's clock and upTo (the zero time: the clock alone), the earliest
+// first, up to limit (0 for
 // DefaultExpireLimit) in one transaction: each gets Stuck and StuckSince
 // (its deadline), leaves the timer index for the stuck index, and, with
 // ChangeOutbox set, a stuck message in the outbox. A tenant whose deadline
 // the current SLOs have moved (RecomputeDeadlines has not reached it yet)
 // gets the new one instead, and is stuck only if that has passed too.
 // The result's Changes are the stuck ones; more says that further due
-// deadlines wait. No provider is asked anything: a deadline is the view's
+// deadlines wait. upTo is how far the projector knows every event to be
+// applied: a deadline after it may still be met by an event on its way. No provider is asked anything: a deadline is the view's
 // own times and the SLOs.
-func (d *DB) ExpireDeadlines(ctx context.Context, limit int) (res substate.ApplyResult, more bool, err error) {
+func (d *DB) ExpireDeadlines(ctx context.Context, upTo time.Time, limit int) (res substate.ApplyResult, more bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return res, false, err
 	}
@@ -36,11 +39,15 @@ func (d *DB) ExpireDeadlines(ctx context.Context, limit int) (res substate.Apply
 		return res, false, ErrClosed
 	}
 	w := d.newWork(d.slos.Load())
+	cut := w.now
+	if !upTo.IsZero() && upTo.Before(cut) {
+		cut = utc(upTo)
+	}
 	err = d.view(func(tx *bolt.Tx) error {
 		tenants := tx.Bucket(bucketTenants)
 		c := tx.Bucket(bucketDeadlines).Cursor()
 		n := 0
-		for k, _ := c.First(); k != nil && dueBefore(k, w.now); k, _ = c.Next() {
+		for k, _ := c.First(); k != nil && dueBefore(k, cut); k, _ = c.Next() {
 			if n == limit {
 				more = true
 				return nil
@@ -54,7 +61,7 @@ func (d *DB) ExpireDeadlines(ctx context.Context, limit int) (res substate.Apply
 			if err != nil {
 				return err
 			}
-			w.expire(rec, d.checkpoint)
+			w.expire(rec, cut, d.checkpoint)
 		}
 		return nil
 	})
@@ -76,16 +83,16 @@ func (d *DB) ExpireDeadlines(ctx context.Context, limit int) (res substate.Apply
 }
 
 // expire marks rec stuck when its deadline, as the current SLOs set it,
-// has passed at w.now; a deadline the SLOs moved is only moved. checkpoint
+// is at or before cut; a deadline the SLOs moved is only moved. checkpoint
 // is the view's position, the sequence a stuck message carries for a
 // record that does not know its last change's.
-func (w *work) expire(rec *Record, checkpoint uint64) {
+func (w *work) expire(rec *Record, cut time.Time, checkpoint uint64) {
 	v := &rec.View
 	if v.Stuck || v.Deadline.IsZero() {
 		return
 	}
 	w.reschedule(rec)
-	if v.Deadline.IsZero() || v.Deadline.After(w.now) {
+	if v.Deadline.IsZero() || v.Deadline.After(cut) {
 		return
 	}
 	old := *v

@@ -280,8 +280,14 @@ func (w *Worker) openProjector(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	raw, err := w.Bus.JetStream.Stream(ctx, substate.StreamRaw)
+	if err != nil {
+		return err
+	}
 	w.Projector = &consumers.Projector{
 		Consumer: c, Stream: stream, Store: w.View,
+		// A deadline waits for the normalizer, in this process or another.
+		Normalized:  &consumers.Normalized{Raw: raw, Consumer: bus.ConsumerNormalizer},
 		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize,
 		Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "projector"),
 	}

@@ -55,8 +55,13 @@ func NewWith(tb testing.TB, configure func(*consumers.Normalizer)) *Pipeline {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	raw, err := b.JetStream.Stream(ctx, substate.StreamRaw)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	pub := publishers.NewJetStream(b.JetStream)
-	proj := &consumers.Projector{Consumer: c, Stream: stream, Store: view, DeadLetters: pub, Linger: time.Millisecond}
+	proj := &consumers.Projector{Consumer: c, Stream: stream, Store: view, DeadLetters: pub, Linger: time.Millisecond,
+		Normalized: &consumers.Normalized{Raw: raw, Consumer: bus.ConsumerNormalizer}}
 	RunInBackground(tb, proj.Run)
 	return &Pipeline{Bus: b, View: view, Pub: pub}
 }
