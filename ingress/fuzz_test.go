@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,8 +81,16 @@ func FuzzIngress(f *testing.F) {
 				}
 			}
 		case http.StatusBadRequest:
+			if headerRefusal(rec.Body.Bytes()) {
+				// Refused on its headers, before the body was read or
+				// authenticated: there is nothing to keep.
+				if len(c.raw)+len(c.dead) != 0 {
+					t.Fatalf("header refusal stored something: %d raw, %d dead", len(c.raw), len(c.dead))
+				}
+				return
+			}
 			if len(c.dead) != 1 || !bytes.Equal(c.dead[0].Body, body) || c.dead[0].Reason == "" {
-				t.Fatalf("400 without the body as a dead letter: %+v", c.dead)
+				t.Fatalf("400 without the body as a dead letter: %+v %s", c.dead, rec.Body)
 			}
 		case http.StatusUnauthorized, http.StatusRequestEntityTooLarge:
 			if len(c.raw)+len(c.dead) != 0 {
@@ -91,6 +100,15 @@ func FuzzIngress(f *testing.F) {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// headerRefusal reports whether an error body refuses a delivery for its
+// webhook-id header, the one 400 given before the body is read.
+func headerRefusal(answer []byte) bool {
+	var e struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	return json.Unmarshal(answer, &e) == nil && strings.HasPrefix(e.Error.Message, "webhook-id header:")
 }
 
 // validHeader reports whether net/http would send s as a header value.
