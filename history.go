@@ -90,6 +90,10 @@ type HistoryPage struct {
 	// the transitions by time (an action's time, a transition's
 	// storedAt). The last page holds those after its last transition.
 	Actions []AuditEvent `json:"actions"`
+	// ActionsCut reports that the span held more operator actions than a
+	// page keeps (10,000): Actions are the oldest of them. Narrow the
+	// span (since, until, limit) or read SUBSTATE_AUDIT for the rest.
+	ActionsCut bool `json:"actionsCut,omitempty"`
 	// NextAfterSeq, when not 0, is the AfterSeq of the next page.
 	NextAfterSeq uint64 `json:"nextAfterSeq,omitempty"`
 }

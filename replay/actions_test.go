@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,5 +61,41 @@ func TestHistoryInterleavesActions(t *testing.T) {
 	}
 	if len(first.Actions) != 0 || len(second.Actions) != 2 {
 		t.Errorf("pages hold %d and %d actions, want 0 (before the first event's) and 2", len(first.Actions), len(second.Actions))
+	}
+}
+
+// TestHistoryActionsCut: a span with more operator actions than a page
+// keeps holds the oldest of them and says it was cut; one with exactly
+// as many does not.
+func TestHistoryActionsCut(t *testing.T) {
+	ctx := context.Background()
+	b := newBus(t, bus.DefaultTopology())
+	if err := bus.DefaultTopology().EnsureAuditStream(ctx, b.JetStream); err != nil {
+		t.Fatal(err)
+	}
+	h, pub := replay.NewHistory(b.JetStream), publishers.NewJetStream(b.JetStream)
+	start := time.Now().UTC()
+	for i := range replay.MaxActionsPerPage + 1 {
+		ev := substate.AuditEvent{
+			ID: fmt.Sprintf("a-%05d", i), Action: substate.ActionStop, Who: "ops", TenantID: "a",
+			Outcome: substate.AuditDone, Time: start.Add(time.Duration(i) * time.Microsecond),
+		}
+		if err := pub.PublishAudit(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if i == replay.MaxActionsPerPage-1 {
+			page, err := h.History(ctx, substate.HistoryQuery{TenantID: "a"})
+			if err != nil || len(page.Actions) != replay.MaxActionsPerPage || page.ActionsCut {
+				t.Fatalf("exactly a page: %d actions, cut %v, err %v", len(page.Actions), page.ActionsCut, err)
+			}
+		}
+	}
+	page, err := h.History(ctx, substate.HistoryQuery{TenantID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, last := len(page.Actions), page.Actions[len(page.Actions)-1].ID
+	if want := replay.MaxActionsPerPage; got != want || !page.ActionsCut || page.Actions[0].ID != "a-00000" || last != fmt.Sprintf("a-%05d", want-1) {
+		t.Fatalf("one more than a page: %d actions (%s…%s), cut %v", got, page.Actions[0].ID, last, page.ActionsCut)
 	}
 }

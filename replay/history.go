@@ -95,11 +95,11 @@ func (h *History) actions(ctx context.Context, page *substate.HistoryPage, q sub
 	if page.NextAfterSeq != 0 {
 		until = page.Transitions[len(page.Transitions)-1].StoredAt
 	}
-	acts, err := h.reader.Actions(ctx, q.TenantID, from, until)
+	acts, cut, err := h.reader.Actions(ctx, q.TenantID, from, until)
 	if err != nil {
 		return err
 	}
-	page.Actions = acts
+	page.Actions, page.ActionsCut = acts, cut
 	return nil
 }
 

@@ -69,6 +69,7 @@ func (c *AuditCmd) history(ctx context.Context, q substate.HistoryQuery) (substa
 		}
 		all.TenantID, all.Transitions = page.TenantID, append(all.Transitions, page.Transitions...)
 		all.Actions = append(all.Actions, page.Actions...) // each page's are those of its span
+		all.ActionsCut = all.ActionsCut || page.ActionsCut
 		if page.NextAfterSeq == 0 {
 			return all, nil
 		}
@@ -211,6 +212,9 @@ func auditSummary(page substate.HistoryPage) string {
 	}
 	if len(page.Actions) > 0 {
 		s += "; " + termtext.Plural(len(page.Actions), "operator action")
+	}
+	if page.ActionsCut {
+		s += " (the oldest of more: narrow --since/--until for the rest)"
 	}
 	return s
 }
