@@ -106,7 +106,7 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, limit int64, v any, sh
 // of the key's tenant scope only.
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if err := checkParams(q, []string{"limit"}); err != nil {
+	if err := CheckParams(q, []string{"limit"}); err != nil {
 		httpx.Error(w, r, err, s.logger())
 		return
 	}
@@ -194,7 +194,7 @@ func (s *Server) jobReport(w http.ResponseWriter, r *http.Request) {
 func parseReportQuery(r *http.Request) (substate.JobReportQuery, error) {
 	v := r.URL.Query()
 	var q substate.JobReportQuery
-	if err := checkParams(v, []string{"after", "limit", "outcome"}); err != nil {
+	if err := CheckParams(v, []string{"after", "limit", "outcome"}); err != nil {
 		return q, err
 	}
 	var err error

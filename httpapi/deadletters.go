@@ -17,7 +17,7 @@ var DeadLetterParams = []string{"stage", "since", "afterSeq", "limit"}
 // stage, since (as the history route's), afterSeq and limit.
 func ParseDeadLetterQuery(q url.Values, now time.Time) (substate.DeadLetterQuery, error) {
 	var d substate.DeadLetterQuery
-	if err := checkParams(q, DeadLetterParams); err != nil {
+	if err := CheckParams(q, DeadLetterParams); err != nil {
 		return d, err
 	}
 	d.Stage = first(q, "stage")

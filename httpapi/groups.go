@@ -36,7 +36,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
 // parameter, or one given twice, is an EINVALID error naming the valid
 // ones.
 func ParseGroupQuery(q map[string][]string) (substate.GroupQuery, error) {
-	if err := checkParams(q, GroupParams); err != nil {
+	if err := CheckParams(q, GroupParams); err != nil {
 		return substate.GroupQuery{}, err
 	}
 	var g substate.GroupQuery

@@ -34,7 +34,7 @@ var EventParams = []string{"tenant", "afterSeq", "since", "fromStart"}
 // stands for afterSeq: a client that reconnects resumes where it was.
 func ParseEventStreamQuery(q url.Values, lastID string, now time.Time) (substate.EventStreamQuery, error) {
 	var s substate.EventStreamQuery
-	if err := checkParams(q, EventParams); err != nil {
+	if err := CheckParams(q, EventParams); err != nil {
 		return s, err
 	}
 	s.TenantID = first(q, "tenant")

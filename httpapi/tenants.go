@@ -50,7 +50,7 @@ var TenantParams = []string{"subState", "hasError", "minRetryCount", "provider",
 // twice, is an EINVALID error naming the valid ones: a misspelt filter
 // must not answer every tenant.
 func ParseTenantFilter(q map[string][]string) (substate.TenantFilter, error) {
-	if err := checkParams(q, TenantParams); err != nil {
+	if err := CheckParams(q, TenantParams); err != nil {
 		return substate.TenantFilter{}, err
 	}
 	f, err := parseConditions(q)
@@ -120,9 +120,10 @@ func parseConditions(q map[string][]string) (substate.TenantFilter, error) {
 	return f, nil
 }
 
-// checkParams returns an EINVALID error for the first parameter of q (in
-// name order) that is not one of valid, or that is given more than once.
-func checkParams(q map[string][]string, valid []string) error {
+// CheckParams returns an EINVALID error for the first parameter of q (in
+// name order) that is not one of valid, or that is given more than once:
+// a misspelt parameter is refused, not ignored.
+func CheckParams(q map[string][]string, valid []string) error {
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		switch {
 		case !slices.Contains(valid, k):

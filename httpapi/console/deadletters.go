@@ -57,7 +57,11 @@ type DeadLetterPage struct {
 func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, before := defaultDLQLimit, uint64(0)
-	var err error
+	err := httpapi.CheckParams(q, []string{"before", "limit"})
+	if err != nil {
+		httpx.Error(w, r, err, nil)
+		return
+	}
 	if s := q.Get("limit"); s != "" {
 		if limit, err = strconv.Atoi(s); err != nil || limit < 1 {
 			httpx.Error(w, r, substate.Errorf(substate.EINVALID, "limit %q: want a positive integer", s), nil)

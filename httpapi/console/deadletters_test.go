@@ -85,4 +85,18 @@ func TestDeadLetterList(t *testing.T) {
 	if rest := list("?limit=2&before=2"); len(rest.DeadLetters) != 1 || rest.DeadLetters[0].Seq != 1 || rest.Before != 0 {
 		t.Fatalf("the older page: %+v", rest)
 	}
+	for _, query := range []string{"?befor=2", "?limit=1&limit=2", "?limit=0", "?before=x"} {
+		resp, err := http.Get(srv.URL + "/console/api/deadletters" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || e.Error.Code != substate.EINVALID || e.Error.Message == "" {
+			t.Errorf("GET %s: %d %+v, want 400 saying why", query, resp.StatusCode, e)
+		}
+	}
 }
