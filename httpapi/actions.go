@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -250,7 +249,8 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 		if j, err = s.Jobs.Job(r.Context(), j.ID); err != nil {
-			_, _ = io.WriteString(es, "event: error\ndata: "+strconv.Quote(substate.ErrorMessage(err))+"\n\n")
+			body, _ := json.Marshal(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: substate.ErrorCode(err), Message: substate.ErrorMessage(err)}})
+			_, _ = io.WriteString(es, "event: error\ndata: "+string(body)+"\n\n")
 			_ = es.Flush()
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,5 +369,30 @@ func TestWatchJob(t *testing.T) {
 	err = (&httpapi.Client{URL: cut.URL}).WatchJob(context.Background(), "acme-1", func(j substate.Job) { seen = append(seen, j) })
 	if substate.ErrorCode(err) != substate.EUNAVAILABLE || len(seen) != 0 {
 		t.Fatalf("a stream cut mid-event: %v, %+v; want unavailable and no job", err, seen)
+	}
+}
+
+// TestJobEventsError: a job the worker can no longer read ends its
+// progress stream with an error event whose data is the JSON error body,
+// and the client returns that error with its code.
+func TestJobEventsError(t *testing.T) {
+	var reads atomic.Int32
+	job := func(context.Context, string) (substate.Job, error) {
+		if reads.Add(1) > 1 {
+			return substate.Job{}, substate.Errorf(substate.ENOTFOUND, "job acme-1 is no longer stored")
+		}
+		j := aJob("acme-1")
+		j.Total, j.State = 3, substate.JobRunning
+		return j, nil
+	}
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Jobs: jobService{job: job}}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var seen int
+	err := (&httpapi.Client{URL: s.URL()}).WatchJob(context.Background(), "acme-1", func(substate.Job) { seen++ })
+	if substate.ErrorCode(err) != substate.ENOTFOUND || !strings.Contains(substate.ErrorMessage(err), "no longer stored") || seen != 1 {
+		t.Fatalf("watch: %v (code %s) after %d events; want the worker's not-found error after 1", err, substate.ErrorCode(err), seen)
 	}
 }

@@ -110,8 +110,8 @@ func readJobEvents(r io.Reader, fn func(substate.Job)) error {
 	err := scanEvents(r, maxJobEventBytes, func(_, name string, data []byte) error {
 		switch name {
 		case "error":
-			msg, _ := strconv.Unquote(string(data))
-			return substate.Errorf(substate.EUNAVAILABLE, "the worker stopped the job's stream: %s", msg)
+			err := errorOf(data)
+			return substate.Errorf(substate.ErrorCode(err), "the worker stopped the job's stream: %s", substate.ErrorMessage(err))
 		case "progress", "end":
 			var j substate.Job
 			if err := json.Unmarshal(data, &j); err != nil {

@@ -176,7 +176,7 @@
         buf = buf.slice(i + 2);
         const ev = parseEvent(block);
         if (ev.event === "progress" || ev.event === "end") renderJob(JSON.parse(ev.data));
-        if (ev.event === "error") throw new Error(JSON.parse(ev.data));
+        if (ev.event === "error") throw new Error((JSON.parse(ev.data).error || {}).message || "the worker stopped the progress stream");
         if (ev.event === "end") { reader.cancel().catch(() => {}); return; }
       }
     }
