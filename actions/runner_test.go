@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -254,5 +255,53 @@ func TestNoAnswerIsUnknown(t *testing.T) {
 	}
 	if j.State != substate.JobDone || j.Progress.Unknown != 3 || !strings.Contains(rep.Members[0].Error, "no answer after 5 tries") {
 		t.Fatalf("job %+v, report %+v", j.Progress, rep.Members)
+	}
+}
+
+// TestEndedJobsAreNotFoldedAgain: once a job has ended, listing it again
+// reads nothing of SUBSTATE_AUDIT (its members' outcomes no longer
+// change) and answers the same job: the JetStream API calls of a list
+// are those of reading the job records alone.
+func TestEndedJobsAreNotFoldedAgain(t *testing.T) {
+	f := newFleet(t)
+	f.start(t)
+	f.failTenants(t, "acme-", 5)
+	f.fixed.Store(true)
+	ctx := context.Background()
+	j, err := f.svc.Create(ctx, request(substate.ActionRetry, substate.TenantFilter{TenantPrefix: "acme-", SubState: substate.StateFailed}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitJob(t, j.ID, time.Minute)
+	apiCalls := func(fn func()) uint64 {
+		t.Helper()
+		before, err := f.p.Bus.JetStream.AccountInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn()
+		after, err := f.p.Bus.JetStream.AccountInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after.API.Total - before.API.Total - 1 // the first AccountInfo
+	}
+	// A fresh service has not seen the job end: its first list folds.
+	svc := &actions.Service{JS: f.p.Bus.JetStream, Views: f.p.View, Limits: f.limits}
+	var first, second []substate.Job
+	list := func(into *[]substate.Job) func() {
+		return func() {
+			if *into, err = svc.Jobs(ctx, 10); err != nil || len(*into) != 1 {
+				t.Fatalf("jobs %+v %v", *into, err)
+			}
+		}
+	}
+	folded, cached := apiCalls(list(&first)), apiCalls(list(&second))
+	t.Logf("JetStream API calls: %d for the first list, %d for the second", folded, cached)
+	if !reflect.DeepEqual(first, second) {
+		t.Fatalf("second list %+v, want %+v", second, first)
+	}
+	if cached >= folded {
+		t.Errorf("the second list of an ended job made %d JetStream API calls, the first %d: want fewer (no audit fold)", cached, folded)
 	}
 }

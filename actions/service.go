@@ -35,6 +35,10 @@ const (
 	maxReasons = 20
 	// maxTallies is how many jobs' tallies a Service keeps in memory.
 	maxTallies = 64
+	// maxEnded is how many ended jobs a Service keeps as the API shows
+	// them: an ended job no longer changes, so a list of them is not
+	// folded from SUBSTATE_AUDIT again (a list holds at most 500).
+	maxEnded = 512
 	// waitingNoteTime is how long a runner's note of why a job waits
 	// holds; it notes it again at most every waitingNoteEvery.
 	waitingNoteTime  = 30 * time.Second
@@ -65,6 +69,8 @@ type Service struct {
 	mu      sync.Mutex
 	tallies map[string]*tally
 	order   []string // tallies' jobs, oldest use first
+	ended   map[string]substate.Job
+	endedAt []string // ended's jobs, oldest first
 }
 
 var _ substate.JobService = (*Service)(nil)
@@ -72,7 +78,7 @@ var _ substate.JobService = (*Service)(nil)
 func (s *Service) init() {
 	s.once.Do(func() {
 		s.store = newStore(s.JS)
-		s.tallies = map[string]*tally{}
+		s.tallies, s.ended = map[string]*tally{}, map[string]substate.Job{}
 		if s.Limits == nil {
 			s.Limits = DefaultLimits("")
 		}
@@ -168,8 +174,31 @@ func (s *Service) Job(ctx context.Context, id string) (substate.Job, error) {
 
 // job completes a record with its state and its tally's progress.
 func (s *Service) job(ctx context.Context, rec record) (substate.Job, error) {
+	s.mu.Lock()
+	j, ok := s.ended[rec.ID]
+	s.mu.Unlock()
+	if ok {
+		return j, nil
+	}
 	j, _, err := s.jobTally(ctx, rec)
+	if err == nil && j.State.Final() {
+		s.keepEnded(j)
+	}
 	return j, err
+}
+
+// keepEnded remembers an ended job, which no longer changes.
+func (s *Service) keepEnded(j substate.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ended[j.ID]; !ok {
+		s.endedAt = append(s.endedAt, j.ID)
+	}
+	s.ended[j.ID] = j
+	for len(s.endedAt) > maxEnded {
+		delete(s.ended, s.endedAt[0])
+		s.endedAt = s.endedAt[1:]
+	}
 }
 
 // jobTally is job, with the tally it was folded from.
