@@ -47,13 +47,22 @@ func (d stageDLQ) fail(ctx context.Context, msg jetstream.Msg, err error) {
 // it once that store is acknowledged. If the dead-letter stream cannot take
 // it either, the message is handed back for a later attempt: never dropped.
 func (d stageDLQ) deadLetter(ctx context.Context, msg jetstream.Msg, err error) {
-	if perr := d.store(ctx, msg, err, ""); perr != nil {
-		if nerr := msg.NakWithDelay(d.retry.Delay(1)); nerr != nil {
-			d.log.Warn("nak failed; the message is redelivered after the ack wait", "err", nerr)
-		}
-		return
+	if d.storeOrNak(ctx, msg, err, "") {
+		d.ack(msg)
 	}
-	d.ack(msg)
+}
+
+// storeOrNak stores msg on the dead-letter stream as store does and
+// reports whether it was stored; when it was not, msg is handed back for a
+// later attempt, never dropped.
+func (d stageDLQ) storeOrNak(ctx context.Context, msg jetstream.Msg, err error, id string) bool {
+	if d.store(ctx, msg, err, id) == nil {
+		return true
+	}
+	if nerr := msg.NakWithDelay(d.retry.Delay(1)); nerr != nil {
+		d.log.Warn("nak failed; the message is redelivered after the ack wait", "err", nerr)
+	}
+	return false
 }
 
 // store stores msg on the dead-letter stream with the reason and counts

@@ -45,10 +45,7 @@ func (n *Normalizer) reject(ctx context.Context, msg jetstream.Msg, err error) {
 		return
 	}
 	err = fmt.Errorf("%w; its later events are kept in %s without a dead letter of their own (substate renormalize maps them once a tenant rule resolves it)", err, substate.StreamRaw)
-	if perr := n.dlq.store(ctx, msg, err, unresolvedLetterID(u)); perr != nil {
-		if nerr := msg.NakWithDelay(n.dlq.retry.Delay(1)); nerr != nil {
-			n.logger().Warn("nak failed; the message is redelivered after the ack wait", "err", nerr)
-		}
+	if !n.dlq.storeOrNak(ctx, msg, err, unresolvedLetterID(u)) {
 		return
 	}
 	if rerr := n.Unresolved.Remember(ctx, u.Provider, u.ExecutionID); rerr != nil {

@@ -39,14 +39,14 @@ func (p *Poller) pollIDs(ctx context.Context, s *restateSweep, ids []string) err
 	}
 	s.answered = true
 	s.res.Polled += len(ids)
-	p.readInputs(ctx, rows)
+	polled := polledRows(rows)
+	p.readInputs(ctx, polled)
 	found := make(map[string]bool, len(rows))
-	for _, row := range rows {
-		id, err := p.publishRow(ctx, s, row)
-		if err != nil {
+	for _, row := range polled {
+		if err := p.publishRow(ctx, s, row); err != nil {
 			return err
 		}
-		found[id] = true
+		found[row.facts.ID] = row.err == nil
 	}
 	for _, id := range ids {
 		if !found[id] {
@@ -60,28 +60,28 @@ func (p *Poller) pollIDs(ctx context.Context, s *restateSweep, ids []string) err
 
 // publishRow publishes one row, with its journal's failure events and its
 // handler's retry policy attached when it needs them, after the rows of
-// the pauses no poll saw (see withFailures), and returns its invocation
-// id. A row the poller published last time for its invocation is not sent
-// again. A row without an id is logged and skipped.
-func (p *Poller) publishRow(ctx context.Context, s *restateSweep, row json.RawMessage) (string, error) {
-	f, err := factsOf(row)
-	if err != nil {
-		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", err)
-		return "", nil
+// the pauses no poll saw (see withFailures). A row the poller published
+// last time for its invocation is not sent again. A row without an id is
+// logged and skipped.
+func (p *Poller) publishRow(ctx context.Context, s *restateSweep, pr polledRow) error {
+	f := pr.facts
+	if pr.err != nil {
+		p.logger().Warn("restate admin query returned a row without an id; skipped", "err", pr.err)
+		return nil
 	}
-	row, derived := p.withFailures(ctx, f, p.withInput(f, row))
+	row, derived := p.withFailures(ctx, f, p.withInput(f, pr.raw))
 	for _, d := range derived {
 		df, err := factsOf(d)
 		if err != nil {
 			continue
 		}
 		if err := p.publish(ctx, s, restateRaw(f.ID, df.ModifiedAt, d)); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if raw := restateRaw(f.ID, f.ModifiedAt, row); p.sent[f.ID] != raw.ID {
 		if err := p.publish(ctx, s, raw); err != nil {
-			return "", err
+			return err
 		}
 		p.sent[f.ID] = raw.ID
 	}
@@ -95,7 +95,7 @@ func (p *Poller) publishRow(ctx context.Context, s *restateSweep, row json.RawMe
 	delete(p.refusals, f.ID)
 	s.published[f.ID] = true
 	p.Metrics.CountPolls(substate.ProviderRestate, reconcile.OutcomeOK, 1)
-	return f.ID, nil
+	return nil
 }
 
 // publish puts one raw event on SUBSTATE_RAW.

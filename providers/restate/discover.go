@@ -2,7 +2,6 @@ package restate
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -46,9 +45,10 @@ func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) e
 			return err
 		}
 		s.answered = true
-		p.readInputs(ctx, rows)
-		for _, row := range rows {
-			if _, err := p.publishRow(ctx, s, row); err != nil {
+		polled := polledRows(rows)
+		p.readInputs(ctx, polled)
+		for _, row := range polled {
+			if err := p.publishRow(ctx, s, row); err != nil {
 				return err
 			}
 			cur = advance(cur, row)
@@ -68,11 +68,11 @@ func (p *Poller) discover(ctx context.Context, s *restateSweep, now time.Time) e
 
 // advance moves the cursor to a row read in (modified_at, id) order; a row
 // whose time cannot be read leaves it where it is.
-func advance(cur discoveryCursor, row json.RawMessage) discoveryCursor {
-	f, err := factsOf(row)
-	if err != nil {
+func advance(cur discoveryCursor, row polledRow) discoveryCursor {
+	if row.err != nil {
 		return cur
 	}
+	f := row.facts
 	t, err := parseRestateTime(f.ModifiedAt)
 	if err != nil || t.Before(cur.ModifiedAt) {
 		return cur

@@ -41,11 +41,11 @@ func inputQuery(ids []string) string {
 // (it is gone, too large, or not JSON). A query that fails leaves them
 // unknown, to be read again with their next row; the rows go out without
 // input meanwhile.
-func (p *Poller) readInputs(ctx context.Context, rows []json.RawMessage) {
+func (p *Poller) readInputs(ctx context.Context, rows []polledRow) {
 	var ids []string
 	for _, row := range rows {
-		f, err := factsOf(row)
-		if err == nil && f.Keyless && validInvocationID(f.ID) && !slices.Contains(ids, f.ID) {
+		f := row.facts
+		if row.err == nil && f.Keyless && validInvocationID(f.ID) && !slices.Contains(ids, f.ID) {
 			if _, known := p.inputs[f.ID]; !known {
 				ids = append(ids, f.ID)
 			}

@@ -150,6 +150,23 @@ func factsOf(row json.RawMessage) (rowFacts, error) {
 		RetryCount: r.RetryCount, CompletionResult: r.CompletionResult, HasFailure: r.CompletionFailure != "", Keyless: r.Key == ""}, nil
 }
 
+// polledRow is a row of an admin query answer with its facts, read once.
+type polledRow struct {
+	raw   json.RawMessage
+	facts rowFacts
+	err   error // the row has no id, or is not an object
+}
+
+// polledRows reads the facts of each row of an answer.
+func polledRows(rows []json.RawMessage) []polledRow {
+	out := make([]polledRow, len(rows))
+	for i, row := range rows {
+		f, err := factsOf(row)
+		out[i] = polledRow{raw: row, facts: f, err: err}
+	}
+	return out
+}
+
 // restateRaw returns the raw event of one row (with whatever the poller
 // attached to it). Its id names the invocation, its modified_at and a hash
 // of the row: Restate keeps modified_at still while an invocation retries,
