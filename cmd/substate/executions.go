@@ -104,6 +104,9 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 	}
 	req := httpapi.ActionRequest{Reason: c.Reason, Kill: kill, DryRun: c.DryRun}
 	res, err := c.Client().Act(ctx, c.Tenant, action, req)
+	if err != nil && c.DryRun && substate.AuditOutcome(err) == substate.AuditRefused {
+		return substate.WrapError(substate.ErrorCode(err), err, "dry run: %s of tenant %s would be refused", action, c.Tenant)
+	}
 	if err != nil {
 		return err
 	}
@@ -126,6 +129,17 @@ const ExitPending = 3
 func printResult(w io.Writer, action substate.ExecutionAction, res substate.ExecutionResult) {
 	verb := map[substate.ExecutionAction]string{substate.ActionStop: "stopped", substate.ActionRetry: "retried", substate.ActionRestart: "restarted"}[action]
 	switch {
+	case res.DryRun && res.Outcome != "":
+		// A dry run that carries an outcome did not pass: refused (or
+		// skipped, the tenant changed), never "would be accepted".
+		would := "would be refused"
+		if res.Outcome == substate.AuditSkipped {
+			would = "would be skipped"
+		}
+		if res.Next != "" {
+			would += ": " + res.Next
+		}
+		fmt.Fprintf(w, "dry run: %s of %s execution %s (tenant %s) %s\n", action, res.Provider, res.ExecutionID, res.TenantID, would)
 	case res.DryRun:
 		fmt.Fprintf(w, "dry run: %s of %s execution %s (tenant %s) passes substate's checks; the provider decides when it is taken\n", action, res.Provider, res.ExecutionID, res.TenantID)
 	case res.Outcome == substate.AuditPending:

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/testkit/restatetest"
 	"github.com/substatehq/substate/testkit/workertest"
 )
 
@@ -188,4 +190,47 @@ func lineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestExecutionsStopPendingOnRestate stops a backing-off invocation on a
+// real Restate server: Restate takes the cancel but delivers it only when
+// the handler next runs, a minute away, so the command prints pending with
+// what substate does next (naming --kill) and exits ExitPending, and the
+// audit says pending, not done. The kill then stops it (exit 0), and a dry
+// run of another stop says it would be refused.
+func TestExecutionsStopPendingOnRestate(t *testing.T) {
+	rs := restatetest.Start(t)
+	w := startWorkerProcess(t, t.TempDir(), "--restate-admin-url", rs.AdminURL, "--restate-services", "Provision", "--restate-poll-interval", "1s")
+	url := w.httpURL
+	// backoff retries after 50 ms, then a minute later: after its second
+	// failure it waits far longer than the stop's 10 s of reading back.
+	id := rs.Send(t, "Provision", "t-backoff", "backoff", nil, 0)
+	rs.WaitRow(t, id, "backing off after two attempts", func(row map[string]any) bool {
+		n, _ := row["retry_count"].(float64)
+		return row["status"] == "backing-off" && n >= 2
+	})
+	tenantIs(t, url, "t-backoff", func(v substate.TenantView) bool {
+		return v.WorkflowExecutionID == id && v.WorkflowSubState == substate.StateBackingOff
+	})
+
+	code, out, errOut := runCLIFor(t, time.Minute, "executions", "stop", "t-backoff", "--reason", "customer left", "--server", url)
+	if code != ExitPending || !strings.Contains(out, "stop of restate execution "+id+" is pending, not yet effective (tenant t-backoff") ||
+		!strings.Contains(out, "substate keeps checking") || !strings.Contains(out, "`substate executions stop --kill` ends it at once") {
+		t.Fatalf("stop of a backing-off invocation: exit %d, want %d with pending and what substate does next\n%s%s", code, ExitPending, out, errOut)
+	}
+	if strings.Contains(out, "stopped restate") {
+		t.Fatalf("a pending stop printed as done:\n%s", out)
+	}
+	if ev := auditOf(t, w, substate.ActionStop, "t-backoff"); ev.Outcome != substate.AuditPending || ev.Reason != "customer left" {
+		t.Fatalf("audit of the pending stop %+v, want outcome pending", ev)
+	}
+
+	code, out, errOut = runCLIFor(t, time.Minute, "executions", "stop", "t-backoff", "--kill", "--reason", "customer left", "--server", url)
+	if code != 0 || !strings.Contains(out, "stopped restate execution "+id) {
+		t.Fatalf("kill: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "executions", "stop", "t-backoff", "--kill", "--dry-run", "--server", url)
+	if code != 1 || !strings.Contains(errOut, "dry run: stop of tenant t-backoff would be refused") || strings.Contains(out+errOut, "passes") {
+		t.Fatalf("dry run of a stop of a killed invocation: exit %d, want 1 and would be refused\n%s%s", code, out, errOut)
+	}
 }

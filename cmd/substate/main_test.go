@@ -138,4 +138,18 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s", args, code, out)
 		}
 	}
+	// A stop's cause reaches the view on every provider, Restate included:
+	// the help says so and no longer that Restate's stop takes no reason.
+	code, out, _ := runCLI(t, "executions", "stop", "--help")
+	text := strings.Join(strings.Fields(out), " ") // the help is wrapped to the terminal
+	for _, want := range []string{`becomes the view's error as "Stopped: <reason>" on every provider`, "3 when the provider accepted the stop but it has not taken effect yet"} {
+		if code != 0 || !strings.Contains(text, want) {
+			t.Errorf("executions stop --help: exit %d, lacks %q\n%s", code, want, out)
+		}
+	}
+	for _, stale := range []string{"not on Restate", "take no reason", "would be accepted"} {
+		if strings.Contains(text, stale) {
+			t.Errorf("executions stop --help still says %q\n%s", stale, out)
+		}
+	}
 }

@@ -67,6 +67,29 @@ func (a *restateAdmin) setRow(tb testing.TB, fixture string) {
 	a.rows[row.ID] = page.Rows[0]
 }
 
+// setRowWith makes the admin API answer with the row of a fixture as
+// change leaves it, and returns the fixture's page with that row.
+func (a *restateAdmin) setRowWith(tb testing.TB, fixture string, change func(map[string]any)) []byte {
+	tb.Helper()
+	var page struct{ Rows []map[string]any }
+	if err := json.Unmarshal(fixtures.Provider(fixture), &page); err != nil {
+		tb.Fatal(err)
+	}
+	change(page.Rows[0])
+	row, err := json.Marshal(page.Rows[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	body, err := json.Marshal(map[string]any{"rows": []json.RawMessage{row}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rows[page.Rows[0]["id"].(string)] = row
+	return body
+}
+
 func (a *restateAdmin) setFail(f func() (int, []byte)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -470,5 +493,62 @@ func TestRestatePollerDiscoveryOverlap(t *testing.T) {
 	}
 	if want := "modified_at > '2026-11-23T22:59:59.500Z' OR (modified_at = '2026-11-23T22:59:59.500Z' AND id > '" + id + "')"; !strings.Contains(discoveries[2], want) {
 		t.Errorf("third discovery %q does not go on from the newest row: want %q", discoveries[2], want)
+	}
+}
+
+// TestRestatePollerRetryJumpReadsNoJournal: a retry_count that moved up by
+// more than one between two polls under the same modified_at is exact as
+// the row says (Restate moves modified_at on a pause, resume, cancel or
+// completion, not between attempts), so the view takes the row's count and
+// last_failure and the journal is not read for it; a row at a new
+// modified_at has its journal read again.
+func TestRestatePollerRetryJumpReadsNoJournal(t *testing.T) {
+	ctx := context.Background()
+	p := pipelinetest.New(t)
+	admin := newRestateAdmin(t)
+	clock := pipelinetest.NewClock(time.Now().Add(time.Hour)) // after the recorded rows
+	poller := newRestatePoller(admin.URL, p.View, p.Pub, clock)
+	journals := func() int {
+		n := 0
+		for _, q := range admin.Queries() {
+			if strings.Contains(q, "FROM sys_journal_events") {
+				n++
+			}
+		}
+		return n
+	}
+	failing := func(retries int, modifiedAt string) func(map[string]any) {
+		return func(row map[string]any) {
+			row["retry_count"], row["modified_at"] = retries, modifiedAt
+			row["last_failure"] = fmt.Sprintf("[500 Internal] downstream unavailable (attempt %d)\nError: downstream unavailable (attempt %d)\n    at service.js:44:15", retries, retries)
+		}
+	}
+	const modified = "2026-11-23T22:55:15.034Z"
+	// A webhook tells the view of the invocation; the poller has not seen it.
+	p.Publish(t, substate.RawEvent{Kind: substate.RawRestate, ID: "msg_webhook_1", Body: admin.setRowWith(t, "restate-invocation-backing-off.json", failing(1, modified))})
+	p.WaitTenant(t, restateTenant, "backing-off", func(v substate.TenantView) bool { return v.WorkflowRetryCount == 1 })
+	sweep := func(retries int, modifiedAt string) substate.TenantView {
+		t.Helper()
+		admin.setRowWith(t, "restate-invocation-backing-off.json", failing(retries, modifiedAt))
+		clock.Advance(poller.Interval)
+		if res, err := poller.Sweep(ctx); err != nil || res.Published != 1 {
+			t.Fatalf("sweep at retry_count %d = %+v, %v; want the row published", retries, res, err)
+		}
+		return p.WaitTenant(t, restateTenant, fmt.Sprintf("retry_count %d", retries), func(v substate.TenantView) bool { return v.WorkflowRetryCount == retries })
+	}
+	sweep(1, modified) // first seen with a retry_count: its journal is read
+	if n := journals(); n != 1 {
+		t.Fatalf("the journal of a row first seen was read %d times, want once", n)
+	}
+	v := sweep(4, modified) // three attempts between two polls, one spell
+	if v.WorkflowSubState != substate.StateBackingOff || v.WorkflowErrorMessage != "downstream unavailable (attempt 4)" {
+		t.Fatalf("view after the jump = %s, %q; want backing-off with the row's last_failure", v.WorkflowSubState, v.WorkflowErrorMessage)
+	}
+	if n := journals(); n != 1 {
+		t.Fatalf("the journal was read %d times, want no read for a jump under the same modified_at", n)
+	}
+	sweep(6, "2026-11-23T22:56:00.000Z") // a new modified_at: paused and resumed, perhaps
+	if n := journals(); n != 2 {
+		t.Fatalf("the journal was read %d times, want once more for a new modified_at", n)
 	}
 }

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/time/rate"
+
+	"github.com/substatehq/substate/internal/timex"
 )
 
 // CountCalls returns a client option (for New) that calls count with the
@@ -37,15 +41,29 @@ func CountCalls(count func(operation string)) func(*sfn.Options) {
 // of 0 or less means no limit. The account's throttling quotas are shared
 // with every other caller, so the budget leaves them room.
 func Budget(qps float64) func(*sfn.Options) {
+	return BudgetOn(qps, time.Now, timex.Sleep)
+}
+
+// BudgetOn is Budget timed by now and sleep instead of the wall clock: a
+// test runs the poller with its budget on the clock it runs it on.
+func BudgetOn(qps float64, now func() time.Time, sleep func(context.Context, time.Duration) error) func(*sfn.Options) {
 	if qps <= 0 || math.IsInf(qps, 1) {
 		return func(*sfn.Options) {}
 	}
+	var mu sync.Mutex
 	lim := rate.NewLimiter(rate.Limit(qps), max(int(math.Ceil(qps)), 1))
 	mw := middleware.DeserializeMiddlewareFunc("substateBudget", func(
 		ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler,
 	) (middleware.DeserializeOutput, middleware.Metadata, error) {
-		if err := lim.Wait(ctx); err != nil {
-			return middleware.DeserializeOutput{}, middleware.Metadata{}, err
+		mu.Lock()
+		r := lim.ReserveN(now(), 1)
+		d := r.DelayFrom(now())
+		mu.Unlock()
+		if d > 0 {
+			if err := sleep(ctx, d); err != nil {
+				r.CancelAt(now())
+				return middleware.DeserializeOutput{}, middleware.Metadata{}, err
+			}
 		}
 		return next.HandleDeserialize(ctx, in)
 	})

@@ -31,6 +31,7 @@ type injected struct {
 // server's time is in [from, until).
 type window struct {
 	op          string
+	arn         string // only the calls about this execution, when set
 	from, until time.Time
 	err         *apiError
 }
@@ -69,6 +70,15 @@ func (s *Server) ThrottleBetween(op string, from, until time.Time) {
 		err: &apiError{http.StatusBadRequest, "ThrottlingException", "Rate exceeded"}})
 }
 
+// ThrottleExecutionBetween is ThrottleBetween for the calls of op about
+// one execution (their executionArn) only.
+func (s *Server) ThrottleExecutionBetween(op, executionARN string, from, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.windows = append(s.windows, window{op: op, arn: executionARN, from: from, until: until,
+		err: &apiError{http.StatusBadRequest, "ThrottlingException", "Rate exceeded"}})
+}
+
 // Log returns the calls received since the server started or the last
 // ResetCalls, oldest first.
 func (s *Server) Log() []Call {
@@ -88,7 +98,7 @@ func (s *Server) begin(op string, body []byte) *apiError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[op]++
-	e := s.injectedFor(op, now)
+	e := s.injectedFor(op, req.ExecutionARN, now)
 	if e == nil {
 		e = s.overQuota(op, now)
 	}
@@ -100,11 +110,12 @@ func (s *Server) begin(op string, body []byte) *apiError {
 	return e
 }
 
-// injectedFor returns the injected error a call of op at now fails with:
-// a window's, else the first matching counted one's (which it uses up).
-func (s *Server) injectedFor(op string, now time.Time) *apiError {
+// injectedFor returns the injected error a call of op about arn at now
+// fails with: a window's, else the first matching counted one's (which it
+// uses up).
+func (s *Server) injectedFor(op, arn string, now time.Time) *apiError {
 	for _, w := range s.windows {
-		if (w.op == "" || w.op == op) && !now.Before(w.from) && now.Before(w.until) {
+		if (w.op == "" || w.op == op) && (w.arn == "" || w.arn == arn) && !now.Before(w.from) && now.Before(w.until) {
 			return w.err
 		}
 	}
