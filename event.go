@@ -32,6 +32,11 @@ type EventData struct {
 	// the projector infers retries from error/backing-off → running transitions.
 	RetryCount      int  `json:"retryCount"`
 	RetryCountKnown bool `json:"retryCountKnown"`
+	// NextRetryAt is when the provider retries next, on a backing-off
+	// event whose provider reports it (the engine's NextRetryAt, a Restate
+	// row's next_retry_at); absent otherwise, and always from Step
+	// Functions, whose retries run inside a task state.
+	NextRetryAt time.Time `json:"nextRetryAt,omitzero"`
 
 	ErrorMessage string `json:"errorMessage"`
 	ErrorType    string `json:"errorType"`

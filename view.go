@@ -22,8 +22,12 @@ type TenantView struct {
 	WorkflowStatus        Status    `json:"workflowStatus"`
 	WorkflowExecutionID   string    `json:"workflowExecutionId"`
 	WorkflowRetryCount    int       `json:"workflowRetryCount"`
-	WorkflowErrorMessage  string    `json:"workflowErrorMessage"`
-	WorkflowErrorType     string    `json:"workflowErrorType"`
+	// WorkflowNextRetryAt is when the provider retries the execution next,
+	// while the tenant is backing-off and its provider said
+	// (EventData.NextRetryAt); the zero time otherwise.
+	WorkflowNextRetryAt  time.Time `json:"workflowNextRetryAt"`
+	WorkflowErrorMessage string    `json:"workflowErrorMessage"`
+	WorkflowErrorType    string    `json:"workflowErrorType"`
 	// WorkflowErrorFingerprint groups the tenants one fault hit (see
 	// EventData.ErrorFingerprint); it moves with the error message.
 	WorkflowErrorFingerprint string    `json:"workflowErrorFingerprint"`

@@ -41,6 +41,9 @@ func (m *Mapper) MapEngineEvent(ev substate.EngineEvent) (substate.EventData, er
 		}
 	}
 	apply(&out, m.resolve(substate.ProviderEngine, ev.Status, cond))
+	if out.SubState == substate.StateBackingOff {
+		out.NextRetryAt = ev.NextRetryAt
+	}
 	src := tenantSource{provider: substate.ProviderEngine, execution: ev.ExecutionID, name: ev.ExecutionID, engineTenant: ev.TenantID}
 	tenant, err := m.tenants.resolve(&src)
 	if err != nil {

@@ -24,7 +24,8 @@ func fuzzMap(f *testing.F, kind substate.RawKind, seeds ...[]byte) {
 }
 
 // checkMapped maps raw: it must not panic, an error must carry an
-// application code, and every event returned must be valid.
+// application code, and every event returned must be valid, with a next
+// retry time only when it is backing-off and not from Step Functions.
 func checkMapped(t *testing.T, m *mapping.Mapper, raw substate.RawEvent) {
 	t.Helper()
 	evs, err := m.Map(raw)
@@ -43,6 +44,9 @@ func checkMapped(t *testing.T, m *mapping.Mapper, raw substate.RawEvent) {
 		}
 		if !ev.Verb.Valid() || ev.Status == "" || ev.Provider != raw.Kind.Provider() || ev.RetryCount < 0 {
 			t.Fatalf("incomplete event %+v", ev)
+		}
+		if !ev.NextRetryAt.IsZero() && (ev.SubState != substate.StateBackingOff || ev.Provider == substate.ProviderStepFunctions) {
+			t.Fatalf("a next retry time on a %s %s event: %+v", ev.Provider, ev.SubState, ev)
 		}
 	}
 }

@@ -23,8 +23,10 @@ import (
 // error text (redact.Text) before the fingerprint is taken. Version 4
 // counts a Task state entered again after its failure was caught as a
 // retry (Step Functions polls) and gives an error without a message its
-// type as the message.
-const Version = 4
+// type as the message. Version 5 adds the next retry time of a
+// backing-off event (the engine's NextRetryAt, a Restate row's
+// next_retry_at).
+const Version = 5
 
 // EventID returns the deterministic id of the index-th canonical event mapped
 // from raw: the hex SHA-256 of the raw kind, the raw id, the index and Version.

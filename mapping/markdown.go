@@ -254,6 +254,16 @@ poll with history: the ` + "`stateEnteredEventDetails.name`" + ` of the newest `
 read (EventBridge status events do not carry it). Restate has none. An event without a
 step leaves the one the view has.
 
+**Next retry** (` + "`nextRetryAt`" + ` in the canonical event, ` + "`workflowNextRetryAt`" + ` in the
+view): when the provider starts its next attempt, on backing-off events only. The
+engine says it in every backing-off event (its ` + "`nextRetryAt`" + `, the end of the
+backoff it scheduled). Restate says it in a backing-off row's ` + "`next_retry_at`" + ` (a row
+whose ` + "`next_retry_at`" + ` is not after its ` + "`modified_at`" + ` is running, with none). **Step
+Functions reports none**: its retries run inside a task state, and neither an EventBridge
+status event nor the execution history says when the next attempt starts, so its
+events leave it empty and the view shows none. The view keeps it while the tenant is
+backing-off and clears it on any other sub-state ([view.md](view.md#projection-rules)).
+
 ## Tenant resolution
 
 Rules are tried in order; the first that yields a non-empty tenant wins. With no rule

@@ -159,6 +159,9 @@ func (m *Mapper) restateStatus(r *restateRow) (substate.EventData, error) {
 	r.bound()
 	state, cond := restateState(r, occurred)
 	apply(&out, m.resolve(substate.ProviderRestate, state, cond))
+	if out.SubState == substate.StateBackingOff {
+		out.NextRetryAt = r.NextRetryAt.Time // when the scheduled attempt starts
+	}
 	attempt := 0
 	if r.RetryCount != nil {
 		attempt = max(*r.RetryCount, 0)

@@ -345,7 +345,7 @@ func firstDifference(got, want substate.EventData) string {
 // Compare's field by field description.
 func viewOf(d substate.EventData) substate.TenantView {
 	return substate.TenantView{TenantID: d.TenantID, WorkflowType: d.Workflow, WorkflowSubState: d.SubState, WorkflowVerb: d.Verb,
-		WorkflowStatus: d.Status, WorkflowExecutionID: d.ExecutionID, WorkflowRetryCount: d.RetryCount, WorkflowErrorMessage: d.ErrorMessage,
+		WorkflowStatus: d.Status, WorkflowExecutionID: d.ExecutionID, WorkflowRetryCount: d.RetryCount, WorkflowNextRetryAt: d.NextRetryAt, WorkflowErrorMessage: d.ErrorMessage,
 		WorkflowErrorType: d.ErrorType, WorkflowErrorFingerprint: d.ErrorFingerprint, WorkflowStep: d.Step,
 		Provider: d.Provider, ProviderState: d.ProviderState}
 }

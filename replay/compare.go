@@ -40,6 +40,7 @@ var viewFields = []struct {
 	{"workflowStatus", func(v *substate.TenantView) string { return string(v.WorkflowStatus) }},
 	{"workflowExecutionId", func(v *substate.TenantView) string { return v.WorkflowExecutionID }},
 	{"workflowRetryCount", func(v *substate.TenantView) string { return strconv.Itoa(v.WorkflowRetryCount) }},
+	{"workflowNextRetryAt", func(v *substate.TenantView) string { return formatTime(v.WorkflowNextRetryAt) }},
 	{"workflowErrorMessage", func(v *substate.TenantView) string { return v.WorkflowErrorMessage }},
 	{"workflowErrorType", func(v *substate.TenantView) string { return v.WorkflowErrorType }},
 	{"workflowErrorFingerprint", func(v *substate.TenantView) string { return v.WorkflowErrorFingerprint }},

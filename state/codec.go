@@ -15,9 +15,14 @@ import (
 // none of the first three and, for the last, their last event time (the
 // latest the sub-state can have begun), and carry none of the flags that
 // announce them. Version 2 records have them when their flag says so.
+//
+// Version 3 records are version 2 records with a second flags byte after
+// the first, for the fields added when the first was full: a record that
+// has none of them is still written as version 2, byte for byte.
 const (
 	recordVersion1 = 1
 	recordVersion  = 2
+	recordVersion3 = 3
 )
 
 // errCorrupt reports stored bytes that do not decode as a record.
@@ -35,10 +40,16 @@ const (
 	flagDeadline     = 1 << 7 // version 2: the deadline, its SLO and stuck flag follow, last
 )
 
+// Record flags of the second byte (version 3).
+const (
+	flag2NextRetry = 1 << 0 // the next retry time follows, last
+)
+
 // knownFlags are the flags decodeRecord accepts, by record version.
 const (
 	knownFlags1 = flagOwnExecution | flagMapping | flagStep
 	knownFlags  = knownFlags1 | flagWorkflowType | flagErrorKind | flagSince | flagSeq | flagDeadline
+	knownFlags2 = flag2NextRetry
 )
 
 // encodeRecord returns the stored form of r. The tenant id is the key and is
@@ -50,8 +61,13 @@ func encodeRecord(r *Record) []byte {
 	v := &r.View
 	b := make([]byte, 0, 80+len(v.WorkflowExecutionID)+len(v.WorkflowErrorMessage)+len(v.ProviderState)+len(v.WorkflowStep)+
 		len(v.WorkflowType)+len(v.WorkflowErrorType)+len(v.WorkflowErrorFingerprint))
-	flags := recordFlags(r)
-	b = append(b, recordVersion, flags, subStateCode(v.WorkflowSubState))
+	flags, flags2 := recordFlags(r), recordFlags2(r)
+	if flags2 != 0 {
+		b = append(b, recordVersion3, flags, flags2)
+	} else {
+		b = append(b, recordVersion, flags)
+	}
+	b = append(b, subStateCode(v.WorkflowSubState))
 	b = appendString(b, string(v.WorkflowVerb))
 	b = appendString(b, string(v.WorkflowStatus))
 	b = appendString(b, v.WorkflowExecutionID)
@@ -89,7 +105,20 @@ func encodeRecord(r *Record) []byte {
 		b = appendTime(b, v.Deadline)
 		b = append(b, deadlineByte(v))
 	}
+	if flags2&flag2NextRetry != 0 {
+		b = appendTime(b, v.WorkflowNextRetryAt)
+	}
 	return b
+}
+
+// recordFlags2 returns the flags of r's second flags byte; 0 writes the
+// record as version 2, without the byte.
+func recordFlags2(r *Record) byte {
+	var flags byte
+	if !r.View.WorkflowNextRetryAt.IsZero() {
+		flags |= flag2NextRetry
+	}
+	return flags
 }
 
 // recordFlags returns the flags of r's stored form: one for each optional
@@ -131,6 +160,10 @@ func decodeRecord(id string, b []byte) (Record, error) {
 	d := decoder{b: b}
 	version := d.byte()
 	flags := d.byte()
+	var flags2 byte
+	if version == recordVersion3 {
+		flags2 = d.byte()
+	}
 	var r Record
 	v := &r.View
 	v.TenantID = id
@@ -157,10 +190,13 @@ func decodeRecord(id string, b []byte) (Record, error) {
 		v.WorkflowStep = d.string()
 	}
 	decodeAdded(&d, &r, flags)
+	if flags2&flag2NextRetry != 0 {
+		v.WorkflowNextRetryAt = d.time()
+	}
 	if version == recordVersion1 {
 		v.WorkflowSubStateSince = v.LastEventAt
 	}
-	if d.err || len(d.b) != 0 || !canonical(&r, version, flags) {
+	if d.err || len(d.b) != 0 || !canonical(&r, version, flags, flags2) {
 		return Record{}, errCorrupt
 	}
 	return r, nil
@@ -192,7 +228,7 @@ func decodeAdded(d *decoder, r *Record, flags byte) {
 
 // canonical reports whether flags are those encodeRecord writes for r in
 // that version.
-func canonical(r *Record, version, flags byte) bool {
+func canonical(r *Record, version, flags, flags2 byte) bool {
 	switch version {
 	case recordVersion1:
 		if flags&^knownFlags1 != 0 {
@@ -200,10 +236,14 @@ func canonical(r *Record, version, flags byte) bool {
 		}
 		flags |= recordFlags(r) & flagSince // v1 has no flag for what it reads as LastEventAt
 	case recordVersion:
+	case recordVersion3:
+		if flags2 == 0 || flags2&^knownFlags2 != 0 {
+			return false // a record without them is written as version 2
+		}
 	default:
 		return false
 	}
-	return r.View.WorkflowSubState != "" && flags == recordFlags(r)
+	return r.View.WorkflowSubState != "" && flags == recordFlags(r) && flags2 == recordFlags2(r)
 }
 
 func appendString(b []byte, s string) []byte {

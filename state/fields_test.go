@@ -171,3 +171,112 @@ func TestRecordVersion1(t *testing.T) {
 		t.Error("a version 1 record with a field version 2 added decodes")
 	}
 }
+
+func nextRetry(at time.Time) evOpt { return func(e *substate.EventData) { e.NextRetryAt = at } }
+
+// TestNextRetryAt checks that the view keeps the provider's next retry
+// time while the tenant is backing-off, and clears it on every other
+// sub-state and with a new retry or execution; and that a move of the
+// time alone is not a change (it is not written for, as the provider
+// state is not).
+func TestNextRetryAt(t *testing.T) {
+	r1, r2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	for _, tc := range []struct {
+		name string
+		evs  []substate.EventData
+		want time.Time
+		out  state.Outcome
+	}{
+		{"Set", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1))}, r1, changed},
+		{"NextRetry", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)),
+			ev("t", "a", backingOff, 2, retries(2), nextRetry(r2))}, r2, changed},
+		{"TimeAloneIsNoChange", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)),
+			ev("t", "a", backingOff, 2, retries(1), nextRetry(r2))}, r2, unchanged},
+		{"SameRetryWithoutTimeKeeps", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)),
+			ev("t", "a", backingOff, 2, retries(1))}, r1, unchanged},
+		{"NewRetryWithoutTimeClears", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)),
+			ev("t", "a", backingOff, 2, retries(2))}, time.Time{}, changed},
+		{"RunningClears", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)), ev("t", "a", running, 2, retries(1))}, time.Time{}, changed},
+		{"ErrorClears", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)), ev("t", "a", errored, 2, retries(1), failure("x"))}, time.Time{}, changed},
+		{"WaitingClears", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)), ev("t", "a", waiting, 2, retries(1))}, time.Time{}, changed},
+		{"FailedClears", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)), ev("t", "a", failed, 2, retries(1))}, time.Time{}, changed},
+		{"SucceededClears", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)), ev("t", "a", succeeded, 2)}, time.Time{}, changed},
+		{"NotBackingOffIgnored", []substate.EventData{ev("t", "a", running, 1, nextRetry(r1))}, time.Time{}, changed},
+		{"NewExecutionClears", []substate.EventData{ev("t", "a", backingOff, 1, retries(1), nextRetry(r1)),
+			ev("t", "b", backingOff, 1, retries(1), started(t0.Add(time.Hour)))}, time.Time{}, changed},
+		{"StaleIgnored", []substate.EventData{ev("t", "a", backingOff, 2, retries(2), nextRetry(r2)),
+			ev("t", "a", backingOff, 1, retries(1), nextRetry(r1))}, r2, state.Stale},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec state.Record
+			var out state.Outcome
+			for _, e := range tc.evs {
+				rec, out = state.ApplyEvent(rec, e, t0)
+			}
+			if got := rec.View.WorkflowNextRetryAt; !got.Equal(tc.want) || out != tc.out {
+				t.Errorf("next retry %v (%s), want %v (%s)", got, out, tc.want, tc.out)
+			}
+		})
+	}
+}
+
+// TestNextRetryAtStored applies a backing-off tenant's events to a view:
+// its next retry time is served and survives a reopen, a move of the time
+// alone publishes no change and is still served and stored, and the
+// running that follows clears it with a change.
+func TestNextRetryAtStored(t *testing.T) {
+	db := openDB(t)
+	s := newStream(t, db)
+	r1, r2 := t0.Add(time.Minute).Add(123*time.Millisecond), t0.Add(2*time.Minute)
+	if res := s.apply(ev("t", "a", backingOff, 1, retries(1), failure("busy"), nextRetry(r1))); len(res.Changes) != 1 ||
+		!res.Changes[0].New.WorkflowNextRetryAt.Equal(r1) {
+		t.Fatalf("backing-off: changes %+v, want one with next retry %v", res.Changes, r1)
+	}
+	reopen(t, db)
+	if got := mustTenant(t, db, "t").WorkflowNextRetryAt; !got.Equal(r1) {
+		t.Fatalf("after reopen the next retry is %v, want %v", got, r1)
+	}
+	if res := s.apply(ev("t", "a", backingOff, 2, retries(1), failure("busy"), nextRetry(r2))); len(res.Changes) != 0 || res.Unchanged != 1 {
+		t.Fatalf("a moved retry time alone: %d changes, %d unchanged; want none and 1", len(res.Changes), res.Unchanged)
+	}
+	if got := mustTenant(t, db, "t").WorkflowNextRetryAt; !got.Equal(r2) {
+		t.Fatalf("the moved retry time is served as %v, want %v", got, r2)
+	}
+	reopen(t, db)
+	if got := mustTenant(t, db, "t").WorkflowNextRetryAt; !got.Equal(r2) {
+		t.Fatalf("after reopen the moved retry time is %v, want %v", got, r2)
+	}
+	res := s.apply(ev("t", "a", running, 3, retries(1)))
+	if len(res.Changes) != 1 || !res.Changes[0].Old.WorkflowNextRetryAt.Equal(r2) || !res.Changes[0].New.WorkflowNextRetryAt.IsZero() {
+		t.Fatalf("running: changes %+v, want one from next retry %v to none", res.Changes, r2)
+	}
+	reopen(t, db)
+	if got := mustTenant(t, db, "t").WorkflowNextRetryAt; !got.IsZero() {
+		t.Errorf("running keeps next retry %v", got)
+	}
+}
+
+// TestRecordVersion3 checks the stored form of the next retry time: a
+// record without one is written as version 2 as before, byte for byte; a
+// record with one as version 3, with a second flags byte; and a version 3
+// record whose second byte is empty or unknown is refused.
+func TestRecordVersion3(t *testing.T) {
+	rec, _ := state.ApplyEvent(state.Record{}, ev("t", "a", backingOff, 1, retries(1), failure("busy")), t0)
+	if b := state.EncodeRecord(rec); b[0] != 2 {
+		t.Fatalf("a record without a next retry is written as version %d, want 2", b[0])
+	}
+	rec, _ = state.ApplyEvent(rec, ev("t", "a", backingOff, 2, retries(1), nextRetry(t0.Add(time.Minute))), t0)
+	b := state.EncodeRecord(rec)
+	if b[0] != 3 || b[2] != 1 {
+		t.Fatalf("a record with a next retry is written as version %d, flags %d, want 3 and 1", b[0], b[2])
+	}
+	if got, err := state.DecodeRecord("t", b); err != nil || got != rec {
+		t.Fatalf("version 3 decodes to %+v, %v; want %+v", got, err, rec)
+	}
+	for _, flags2 := range []byte{0, 2, 1 << 7} {
+		bad := append([]byte{3, b[1], flags2}, b[3:]...)
+		if _, err := state.DecodeRecord("t", bad); err == nil {
+			t.Errorf("a version 3 record with second flags %#x decodes", flags2)
+		}
+	}
+}

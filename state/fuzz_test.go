@@ -20,7 +20,8 @@ func sampleRecords() []state.Record {
 		ev("t", "a", running, 2, step("Charge card")),
 		ev("t", "a", backingOff, 3, retries(3), failure("card declined: état inconnu")),
 		ev("t", "a", backingOff, 4, retries(4), fault("boom", "Boom", "engine/boom/boom"), workflow("billing")),
-		ev("t", "a", succeeded, 4),
+		ev("t", "a", backingOff, 5, retries(5), failure("boom"), nextRetry(t0.Add(time.Minute))),
+		ev("t", "a", succeeded, 6),
 		ev("t", "b", failed, 1, started(t0.Add(time.Hour)), failure("x"), verb(substate.VerbCancelled)),
 	} {
 		rec, _ = state.ApplyEvent(rec, e, t0)
@@ -100,6 +101,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			if s%4 == 1 {
 				rec.View.Stuck, rec.View.StuckSince = true, at
 			}
+		}
+		if s%5 == 0 {
+			rec.View.WorkflowNextRetryAt = at
 		}
 		got, err := state.DecodeRecord("t", state.EncodeRecord(rec))
 		if err != nil {

@@ -128,6 +128,7 @@ func advance(base Record, ev *substate.EventData) Record {
 	}
 	v.WorkflowExecutionID = ev.ExecutionID
 	v.WorkflowRetryCount = retryCount(&prev, ev)
+	v.WorkflowNextRetryAt = nextRetryAt(&prev, &v, ev)
 	v.WorkflowErrorMessage, v.WorkflowErrorType, v.WorkflowErrorFingerprint = errorOf(&prev, ev)
 	if ev.Step != "" {
 		v.WorkflowStep = substate.Truncate(ev.Step, MaxStep)
@@ -187,6 +188,24 @@ func retryCount(prev *substate.TenantView, ev *substate.EventData) int {
 	return prev.WorkflowRetryCount
 }
 
+// nextRetryAt is when the provider retries next after ev: kept only while
+// the tenant is backing-off. A backing-off event that says sets it; one
+// that does not keeps the view's while it waits for the same retry (the
+// retry count did not move), since the wait it describes is the same;
+// any other sub-state, a new retry or a new execution (prev is empty)
+// clears it.
+func nextRetryAt(prev, next *substate.TenantView, ev *substate.EventData) time.Time {
+	switch {
+	case ev.SubState != substate.StateBackingOff:
+		return time.Time{}
+	case !ev.NextRetryAt.IsZero():
+		return utc(ev.NextRetryAt)
+	case prev.WorkflowSubState == substate.StateBackingOff && prev.WorkflowRetryCount == next.WorkflowRetryCount:
+		return prev.WorkflowNextRetryAt
+	}
+	return time.Time{}
+}
+
 // errorOf returns the view's error after ev: its message, type and
 // fingerprint, which move together. Running and succeeded have no current
 // error (a Restate row keeps its last failure while the next attempt runs:
@@ -213,7 +232,11 @@ func errorOf(prev *substate.TenantView, ev *substate.EventData) (msg, typ, fp st
 // (message, type, fingerprint), step, workflow type, provider, or
 // execution (the view's, or the followed one that succeeded hides). Every
 // field an index or a group counter holds is among them, so a record an
-// unchanged event moved keeps its index keys.
+// unchanged event moved keeps its index keys. The next retry time is not:
+// like the provider state and the last event time it moves with an
+// unchanged event, so a provider that only moves its retry time costs no
+// write and no message on the change feed. It is set and cleared with a
+// change of sub-state or retry count, which is a change.
 func dirty(old, next *Record) bool {
 	o, n := &old.View, &next.View
 	return o.WorkflowSubState != n.WorkflowSubState ||

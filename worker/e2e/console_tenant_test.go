@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,17 +10,40 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/testkit/awstest"
 	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/worker"
 )
 
+// retryingWorkflow charges a card and retries a failure in an hour: an
+// execution whose task fails is backing-off when the test looks.
+const retryingWorkflow = `
+name: retrying
+version: "1"
+startAt: charge
+states:
+  charge:
+    type: Task
+    resource: billing.charge
+    next: done
+    retry:
+      maxAttempts: 3
+      initialDelaySeconds: 3600
+  done: {type: Success}
+`
+
 // TestConsoleStuckAndTenantActions: tenants past their SLO are counted by
 // the stuck chip, which filters the table to them, and a stuck tenant's
 // page says since when; a Restate tenant links to the Restate UI
-// (--restate-ui-url) and says its next retry is unknown; a failed tenant's page retries its
+// (--restate-ui-url) and, its row having no next_retry_at, says its next
+// retry is not reported by Restate; an engine execution backing off shows
+// when it retries next; a failed tenant's page retries its
 // execution (a dry run first, then with a reason), and the retry and its
 // outcome appear in the tenant's timeline, with a link to the execution
 // in the AWS console.
@@ -28,7 +52,8 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 	awstest.Env(t, aws.URL, "us-east-1")
 	machine := aws.AddStateMachine("provision", `{"StartAt":"Charge","States":{"Charge":{"Type":"Pass","End":true}}}`, "arn:aws:iam::123456789012:role/sfn")
 	slos := writeSLOs(t, "workflows:\n  \"*\": {run: 2s}\n")
-	w := workertest.Start(t, func(f *worker.Flags) {
+	dataDir := t.TempDir()
+	w := workertest.Start(t, workertest.DataDir(dataDir), func(f *worker.Flags) {
 		f.SLOFile, f.RestateUIURL = slos, "http://restate.example:9070/ui/invocations/{invocationId}"
 	})
 	cw := &consoleWorker{Worker: w, url: w.HTTP.URL(), t0: time.Now().Add(-time.Hour)}
@@ -75,14 +100,45 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 		t.Errorf("the AWS console link is %s, want %s", href, want)
 	}
 
-	// A Restate tenant links to its invocation in the Restate UI; when it
-	// retries next is not reported by any source, and the page says so.
+	// A Restate tenant links to its invocation in the Restate UI; its row
+	// has no next_retry_at, and the page says Restate did not report one.
 	cw.tenantIs(t, "rs-1", substate.StateBackingOff)
 	run(t, ctx, "open the Restate tenant", chromedp.Navigate(cw.url+"/#/tenant/rs-1"))
 	waitJS(t, ctx, 10*time.Second, `document.getElementById('provider-link') && document.getElementById('next-retry')`)
 	eval(t, ctx, `document.getElementById('provider-link').href`, &href)
 	if want := "http://restate.example:9070/ui/invocations/inv_1"; href != want {
 		t.Errorf("the Restate UI link is %s, want %s", href, want)
+	}
+	var said string
+	eval(t, ctx, `document.getElementById('next-retry').textContent`, &said)
+	if said != "not reported by Restate" {
+		t.Errorf("the Restate tenant's next retry says %q, want %q", said, "not reported by Restate")
+	}
+
+	// An engine execution whose task failed waits an hour for its retry:
+	// the page shows when, as the engine scheduled it.
+	engineBackingOff(t, w, dataDir, "eng-1")
+	var v substate.TenantView
+	workertest.Eventually(t, func() string {
+		if code := workertest.GetJSON(t, cw.url+"/v1/tenants/eng-1", &v); code != 200 || v.WorkflowSubState != substate.StateBackingOff || v.WorkflowNextRetryAt.IsZero() {
+			return fmt.Sprintf("eng-1: %d %+v, want backing-off with a next retry", code, v)
+		}
+		return ""
+	})
+	if d := time.Until(v.WorkflowNextRetryAt); d < 50*time.Minute || d > 3*time.Hour {
+		t.Errorf("the engine retries at %v, %v from now; want in about an hour", v.WorkflowNextRetryAt, d)
+	}
+	run(t, ctx, "open the engine tenant", chromedp.Navigate(cw.url+"/#/tenant/eng-1"))
+	waitJS(t, ctx, 10*time.Second, `document.querySelector('#next-retry time')`)
+	var shown struct {
+		At, Datetime, Text string
+	}
+	eval(t, ctx, `(() => { const n = document.getElementById('next-retry'); return {at: n.dataset.at, datetime: n.querySelector('time').getAttribute('datetime'), text: n.textContent}; })()`, &shown)
+	if want := v.WorkflowNextRetryAt.UTC().Format(time.RFC3339Nano); shown.Datetime != want || shown.At != want {
+		t.Errorf("the engine tenant's next retry shows %+v, want the time %s", shown, want)
+	}
+	if !strings.HasPrefix(shown.Text, "in ") {
+		t.Errorf("the engine tenant's next retry reads %q, want a time to come (in …)", shown.Text)
 	}
 
 	run(t, ctx, "open the failed tenant", chromedp.Navigate(cw.url+"/#/tenant/pay-1"))
@@ -102,5 +158,42 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 	eval(t, ctx, `document.querySelector('#timeline tr.operator').textContent`, &row)
 	if !strings.Contains(row, "retry by loopback — card updated") {
 		t.Errorf("the timeline's operator row says %q", row)
+	}
+}
+
+// engineBackingOff starts an engine execution of retryingWorkflow for
+// tenant whose task service answers every attempt with an error, so that
+// it backs off for an hour.
+func engineBackingOff(t *testing.T, w *workertest.Worker, dataDir, tenant string) {
+	t.Helper()
+	ctx := context.Background()
+	opts, err := (bus.Credentials{Dir: worker.NATSCredentialsDir(dataDir)}).Options(bus.Tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(w.Bus.ClientURL(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	svc, err := micro.AddService(nc, micro.Config{Name: "billing", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	err = svc.AddEndpoint("charge", micro.HandlerFunc(func(req micro.Request) { _ = req.Error("CardDeclined", "card declined", nil) }),
+		micro.WithEndpointSubject(substate.TaskSubject("billing", "charge")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.Engine.EnsureWorkflow(ctx, engine.Workflow{Definition: []byte(retryingWorkflow)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Engine.Start(ctx, engine.StartRequest{Workflow: ref, Name: tenant + "-run", TenantID: tenant, Input: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -106,10 +106,16 @@
     const url = "https://" + m[1] + ".console.aws.amazon.com/states/home?region=" + m[1] + "#/v2/executions/details/" + encodeURIComponent(v.workflowExecutionId);
     return el("a", { id: "provider-link", href: url, target: "_blank", rel: "noopener noreferrer" }, "open in the AWS console");
   }
-  // nextRetry: the view does not keep when a provider retries next, so
-  // the page says so rather than guess.
+  // nextRetry: when a backing-off tenant's provider retries next, as the
+  // view keeps it (workflowNextRetryAt); when the provider did not report
+  // it (Step Functions never does), the page names the provider rather
+  // than guess.
+  const PROVIDER_NAMES = { stepfunctions: "Step Functions", restate: "Restate", engine: "the engine" };
   function nextRetry(v) {
-    return v.workflowSubState === "backing-off" ? el("span", { class: "muted", id: "next-retry" }, "unknown (the view does not keep it)") : el("span", { class: "muted" }, "–");
+    if (v.workflowSubState !== "backing-off") return el("span", { class: "muted" }, "–");
+    const at = v.workflowNextRetryAt;
+    if (at && !at.startsWith("0001-")) return el("span", { id: "next-retry", dataset: { at } }, timeCell(at));
+    return el("span", { class: "muted", id: "next-retry" }, "not reported by " + (PROVIDER_NAMES[v.provider] || v.provider || "the provider"));
   }
 
   // ---- actions on one tenant's execution ----
