@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/actions"
@@ -72,7 +71,7 @@ func (w *Worker) openJobs(ctx context.Context, ops map[substate.Provider]substat
 	svc := &actions.Service{JS: w.Bus.JetStream, Views: w.View, Lanes: lanes, Rules: rules, Limits: limits,
 		Preflight: map[string]actions.Preflight{}, Logger: w.Logger.With("component", "actions")}
 	if p := w.reconcile.sfn; p != nil {
-		svc.Preflight[string(substate.ProviderStepFunctions)] = sfnPreflight(p)
+		svc.Preflight[string(substate.ProviderStepFunctions)] = p.ActionPreflight
 	}
 	w.jobs = svc
 	return nil
@@ -86,32 +85,4 @@ func (w *Worker) workerName() string {
 		return host + "/" + w.Flags.Instance
 	}
 	return host
-}
-
-// sfnActions are the IAM actions a job's action needs of Step Functions.
-var sfnActions = map[substate.ExecutionAction][]string{
-	substate.ActionRetry:   {"DescribeExecution", "GetExecutionHistory", "RedriveExecution"},
-	substate.ActionStop:    {"DescribeExecution", "GetExecutionHistory", "StopExecution"},
-	substate.ActionRestart: {"DescribeExecution", "GetExecutionHistory", "StartExecution"},
-}
-
-// sfnPreflight checks, for a dry run, the IAM permissions a job's action
-// needs, with the probes the worker makes at start-up.
-func sfnPreflight(p *stepfunctions.Provider) actions.Preflight {
-	return func(ctx context.Context, action substate.ExecutionAction) (string, error) {
-		missing, err := p.CheckPermissions(ctx, stepfunctions.FeatureOperate)
-		if err != nil {
-			return "", err
-		}
-		var lack []string
-		for _, a := range sfnActions[action] {
-			if slices.Contains(missing, a) {
-				lack = append(lack, "states:"+a)
-			}
-		}
-		if len(lack) == 0 {
-			return "", nil
-		}
-		return "the AWS credentials lack the IAM permission " + strings.Join(lack, ", "), nil
-	}
 }
