@@ -3,6 +3,7 @@ package substate_test
 import (
 	"bytes"
 	"flag"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -27,7 +28,8 @@ const (
 // of the module is named in its package table and every package the table
 // names exists; the import table between its markers is the module's
 // import graph (regenerate it with -update-architecture); and no package
-// imports one the layers put above it.
+// imports one the layers put above it; and the packages that act on
+// executions whichever provider runs them name no provider.
 func TestArchitecture(t *testing.T) {
 	pkgs := modulePackages(t)
 	doc, err := os.ReadFile(archDoc)
@@ -37,6 +39,7 @@ func TestArchitecture(t *testing.T) {
 	t.Run("PackageTable", func(t *testing.T) { checkPackageTable(t, string(doc), pkgs) })
 	t.Run("Imports", func(t *testing.T) { checkImportTable(t, doc, pkgs) })
 	t.Run("Layers", func(t *testing.T) { checkLayers(t, pkgs) })
+	t.Run("ProviderAgnostic", checkProviderAgnostic)
 }
 
 // modulePackages maps each package directory of the module (relative,
@@ -221,6 +224,52 @@ func checkLayers(t *testing.T, pkgs map[string][]string) {
 			if g := floor(p); g > f {
 				t.Errorf("%s (floor %d) imports %s (floor %d), a package above it", dir, f, p, g)
 			}
+		}
+	}
+}
+
+// providerAgnostic are packages that know no provider: what a provider
+// allows and costs reaches them as its substate.ProviderRules, from its
+// package under providers/ by way of worker/.
+var providerAgnostic = []string{"actions", "operate"}
+
+// providerText matches a string literal with a provider's name or API in
+// it.
+var providerText = regexp.MustCompile(`(?i)restate|step ?functions|\baws\b|\b(Describe|Stop|Redrive|Start)Execution\b|GetExecutionHistory`)
+
+// checkProviderAgnostic fails when a non-test file of a providerAgnostic
+// package names a provider other than the built-in engine
+// (substate.Provider…) or has a string literal with a provider's name or
+// API in it: such a rule belongs in the provider's package.
+func checkProviderAgnostic(t *testing.T) {
+	for _, dir := range providerAgnostic {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.SelectorExpr:
+					if pkg, ok := n.X.(*ast.Ident); ok && pkg.Name == "substate" && strings.HasPrefix(n.Sel.Name, "Provider") &&
+						n.Sel.Name != "Provider" && n.Sel.Name != "ProviderEngine" && n.Sel.Name != "ProviderRules" {
+						t.Errorf("%s: %s names a provider; take its rules from its ProviderRules", fset.Position(n.Pos()), n.Sel.Name)
+					}
+				case *ast.BasicLit:
+					if n.Kind == token.STRING && providerText.MatchString(n.Value) {
+						t.Errorf("%s: %s is a provider's text; it belongs in the provider's package", fset.Position(n.Pos()), n.Value)
+					}
+				}
+				return true
+			})
 		}
 	}
 }

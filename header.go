@@ -20,7 +20,8 @@ package substate
 //     spelling: Nats-Msg-Id (JetStream), Content-Type, traceparent (W3C
 //     Trace Context), the ce- attributes (the CloudEvents NATS binding),
 //     webhook-id and its siblings (Standard Webhooks), X-Api-Key (what an
-//     EventBridge connection sends);
+//     EventBridge connection sends), X-Amzn-Trace-Id (AWS X-Ray),
+//     Last-Event-ID (the HTML standard's server-sent events);
 //   - a header kept with a raw event (RawEvent.Header) is read through
 //     KeptRawHeaders, which lowercases the names it finds so that a
 //     sender's casing does not matter; those names are therefore written
@@ -80,6 +81,10 @@ const HeaderTraceParent = "traceparent"
 // in the view's error instead, and the evidence keeps both.
 const HeaderStopCause = "substate-stop-cause"
 
+// HeaderXRay is the HTTP header AWS services carry an X-Ray trace in; an
+// ingest request's span is linked to the trace it names.
+const HeaderXRay = "X-Amzn-Trace-Id"
+
 // HeaderCEPrefix starts the headers of a CloudEvent in binary mode on
 // NATS: its attributes, one header each.
 const HeaderCEPrefix = "ce-"
@@ -107,3 +112,8 @@ const (
 	HeaderWebhookTimestamp = "webhook-timestamp"
 	HeaderWebhookSignature = "webhook-signature"
 )
+
+// HeaderLastEventID is the header a server-sent events client sends when it
+// reconnects: the id of the last event it read. The event streams and the
+// console's change stream resume after it.
+const HeaderLastEventID = "Last-Event-ID"

@@ -27,6 +27,7 @@ func TestHeaderSpelling(t *testing.T) {
 		{substate.HeaderDLQSeq, "Substate-Dlq-Stream-Seq", true},
 		{substate.HeaderOriginalMsgID, "Substate-Original-Msg-Id", true},
 		{substate.HeaderAPIKey, "X-Api-Key", true},
+		{substate.HeaderXRay, "X-Amzn-Trace-Id", true},
 		// Spelled as their specifications spell them, or kept with a raw
 		// event and so lower case.
 		{substate.HeaderTraceParent, "traceparent", false},
@@ -39,6 +40,7 @@ func TestHeaderSpelling(t *testing.T) {
 		{substate.HeaderWebhookID, "webhook-id", false},
 		{substate.HeaderWebhookTimestamp, "webhook-timestamp", false},
 		{substate.HeaderWebhookSignature, "webhook-signature", false},
+		{substate.HeaderLastEventID, "Last-Event-ID", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

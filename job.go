@@ -116,6 +116,15 @@ func (m JobMember) Lane() string {
 	return string(m.Provider)
 }
 
+// State is the member's provider state, else its sub-state: how a
+// refusal names where the execution is.
+func (m JobMember) State() string {
+	if m.ProviderState != "" {
+		return m.ProviderState
+	}
+	return string(m.SubState)
+}
+
 // LaneDeadLetters is the lane of requeue members.
 const LaneDeadLetters = "deadletters"
 

@@ -20,6 +20,8 @@ import (
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/engine"
 	"github.com/substatehq/substate/internal/timex"
+	"github.com/substatehq/substate/providers/restate"
+	"github.com/substatehq/substate/providers/stepfunctions"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/pipelinetest"
@@ -38,6 +40,7 @@ type fleet struct {
 	svc    *actions.Service
 	runner *actions.Runner
 	ops    map[substate.Provider]substate.ExecutionOperator
+	rules  map[substate.Provider]substate.ProviderRules
 	limits map[string]actions.Limits
 	// throttle is the runner's backoff after throttling.
 	throttle timex.Backoff
@@ -49,7 +52,10 @@ type fleet struct {
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	f := &fleet{p: pipelinetest.New(t), limits: actions.DefaultLimits("")}
+	f := &fleet{p: pipelinetest.New(t), rules: map[substate.Provider]substate.ProviderRules{
+		substate.ProviderStepFunctions: stepfunctions.Rules(""), substate.ProviderRestate: restate.Rules(),
+	}}
+	f.limits = actions.DefaultLimits(f.rules)
 	ctx := context.Background()
 	if err := bus.DefaultTopology().EnsureAuditStream(ctx, f.p.Bus.JetStream); err != nil {
 		t.Fatal(err)
@@ -111,13 +117,13 @@ func (w tWriter) Write(p []byte) (int, error) {
 func (f *fleet) start(t *testing.T) {
 	t.Helper()
 	f.runner = &actions.Runner{JS: f.p.Bus.JetStream, Views: f.p.View, Operators: f.ops, Raw: f.p.Pub, Audit: f.p.Pub,
-		Limits: f.limits, AckWait: 2 * time.Second, Settle: 2 * time.Second, Watch: 5 * time.Second, Worker: "test",
+		Rules: f.rules, Limits: f.limits, AckWait: 2 * time.Second, Settle: 2 * time.Second, Watch: 5 * time.Second, Worker: "test",
 		Throttle: f.throttle, Retry: f.retry, Requeue: f.requeue, Logger: testLogger(t)}
 	if err := f.runner.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.runner.Close() })
-	f.svc = &actions.Service{JS: f.p.Bus.JetStream, Views: f.p.View, Limits: f.limits,
+	f.svc = &actions.Service{JS: f.p.Bus.JetStream, Views: f.p.View, Rules: f.rules, Limits: f.limits,
 		Lanes: []string{string(substate.ProviderEngine), substate.LaneDeadLetters}}
 }
 

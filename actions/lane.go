@@ -27,6 +27,7 @@ const (
 type lane struct {
 	name    string
 	limits  Limits
+	costs   map[string][]string // the API calls of each operation
 	buckets map[string]*rate.Limiter
 	backoff timex.Backoff
 
@@ -35,11 +36,11 @@ type lane struct {
 	until     time.Time // no call before
 }
 
-func newLane(name string, l Limits, backoff timex.Backoff) *lane {
+func newLane(name string, l Limits, costs map[string][]string, backoff timex.Backoff) *lane {
 	if backoff.Base <= 0 {
 		backoff = timex.Backoff{Base: ThrottleBase, Max: ThrottleMax}
 	}
-	ln := &lane{name: name, limits: l, buckets: map[string]*rate.Limiter{}, backoff: backoff}
+	ln := &lane{name: name, limits: l, costs: costs, buckets: map[string]*rate.Limiter{}, backoff: backoff}
 	for api, b := range l.APIs {
 		if b.Rate > 0 {
 			ln.buckets[api] = rate.NewLimiter(rate.Limit(b.Rate), max(b.Size, 1))
@@ -54,7 +55,7 @@ func (l *lane) wait(ctx context.Context, op string) error {
 	if err := timex.Sleep(ctx, l.backingOff()); err != nil {
 		return err
 	}
-	for _, api := range costs(l.name, op) {
+	for _, api := range l.costs[op] {
 		if b := l.buckets[api]; b != nil {
 			if err := b.Wait(ctx); err != nil {
 				return err

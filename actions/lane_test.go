@@ -31,7 +31,7 @@ func TestLaneBackoff(t *testing.T) {
 		{name: "CancelledKeeps", answers: []error{throttled, context.Canceled}, throttles: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newLane("stepfunctions", Limits{}, timex.Backoff{Base: time.Hour, Max: 4 * time.Hour, Rand: func() float64 { return 0 }})
+			l := newLane("stepfunctions", Limits{}, nil, timex.Backoff{Base: time.Hour, Max: 4 * time.Hour, Rand: func() float64 { return 0 }})
 			for i, err := range tt.answers {
 				if tt.endFirst && i == len(tt.answers)-1 {
 					l.mu.Lock()

@@ -13,10 +13,7 @@ import (
 
 // Bucket is a token bucket: up to Size calls at once, refilled at Rate a
 // second.
-type Bucket struct {
-	Size int
-	Rate float64
-}
+type Bucket = substate.APIBucket
 
 // Limits are one lane's limits: how many members it acts on at once, and
 // a token bucket per provider API.
@@ -25,73 +22,56 @@ type Limits struct {
 	APIs        map[string]Bucket
 }
 
-// Operations of a lane, which cost provider API calls (apiCosts).
+// Operations of a lane, which cost provider API calls (costs).
 const (
-	opDescribe = "describe"
-	opPoll     = "poll"
+	opDescribe = substate.OpDescribe
+	opPoll     = substate.OpPoll
 	opRequeue  = "requeue"
 )
 
-// apiCosts are the provider API calls each operation of a lane makes:
-// Step Functions' describe reads DescribeExecution and the newest history
-// events, its poll (the status published after an action) the same, its
-// restart describes the execution for its input and starts a new one;
-// Restate's describe reads the invocation's row and, for one that failed,
-// its journal; every other call is one.
-var apiCosts = map[string]map[string][]string{
-	string(substate.ProviderStepFunctions): {
-		opDescribe:                     {"DescribeExecution", "GetExecutionHistory"},
-		opPoll:                         {"DescribeExecution", "GetExecutionHistory"},
-		string(substate.ActionStop):    {"StopExecution"},
-		string(substate.ActionRetry):   {"RedriveExecution"},
-		string(substate.ActionRestart): {"DescribeExecution", "StartExecution"},
-	},
-	string(substate.ProviderRestate): {
-		opDescribe:                     {"admin", "admin"},
-		opPoll:                         {"admin"},
-		string(substate.ActionStop):    {"admin"},
-		string(substate.ActionRetry):   {"admin"},
-		string(substate.ActionRestart): {"admin"},
-	},
-	string(substate.ProviderEngine): {
+// engineRules are the built-in engine's rules: it runs in the worker, 200
+// actions a second, one call each.
+var engineRules = substate.ProviderRules{
+	Concurrency: 8,
+	APIs:        map[string]Bucket{"engine": {Size: 200, Rate: 200}},
+	Costs: map[string][]string{
 		opDescribe:                     {"engine"},
 		string(substate.ActionStop):    {"engine"},
 		string(substate.ActionRetry):   {"engine"},
 		string(substate.ActionRestart): {"engine"},
 	},
-	substate.LaneDeadLetters: {opRequeue: {"requeue"}},
 }
 
-// largeRegions are the AWS regions where Step Functions' quotas are
-// higher.
-var largeRegions = []string{"us-east-1", "us-west-2", "eu-west-1"}
+// deadLetterLimits are the requeue lane's: requeues publish to JetStream,
+// 500 a second.
+var deadLetterLimits = Limits{Concurrency: 4, APIs: map[string]Bucket{"requeue": {Size: 500, Rate: 500}}}
 
-// DefaultLimits returns each lane's limits. Step Functions' buckets are
-// its documented per-account API quotas for the region (those of most
-// regions when region is not one of the three large ones); RedriveExecution,
-// not in the table they are from, gets StopExecution's. The job shares
-// them with the worker's poller and every other caller of the account,
-// so it can still be throttled: it then backs off (see lane). Restate's
-// admin API is one server: a bounded concurrency and 100 calls a second.
-// The engine runs in the worker: 200 actions a second. Requeues publish
-// to JetStream: 500 a second.
-func DefaultLimits(region string) map[string]Limits {
-	sfn := map[string]Bucket{
-		"DescribeExecution": {250, 10}, "GetExecutionHistory": {400, 20},
-		"StopExecution": {500, 25}, "RedriveExecution": {500, 25}, "StartExecution": {800, 150},
+// rulesOf returns a provider's rules: those rules gives, else the built-in
+// engine's own, else none (its operations cost nothing and only a failed
+// execution can be retried).
+func rulesOf(rules map[substate.Provider]substate.ProviderRules, p substate.Provider) substate.ProviderRules {
+	if r, ok := rules[p]; ok {
+		return r
 	}
-	if slices.Contains(largeRegions, region) {
-		sfn = map[string]Bucket{
-			"DescribeExecution": {300, 15}, "GetExecutionHistory": {400, 20},
-			"StopExecution": {1000, 200}, "RedriveExecution": {1000, 200}, "StartExecution": {1300, 300},
-		}
+	if p == substate.ProviderEngine {
+		return engineRules
 	}
-	return map[string]Limits{
-		string(substate.ProviderStepFunctions): {Concurrency: 16, APIs: sfn},
-		string(substate.ProviderRestate):       {Concurrency: 4, APIs: map[string]Bucket{"admin": {100, 100}}},
-		string(substate.ProviderEngine):        {Concurrency: 8, APIs: map[string]Bucket{"engine": {200, 200}}},
-		substate.LaneDeadLetters:               {Concurrency: 4, APIs: map[string]Bucket{"requeue": {500, 500}}},
+	return substate.ProviderRules{}
+}
+
+// DefaultLimits returns each lane's limits: a lane for each provider of
+// rules with the concurrency and API buckets its rules give (the
+// providers' packages know their quotas), the built-in engine's and the
+// dead letters'. A job shares a provider's quotas with the worker's
+// poller and every other caller, so it can still be throttled: it then
+// backs off (see lane).
+func DefaultLimits(rules map[substate.Provider]substate.ProviderRules) map[string]Limits {
+	limits := map[string]Limits{substate.LaneDeadLetters: deadLetterLimits}
+	for _, p := range append(slices.Collect(maps.Keys(rules)), substate.ProviderEngine) {
+		r := rulesOf(rules, p)
+		limits[string(p)] = Limits{Concurrency: r.Concurrency, APIs: maps.Clone(r.APIs)}
 	}
+	return limits
 }
 
 // ParseLimit applies one setting to limits: "LANE/API=SIZE/RATE" sets an
@@ -135,8 +115,14 @@ func parseBucket(v string) (Bucket, error) {
 	return Bucket{Size: n, Rate: r}, nil
 }
 
-// costs returns the API calls of one operation of a lane.
-func costs(lane, op string) []string { return apiCosts[lane][op] }
+// laneCosts returns the API calls of each operation of a lane: a
+// requeue's one publish, or what its provider's rules say.
+func laneCosts(rules map[substate.Provider]substate.ProviderRules, lane string) map[string][]string {
+	if lane == substate.LaneDeadLetters {
+		return map[string][]string{opRequeue: {"requeue"}}
+	}
+	return rulesOf(rules, substate.Provider(lane)).Costs
+}
 
 // bucketOf returns the bucket of a lane's API; an API without one is not
 // limited.

@@ -85,7 +85,7 @@ func (j *jobRun) refusedNow(ctx context.Context, req substate.ExecutionRequest, 
 	if err != nil || v.WorkflowExecutionID != m.ExecutionID || v.WorkflowSubState != m.SubState {
 		return nil
 	}
-	if why := refusal(j.rec.Action, memberOf(v), time.Now()); why != "" {
+	if why := refusal(j.r.Rules, j.rec.Action, memberOf(v), time.Now()); why != "" {
 		return substate.Errorf(substate.ECONFLICT, "%s", why)
 	}
 	return nil
@@ -133,7 +133,7 @@ func (j *jobRun) requeue(ctx context.Context, ln *lane, it item) time.Duration {
 	m := j.members[it.idx]
 	ev := substate.AuditEvent{ID: substate.JobAuditID(j.rec.ID, it.idx+1), Action: substate.ActionRequeue, Who: j.rec.Who,
 		Reason: j.rec.Reason, TenantID: m.TenantID, Provider: m.Provider, Job: j.rec.ID, Member: it.idx + 1, DeadLetter: m.DeadLetter}
-	why := cmp.Or(outsideScope(m, j.rec.Scope), refusal(substate.ActionRequeue, m, time.Now()))
+	why := cmp.Or(outsideScope(m, j.rec.Scope), refusal(nil, substate.ActionRequeue, m, time.Now()))
 	if j.r.Requeue == nil {
 		why = "this worker cannot requeue dead letters"
 	}

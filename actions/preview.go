@@ -57,7 +57,7 @@ func (pv *previewing) member(m substate.JobMember, scope string) {
 		pv.lanes[name] = lp
 	}
 	lp.Members++
-	why := cmp.Or(outsideScope(m, scope), pv.s.unknownLane(name), refusal(pv.action, m, pv.s.now()))
+	why := cmp.Or(outsideScope(m, scope), pv.s.unknownLane(name), refusal(pv.s.Rules, pv.action, m, pv.s.now()))
 	if why != "" {
 		lp.WouldRefuse++
 		pv.refuse(name, why, m.TenantID, 1)
@@ -129,7 +129,7 @@ func (pv *previewing) finish() {
 func (s *Service) cost(lane string, action substate.ExecutionAction, n int) ([]substate.APICalls, float64) {
 	counts := map[string]int{}
 	for _, op := range memberOps(action) {
-		for _, api := range costs(lane, op) {
+		for _, api := range laneCosts(s.Rules, lane)[op] {
 			counts[api] += n
 		}
 	}

@@ -170,5 +170,5 @@ func (r *Runner) lane(name string) *lane {
 	if ln := r.lanes[name]; ln != nil {
 		return ln
 	}
-	return newLane(name, Limits{Concurrency: 1}, r.Throttle)
+	return newLane(name, Limits{Concurrency: 1}, laneCosts(r.Rules, name), r.Throttle)
 }

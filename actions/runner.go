@@ -56,7 +56,13 @@ type Runner struct {
 	Audit     substate.AuditPublisher
 	// Requeue maps dead letters again; nil: requeue members are refused.
 	Requeue RequeueFunc
-	// Limits are each lane's limits; nil means DefaultLimits("").
+	// Rules are the providers' rules (providers/…): what their API calls
+	// cost, the retries they refuse, what a pending action may be waiting
+	// for.
+	Rules map[substate.Provider]substate.ProviderRules
+	// Hints say what configures each provider's operator (operate.Service's).
+	Hints map[substate.Provider]string
+	// Limits are each lane's limits; nil means DefaultLimits(Rules).
 	Limits   map[string]Limits
 	AckWait  time.Duration
 	MaxJobs  int
@@ -124,11 +130,11 @@ func (r *Runner) Open(ctx context.Context) error {
 func (r *Runner) buildLanes() {
 	limits := r.Limits
 	if limits == nil {
-		limits = DefaultLimits("")
+		limits = DefaultLimits(r.Rules)
 	}
 	r.lanes = map[string]*lane{}
 	for name, l := range limits {
-		r.lanes[name] = newLane(name, l, r.Throttle)
+		r.lanes[name] = newLane(name, l, laneCosts(r.Rules, name), r.Throttle)
 	}
 	ops := map[substate.Provider]substate.ExecutionOperator{}
 	for p, op := range r.Operators {
@@ -145,7 +151,7 @@ func (r *Runner) buildLanes() {
 		pollers[p] = poller
 	}
 	r.svc = &operate.Service{Views: r.Views, Operators: ops, Pollers: pollers, Raw: r.Raw, Audit: r.Audit,
-		Settle: r.Settle, Watch: r.Watch, Logger: r.logger()}
+		Rules: r.Rules, Hints: r.Hints, Settle: r.Settle, Watch: r.Watch, Logger: r.logger()}
 }
 
 // Close stops taking jobs and members, waits for the actions under way,

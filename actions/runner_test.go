@@ -287,7 +287,7 @@ func TestEndedJobsAreNotFoldedAgain(t *testing.T) {
 		return after.API.Total - before.API.Total - 1 // the first AccountInfo
 	}
 	// A fresh service has not seen the job end: its first list folds.
-	svc := &actions.Service{JS: f.p.Bus.JetStream, Views: f.p.View, Limits: f.limits}
+	svc := &actions.Service{JS: f.p.Bus.JetStream, Views: f.p.View, Rules: f.rules, Limits: f.limits}
 	var first, second []substate.Job
 	list := func(into *[]substate.Job) func() {
 		return func() {

@@ -56,8 +56,11 @@ type Service struct {
 	// operator for, and deadletters when it can requeue): a member of
 	// another is refused.
 	Lanes []string
+	// Rules are the providers' rules (providers/…): what their API calls
+	// cost and the retries they refuse, for a dry run.
+	Rules map[substate.Provider]substate.ProviderRules
 	// Limits are each lane's limits, for a dry run's estimate; nil means
-	// DefaultLimits("").
+	// DefaultLimits(Rules).
 	Limits map[string]Limits
 	// Preflight checks each lane's permissions for a dry run.
 	Preflight map[string]Preflight
@@ -80,7 +83,7 @@ func (s *Service) init() {
 		s.store = newStore(s.JS)
 		s.tallies, s.ended = map[string]*tally{}, map[string]substate.Job{}
 		if s.Limits == nil {
-			s.Limits = DefaultLimits("")
+			s.Limits = DefaultLimits(s.Rules)
 		}
 	})
 }

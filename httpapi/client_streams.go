@@ -89,7 +89,7 @@ func (c *Client) streamEvents(ctx context.Context, q substate.EventStreamQuery, 
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	if q.AfterSeq > 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatUint(q.AfterSeq, 10))
+		req.Header.Set(substate.HeaderLastEventID, strconv.FormatUint(q.AfterSeq, 10))
 	}
 	resp, err := cmp.Or(c.HTTPClient, http.DefaultClient).Do(req)
 	if err != nil {

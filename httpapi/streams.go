@@ -80,7 +80,7 @@ func EncodeEventStreamQuery(q substate.EventStreamQuery) url.Values {
 // and then live, until the client goes. A key with a tenant prefix gets
 // its tenants' events only, and asking for another tenant is 403.
 func (s *Server) followEvents(w http.ResponseWriter, r *http.Request) {
-	q, err := ParseEventStreamQuery(r.URL.Query(), r.Header.Get("Last-Event-ID"), time.Now())
+	q, err := ParseEventStreamQuery(r.URL.Query(), r.Header.Get(substate.HeaderLastEventID), time.Now())
 	if err == nil && q.TenantID != "" {
 		err = principal(r).CheckTenant(q.TenantID)
 	}

@@ -61,7 +61,7 @@ func TestEventStream(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, "/v1/events"+query, nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
+			req.Header.Set(substate.HeaderLastEventID, lastID)
 		}
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, req)

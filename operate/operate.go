@@ -52,6 +52,13 @@ type Service struct {
 	// an action; it is published on Raw so the view changes at once.
 	Pollers map[substate.Provider]substate.StatusPoller
 	Raw     substate.RawPublisher
+	// Rules are the providers' rules (providers/…): what a provider may be
+	// doing with an action it accepted whose effect is not seen yet, for
+	// the pending answer's next step.
+	Rules map[substate.Provider]substate.ProviderRules
+	// Hints say what configures each provider's operator, for the error
+	// of an action on a provider without one.
+	Hints map[substate.Provider]string
 	// Audit records every action taken (dry runs are not actions).
 	Audit  substate.AuditPublisher
 	Now    func() time.Time
@@ -110,18 +117,15 @@ func (s *Service) operator(p substate.Provider, tenantID string) (substate.Execu
 	op := s.Operators[p]
 	if op == nil {
 		return nil, &unconfiguredError{substate.Errorf(substate.EUNAVAILABLE,
-			"tenant %q runs on %s, which this worker cannot act on: %s", tenantID, p, configHint(p))}
+			"tenant %q runs on %s, which this worker cannot act on: %s", tenantID, p, s.configHint(p))}
 	}
 	return op, nil
 }
 
 // configHint says what configures the operator of a provider.
-func configHint(p substate.Provider) string {
-	switch p {
-	case substate.ProviderStepFunctions:
-		return "configure an AWS region (--aws-region or AWS_REGION)"
-	case substate.ProviderRestate:
-		return "set --restate-admin-url"
+func (s *Service) configHint(p substate.Provider) string {
+	if hint := s.Hints[p]; hint != "" {
+		return hint
 	}
 	return "no operator is configured for it"
 }

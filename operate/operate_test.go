@@ -11,6 +11,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/operate"
+	"github.com/substatehq/substate/providers/restate"
 )
 
 // The service's collaborators are small fakes here: these tests check the
@@ -120,6 +121,7 @@ func newService(info substate.ExecutionInfo) (*operate.Service, *operator, *audi
 			"sfn":  {TenantID: "sfn", Provider: substate.ProviderStepFunctions, WorkflowExecutionID: "arn:x"},
 		},
 		Operators: map[substate.Provider]substate.ExecutionOperator{substate.ProviderEngine: op},
+		Hints:     map[substate.Provider]string{substate.ProviderStepFunctions: "configure an AWS region (--aws-region or AWS_REGION)"},
 		Audit:     a, Settle: 50 * time.Millisecond, Every: 10 * time.Millisecond,
 	}, op, a
 }
@@ -318,9 +320,9 @@ func pipelineWait(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A pending retry or restart says what the provider may be doing: a
-// Restate invocation resumed and failing again is back in its state, with
-// more attempts; a restart's new execution is named.
+// A pending retry or restart says what the provider may be doing, as its
+// rules say: a Restate invocation resumed and failing again is back in its
+// state, with more attempts; a restart's new execution is named.
 func TestPendingNext(t *testing.T) {
 	backingOff := substate.ExecutionInfo{ExecutionID: "inv_1", Provider: substate.ProviderRestate, ProviderState: "backing-off", Attempts: 2, Retryable: true}
 	ended := substate.ExecutionInfo{ExecutionID: "x1", Provider: substate.ProviderEngine, ProviderState: "failed", Ended: true}
@@ -341,6 +343,7 @@ func TestPendingNext(t *testing.T) {
 			defer s.Close()
 			s.Views.(views)["rs"] = substate.TenantView{TenantID: "rs", Provider: substate.ProviderRestate, WorkflowExecutionID: "inv_1"}
 			s.Operators[substate.ProviderRestate] = op
+			s.Rules = map[substate.Provider]substate.ProviderRules{substate.ProviderRestate: restate.Rules()}
 			op.unknown = "x2"
 			res, err := s.Act(context.Background(), tt.req)
 			if err != nil || res.Outcome != substate.AuditPending {

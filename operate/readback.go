@@ -93,14 +93,10 @@ func shows(req substate.ExecutionRequest, before, after substate.ExecutionInfo) 
 func (s *Service) pendingNext(req substate.ExecutionRequest, res substate.ExecutionResult) string {
 	next := fmt.Sprintf("the provider accepted the %s, but its effect is not seen after %s: substate keeps checking every %s for up to %s and records the outcome in a follow-up audit event",
 		req.Action, s.settle(), s.every(), s.watchFor())
-	switch {
-	case req.Action == substate.ActionStop && res.Provider == substate.ProviderRestate && !req.Kill:
-		next = "Restate delivers a cancel when the invocation's handler next runs, which a backing-off invocation may not do for a long time, and a handler that fails before it reads its context never sees it; " +
-			next + "; `substate executions stop --kill` ends it at once"
-	case req.Action == substate.ActionRetry && res.Provider == substate.ProviderRestate:
-		next = fmt.Sprintf("Restate runs a resumed invocation at once, and one that fails again is %s again, which looks the same as a resume not yet taken: "+
-			"its attempts in `substate executions describe` (%d before the retry) tell whether it ran; ", res.Execution.ProviderState, res.Execution.Attempts) + next
-	case req.Action == substate.ActionRestart:
+	if pending := s.Rules[res.Provider].Pending; pending != nil {
+		next = pending(req, res, next)
+	}
+	if req.Action == substate.ActionRestart {
 		next = fmt.Sprintf("the new execution %s is not described by the provider yet; ", res.NewExecutionID) + next
 	}
 	return next

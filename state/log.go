@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"log/slog"
-	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 )
@@ -58,7 +57,7 @@ func LogChange(ctx context.Context, l *slog.Logger, c *substate.Change) {
 		attrs = append(attrs, slog.Int("retries", n.WorkflowRetryCount))
 	}
 	if newError {
-		attrs = append(attrs, slog.String("error", clip(n.WorkflowErrorMessage, MaxLoggedError)))
+		attrs = append(attrs, slog.String("error", loggedError(n.WorkflowErrorMessage)))
 	}
 	if o.Stuck && !n.Stuck {
 		attrs = append(attrs, slog.Bool("unstuck", true))
@@ -84,14 +83,12 @@ type noop struct {
 	outcome Outcome
 }
 
-// clip returns s cut to at most n bytes on a character boundary, with "…"
-// when it was cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+// loggedError returns a workflow error message for a log line: cut to
+// MaxLoggedError bytes with substate.Truncate and ending with "…" when it
+// was cut.
+func loggedError(msg string) string {
+	if len(msg) <= MaxLoggedError {
+		return msg
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return substate.Truncate(msg, MaxLoggedError) + "…"
 }

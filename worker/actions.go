@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/actions"
+	"github.com/substatehq/substate/providers/restate"
 	"github.com/substatehq/substate/providers/stepfunctions"
 	"github.com/substatehq/substate/publishers"
 )
@@ -19,14 +19,23 @@ type ActionFlags struct {
 	ActionLimit []string `name:"action-limit" placeholder:"LIMIT" help:"A fleet job lane's limit, repeatable: LANE=N sets how many members it acts on at once, LANE/API=BUCKET/RATE a provider API's token bucket (such as stepfunctions/RedriveExecution=500/25). Lanes: stepfunctions, restate, engine, deadletters. Defaults: Step Functions' documented quotas for the region, see docs/actions.md."`
 }
 
-// actionLimits returns each lane's limits: the defaults for the AWS
-// region, with the flags' settings applied.
-func (f Flags) actionLimits() (map[string]actions.Limits, error) {
+// providerRules are the rules of every provider a worker may act on,
+// from the providers' packages: Step Functions' for the AWS region.
+func (f Flags) providerRules() map[substate.Provider]substate.ProviderRules {
 	region := f.AWSRegion
 	if region == "" {
 		region = os.Getenv("AWS_REGION")
 	}
-	limits := actions.DefaultLimits(region)
+	return map[substate.Provider]substate.ProviderRules{
+		substate.ProviderStepFunctions: stepfunctions.Rules(region),
+		substate.ProviderRestate:       restate.Rules(),
+	}
+}
+
+// actionLimits returns each lane's limits: the defaults of the providers'
+// rules, with the flags' settings applied.
+func (f Flags) actionLimits(rules map[substate.Provider]substate.ProviderRules) (map[string]actions.Limits, error) {
+	limits := actions.DefaultLimits(rules)
 	for _, s := range f.ActionLimit {
 		if err := actions.ParseLimit(limits, s); err != nil {
 			return nil, substate.Errorf(substate.EINVALID, "--%s", err)
@@ -39,7 +48,8 @@ func (f Flags) actionLimits() (map[string]actions.Limits, error) {
 // the runner that runs them on this worker, acting with the operators
 // the execution service has.
 func (w *Worker) openJobs(ctx context.Context, ops map[substate.Provider]substate.ExecutionOperator, pollers map[substate.Provider]substate.StatusPoller) error {
-	limits, err := w.Flags.actionLimits()
+	rules := w.Flags.providerRules()
+	limits, err := w.Flags.actionLimits(rules)
 	if err != nil {
 		return err
 	}
@@ -51,17 +61,17 @@ func (w *Worker) openJobs(ctx context.Context, ops map[substate.Provider]substat
 	slices.Sort(lanes)
 	r := &actions.Runner{
 		JS: w.Bus.JetStream, Views: w.View, Operators: ops, Pollers: pollers, Raw: pub, Audit: pub,
-		Requeue: w.RequeueRaw, Limits: limits, AckWait: w.Flags.AckWait, MaxJobs: w.Flags.ActionJobs,
+		Requeue: w.RequeueRaw, Rules: rules, Hints: operatorHints, Limits: limits, AckWait: w.Flags.AckWait, MaxJobs: w.Flags.ActionJobs,
 		Replicas: w.Flags.NATSReplicas, Worker: w.workerName(), Logger: w.Logger.With("component", "actions"),
 	}
 	if err := r.Open(ctx); err != nil {
 		return fmt.Errorf("open fleet jobs: %w", err)
 	}
 	w.closers = append(w.closers, r.Close)
-	svc := &actions.Service{JS: w.Bus.JetStream, Views: w.View, Lanes: lanes, Limits: limits,
+	svc := &actions.Service{JS: w.Bus.JetStream, Views: w.View, Lanes: lanes, Rules: rules, Limits: limits,
 		Preflight: map[string]actions.Preflight{}, Logger: w.Logger.With("component", "actions")}
 	if p := w.reconcile.sfn; p != nil {
-		svc.Preflight[string(substate.ProviderStepFunctions)] = sfnPreflight(p)
+		svc.Preflight[string(substate.ProviderStepFunctions)] = p.ActionPreflight
 	}
 	w.jobs = svc
 	return nil
@@ -75,32 +85,4 @@ func (w *Worker) workerName() string {
 		return host + "/" + w.Flags.Instance
 	}
 	return host
-}
-
-// sfnActions are the IAM actions a job's action needs of Step Functions.
-var sfnActions = map[substate.ExecutionAction][]string{
-	substate.ActionRetry:   {"DescribeExecution", "GetExecutionHistory", "RedriveExecution"},
-	substate.ActionStop:    {"DescribeExecution", "GetExecutionHistory", "StopExecution"},
-	substate.ActionRestart: {"DescribeExecution", "GetExecutionHistory", "StartExecution"},
-}
-
-// sfnPreflight checks, for a dry run, the IAM permissions a job's action
-// needs, with the probes the worker makes at start-up.
-func sfnPreflight(p *stepfunctions.Provider) actions.Preflight {
-	return func(ctx context.Context, action substate.ExecutionAction) (string, error) {
-		missing, err := p.CheckPermissions(ctx, stepfunctions.FeatureOperate)
-		if err != nil {
-			return "", err
-		}
-		var lack []string
-		for _, a := range sfnActions[action] {
-			if slices.Contains(missing, a) {
-				lack = append(lack, "states:"+a)
-			}
-		}
-		if len(lack) == 0 {
-			return "", nil
-		}
-		return "the AWS credentials lack the IAM permission " + strings.Join(lack, ", "), nil
-	}
 }

@@ -26,7 +26,7 @@ func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, err
 	svc := &operate.Service{
 		Views: w.View, Operators: map[substate.Provider]substate.ExecutionOperator{},
 		Pollers: map[substate.Provider]substate.StatusPoller{}, Raw: pub, Audit: pub,
-		Logger: w.Logger.With("component", "executions"),
+		Rules: w.Flags.providerRules(), Hints: operatorHints, Logger: w.Logger.With("component", "executions"),
 	}
 	w.closers = append(w.closers, svc.Close)
 	if w.Engine != nil {
@@ -45,4 +45,12 @@ func (w *Worker) executions(ctx context.Context) (substate.ExecutionService, err
 		return nil, err
 	}
 	return svc, nil
+}
+
+// operatorHints say which flags configure each provider's operator, for
+// the error of an action on a tenant whose provider this worker has none
+// for.
+var operatorHints = map[substate.Provider]string{
+	substate.ProviderStepFunctions: "configure an AWS region (--aws-region or AWS_REGION)",
+	substate.ProviderRestate:       "set --restate-admin-url",
 }

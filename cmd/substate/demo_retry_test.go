@@ -19,6 +19,10 @@ import (
 // one whose courier was down, retry it, and watch it succeed; start an
 // order that waits, stop it with a cause and see the cause. The demo then
 // stays until its worker fails, and exits non-zero with it.
+//
+// The worker here is the demo command's own, which "substate demo" runs
+// in its process; Main.Ready hands it to the test. It is the command under
+// test, not a worker the test builds, so TestNoWorkerInProcess allows it.
 func TestDemoStayRetry(t *testing.T) {
 	var out, errOut syncBuffer
 	ready := make(chan *worker.Worker, 1)

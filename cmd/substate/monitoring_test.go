@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/substatehq/substate/testkit/workertest"
-	"github.com/substatehq/substate/worker"
 )
 
 // The tests in this file keep deploy/'s alert rules and dashboard honest:
@@ -295,10 +294,7 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	if err := os.WriteFile(slos, []byte("workflows:\n  \"*\": {running: 1s}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w := workertest.Start(t, func(f *worker.Flags) {
-		f.SLOFile, f.EvidenceCheckInterval = slos, 100*time.Millisecond
-	})
-	url := w.HTTP.URL()
+	url := startWorkerProcess(t, t.TempDir(), "--slo-file", slos, "--evidence-check-interval", "100ms").httpURL
 	workertest.IngestTenant(t, url, "metrics-failed", "")
 	if err := workertest.DeliverRow(url, "metrics-running-0", workertest.RestateRow("metrics-running", 0)); err != nil {
 		t.Fatal(err)

@@ -19,8 +19,7 @@ import (
 // the API's field names; a page that has more says how to get it, and an
 // empty result says so instead of printing a bare header.
 func TestTenantsOutput(t *testing.T) {
-	w := workertest.Start(t)
-	base := w.HTTP.URL()
+	base := startWorkerProcess(t, t.TempDir()).httpURL
 	for _, tenant := range []string{"acme-1", "acme-2", "globex-1"} {
 		workertest.IngestTenant(t, base, tenant, "")
 	}

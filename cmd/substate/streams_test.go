@@ -10,7 +10,6 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/testkit/workertest"
-	"github.com/substatehq/substate/worker"
 )
 
 // TestStreamsOverHTTP: "events tail", "events dlq" and "audit" read a
@@ -24,8 +23,7 @@ func TestStreamsOverHTTP(t *testing.T) {
 		"portal read:raw acme- sha256:" + workertest.KeyHash("k-portal"),
 		"admin admin * sha256:" + workertest.KeyHash("k-admin"),
 	}, ";")
-	w := workertest.Start(t, func(f *worker.Flags) { f.APIKeys = keys })
-	base := w.HTTP.URL()
+	base := startWorkerProcess(t, t.TempDir(), "--api-keys", keys).httpURL
 	workertest.IngestTenant(t, base, "acme-1", "")
 	workertest.IngestTenant(t, base, "globex-1", "")
 	over := func(key string, args ...string) (int, string, string) {

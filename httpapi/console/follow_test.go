@@ -42,7 +42,7 @@ func TestFollowsFeedOnlyWithStreamsOpen(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/console/api/changes", nil)
 		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
+			req.Header.Set(substate.HeaderLastEventID, lastID)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -100,7 +100,7 @@ func TestFeedDropsResetPages(t *testing.T) {
 		t.Cleanup(cancel)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/console/api/changes", nil)
 		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
+			req.Header.Set(substate.HeaderLastEventID, lastID)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -210,7 +210,7 @@ func (c *Console) changes(w http.ResponseWriter, r *http.Request) {
 	p, _ := httpapi.PrincipalFrom(r.Context())
 	var lastID uint64
 	resuming := false
-	if s := r.Header.Get("Last-Event-ID"); s != "" {
+	if s := r.Header.Get(substate.HeaderLastEventID); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		resuming, lastID = err == nil, n
 	}

@@ -181,7 +181,7 @@ func TestChangesStream(t *testing.T) {
 		t.Cleanup(cancel)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/console/api/changes", nil)
 		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
+			req.Header.Set(substate.HeaderLastEventID, lastID)
 		}
 		auth(req)
 		resp, err := http.DefaultClient.Do(req)

@@ -41,9 +41,6 @@ const (
 	AttrXRayHeader = attribute.Key("aws.xray.trace_header")
 )
 
-// HeaderXRay is the HTTP header AWS services carry an X-Ray trace in.
-const HeaderXRay = "X-Amzn-Trace-Id"
-
 var (
 	attrNATS    = semconv.MessagingSystemKey.String("nats")
 	attrPublish = []attribute.KeyValue{attrNATS, semconv.MessagingOperationName("publish"), semconv.MessagingOperationTypeSend}
@@ -114,7 +111,7 @@ func (t *Tracer) Ingest(r *http.Request, p substate.Provider) (*http.Request, Sp
 		semconv.HTTPRequestMethodKey.String(r.Method), semconv.HTTPRoute(r.URL.Path), semconv.URLPath(r.URL.Path),
 		AttrProvider.String(string(p)),
 	)}
-	if l, ok := xrayLink(r.Header.Get(HeaderXRay)); ok {
+	if l, ok := xrayLink(r.Header.Get(substate.HeaderXRay)); ok {
 		opts = append(opts, trace.WithLinks(l))
 	}
 	ctx, span := t.tracer.Start(ctx, r.Method+" "+r.URL.Path, opts...)

@@ -72,7 +72,7 @@ func TestIngestAndRawPublish(t *testing.T) {
 	tr, rec := recorder(t)
 	r := httptest.NewRequest("POST", "/v1/ingest/eventbridge", nil)
 	r.Header.Set("traceparent", upstream)
-	r.Header.Set(tracing.HeaderXRay, "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+	r.Header.Set(substate.HeaderXRay, "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
 	r, span := tr.Ingest(r, substate.ProviderStepFunctions)
 	ev := substate.RawEvent{Kind: substate.RawEventBridge, ID: "eb-1", Body: []byte(`{}`)}
 	pub := tr.PublishRaw(r.Context(), &ev)

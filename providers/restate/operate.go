@@ -3,6 +3,7 @@ package restate
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,10 +92,10 @@ func (o *Operator) DescribeExecution(ctx context.Context, id string) (substate.E
 		info.Stopped = ev.Verb == substate.VerbCancelled
 		info.Killed = info.Stopped && wasKilled(r.CompletionFailure)
 	}
-	switch r.Status {
-	case "paused", "backing-off", "suspended":
+	switch {
+	case slices.Contains(resumable, r.Status):
 		info.Retryable = true
-	case "completed":
+	case r.Status == "completed":
 		info.RetryRefusal = "the invocation completed: Restate resumes only paused, suspended or backing-off invocations (restart starts it again)"
 	default:
 		info.RetryRefusal = "the invocation is " + r.Status + ": Restate resumes only paused, suspended or backing-off invocations"

@@ -38,6 +38,7 @@ func TestOperatorContract(t *testing.T) {
 		}
 		return operatortest.Provider{
 			Operator:    &restate.Operator{Admin: restate.NewClient(rs.AdminURL)},
+			Rules:       restate.Rules(),
 			Running:     send("nap", "suspended"),
 			Succeeded:   send("ok", "completed"),
 			Failed:      send("terminal", "completed"),

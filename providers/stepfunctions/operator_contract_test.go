@@ -10,6 +10,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/engine"
+	"github.com/substatehq/substate/providers/stepfunctions"
 	"github.com/substatehq/substate/testkit/awstest"
 	"github.com/substatehq/substate/testkit/operatortest"
 )
@@ -53,6 +54,7 @@ func TestOperatorContract(t *testing.T) {
 		failed := ended("FAILED", "Boom", "card declined")
 		return operatortest.Provider{
 			Operator:  p,
+			Rules:     stepfunctions.Rules(""),
 			Running:   start,
 			Succeeded: ended("SUCCEEDED", "", ""),
 			Failed:    failed,

@@ -73,6 +73,9 @@ type Features struct {
 // returns its id once the provider describes it in that state.
 type Provider struct {
 	Operator substate.ExecutionOperator
+	// Rules are the provider's rules, which the worker gives
+	// operate.Service; zero when it has none.
+	Rules substate.ProviderRules
 	// Running returns an execution that runs (or waits) until stopped.
 	Running func(t *testing.T) string
 	// Succeeded returns an execution that ended successfully.

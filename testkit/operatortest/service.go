@@ -139,6 +139,7 @@ func (s *suite) service(id string) (*operate.Service, *auditLog) {
 	return &operate.Service{
 		Views:     oneTenant{provider: s.f.Provider, id: id},
 		Operators: map[substate.Provider]substate.ExecutionOperator{s.f.Provider: s.p.Operator},
+		Rules:     map[substate.Provider]substate.ProviderRules{s.f.Provider: s.p.Rules},
 		Audit:     a,
 	}, a
 }

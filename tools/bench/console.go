@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/httpapi/console"
 )
@@ -91,7 +92,7 @@ func (f *ConsoleFans) follow(ctx context.Context, url string) {
 	for ctx.Err() == nil {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/console/api/changes", nil)
 		if last != 0 {
-			req.Header.Set("Last-Event-ID", strconv.FormatUint(last, 10))
+			req.Header.Set(substate.HeaderLastEventID, strconv.FormatUint(last, 10))
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
