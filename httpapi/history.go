@@ -26,7 +26,8 @@ const (
 // such as 24h) bound when the events were recorded; raw=true attaches the
 // provider's payloads, and needs read:raw; limit (default 1000, at most
 // 10000) and afterSeq page. The payloads' input and output are redacted by
-// s.Redaction unless the caller is an admin.
+// s.Redaction unless the caller is an admin. One caller runs at most
+// MaxHistoryReadsPerCaller reads at once; its others wait their turn.
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	q, err := ParseHistoryQuery(r.URL.Query(), time.Now())
 	if err != nil {
@@ -39,7 +40,13 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err, s.logger())
 		return
 	}
+	release, err := s.historyTurn(r, p, q.TenantID)
+	if err != nil {
+		httpx.Error(w, r, err, s.logger())
+		return
+	}
 	page, err := s.History.History(r.Context(), q)
+	release()
 	if err != nil {
 		httpx.Error(w, r, err, s.logger())
 		return

@@ -119,6 +119,8 @@ type Server struct {
 	ln  net.Listener
 	srv *http.Server
 
+	historyTurns callerTurns // MaxHistoryReadsPerCaller
+
 	streamsOnce  sync.Once
 	streams      chan struct{}   // a token per GET /v1/events stream served
 	closing      context.Context // cancelled by Close, which ends the streams

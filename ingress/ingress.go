@@ -32,6 +32,10 @@ const MaxIngestBody = 1 << 20
 // centre; a client slower than that only holds a connection.
 const DefaultBodyTimeout = 10 * time.Second
 
+// DefaultPublishTimeout is how long one request waits for NATS to
+// acknowledge its events when Ingress.Timeout is 0.
+const DefaultPublishTimeout = 5 * time.Second
+
 // Ingress receives provider status changes over HTTP and puts them on
 // SUBSTATE_RAW. It answers 202 only after JetStream acknowledged every raw
 // event of the request, so a provider that retries on 5xx never loses one.
@@ -60,7 +64,7 @@ type Ingress struct {
 	// Admission, when set, answers 429 with Retry-After while the raw
 	// backlog or the publishes in flight pass their bounds.
 	Admission *Admission
-	Timeout   time.Duration // publish timeout of one request; 0 means 5 s
+	Timeout   time.Duration // publish timeout of one request; 0 means DefaultPublishTimeout
 	// BodyTimeout bounds the time a request's body may take to arrive once
 	// its headers are in and its credential checked; 0 means
 	// DefaultBodyTimeout. A body slower than that is answered 408.
@@ -148,7 +152,7 @@ func (in *Ingress) ingest(w http.ResponseWriter, r *http.Request, rt route) (Ing
 		return IngestResult{}, err
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
+	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, DefaultPublishTimeout))
 	defer cancel()
 	res, err := in.publish(ctx, events)
 	if substate.ErrorCode(err) == substate.ECONFLICT {
@@ -190,7 +194,7 @@ func (in *Ingress) deadLetter(r *http.Request, body []byte, refusal error) error
 		Stage: substate.StageIngest, Reason: substate.DeadLetterReason(refusal), Subject: r.URL.Path,
 		ID: substate.StageIngest + "/" + hex.EncodeToString(sum[:]), Body: body, Header: header,
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, 5*time.Second))
+	ctx, cancel := context.WithTimeout(r.Context(), cmp.Or(in.Timeout, DefaultPublishTimeout))
 	defer cancel()
 	if err := in.DeadLetters.PublishDeadLetter(ctx, d); err != nil {
 		if substate.ErrorCode(err) != substate.ETOOLARGE {

@@ -11,8 +11,8 @@ import (
 const (
 	natsProbeEvery   = 500 * time.Millisecond
 	natsProbeTimeout = time.Second
-	// readyTimeout bounds the JetStream requests of one readiness check.
-	readyTimeout = time.Second
+	// ReadyTimeout bounds the JetStream requests of one readiness check.
+	ReadyTimeout = time.Second
 )
 
 // watchNATS sends the NATS server a ping every half second and keeps

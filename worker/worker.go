@@ -355,7 +355,7 @@ func (w *Worker) Ready() error {
 	if err := w.natsHealth(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer cancel()
 	for _, d := range w.durables() {
 		if err := w.checkDurable(ctx, d); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/substatehq/substate/ingress"
 	"github.com/substatehq/substate/testkit/faults"
 	"github.com/substatehq/substate/testkit/workertest"
 	"github.com/substatehq/substate/worker"
@@ -21,8 +22,10 @@ import (
 // 2 s for a JetStream request and every ingest 5 s for its publish to
 // answer 503. The worker now pings the server every half second: once a
 // ping goes unanswered for a second, /readyz and ingest answer 503 at
-// once, saying NATS does not answer, without a request to NATS; after the
-// thaw both are served again.
+// once, saying NATS does not answer, without a request to NATS (within
+// the readiness timeout and half the publish timeout; before that, each
+// answer comes within twice its own timeout); after the thaw both are
+// served again.
 func TestFrozenNATS(t *testing.T) {
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	if err != nil {
@@ -39,23 +42,38 @@ func TestFrozenNATS(t *testing.T) {
 	workertest.IngestTenant(t, url, "before-freeze", "")
 
 	proxy.Freeze()
-	for _, path := range []string{"/readyz"} {
-		workertest.EventuallyWithin(t, 30*time.Second, func() string {
-			start := time.Now()
-			status, body := workertest.Get(t, url+path)
-			t.Logf("GET %s while frozen: %d in %s", path, status, time.Since(start).Round(time.Millisecond))
-			if status != http.StatusServiceUnavailable || !strings.Contains(body, "nats does not answer") {
-				return fmt.Sprintf("GET %s: %d %s, want 503 saying nats does not answer", path, status, body)
-			}
-			return ""
-		})
-	}
+	// Each answer while frozen comes within twice its own timeout, and the
+	// 503 that names the frozen server at once: well under the old 2 s
+	// (/readyz) and 5 s (ingest), with room for a loaded machine.
+	workertest.EventuallyWithin(t, 30*time.Second, func() string {
+		start := time.Now()
+		status, body := workertest.Get(t, url+"/readyz")
+		took := time.Since(start)
+		t.Logf("GET /readyz while frozen: %d in %s", status, took.Round(time.Millisecond))
+		if took > 2*worker.ReadyTimeout {
+			t.Errorf("GET /readyz while frozen took %s, want under twice its timeout of %s", took, worker.ReadyTimeout)
+		}
+		if status != http.StatusServiceUnavailable || !strings.Contains(body, "nats does not answer") {
+			return fmt.Sprintf("GET /readyz: %d %s, want 503 saying nats does not answer", status, body)
+		}
+		if took > worker.ReadyTimeout {
+			t.Errorf("GET /readyz answered that nats does not answer in %s, want at once (under %s)", took, worker.ReadyTimeout)
+		}
+		return ""
+	})
 	workertest.EventuallyWithin(t, 30*time.Second, func() string {
 		start := time.Now()
 		status, code, msg := postSFN(t, url, "during-freeze")
-		t.Logf("ingest while frozen: %d in %s", status, time.Since(start).Round(time.Millisecond))
+		took := time.Since(start)
+		t.Logf("ingest while frozen: %d in %s", status, took.Round(time.Millisecond))
+		if took > 2*ingress.DefaultPublishTimeout {
+			t.Errorf("ingest while frozen took %s, want under twice its publish timeout of %s", took, ingress.DefaultPublishTimeout)
+		}
 		if status != http.StatusServiceUnavailable || code != "unavailable" || !strings.Contains(msg, "nats is unavailable") {
 			return fmt.Sprintf("ingest: %d %s %q, want 503 refused before publishing", status, code, msg)
+		}
+		if took > ingress.DefaultPublishTimeout/2 {
+			t.Errorf("ingest refused in %s, want at once (under %s)", took, ingress.DefaultPublishTimeout/2)
 		}
 		return ""
 	})

@@ -1,11 +1,15 @@
 package e2e_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,52 +218,188 @@ func attackConsumers(tb testing.TB, nc *nats.Conn, n int) int {
 
 // The NATS store deleted under a running worker (once: 40 s of 202s,
 // still ready, nothing logged, and at the next start every event it had
-// acknowledged was gone). The worker notices within seconds, stops
-// acknowledging (ingest answers 503 until it exits), and exits with one
-// line saying why; its restart finds the stream gone and rebuilds the
-// view from what the new store holds, and events posted then reach it.
+// acknowledged was gone), or replaced: renamed away and a copy put in its
+// place, which the server does not write to either. The worker notices
+// within seconds and stops acknowledging: from the first refusal on,
+// /readyz answers 503 naming the store and no ingest is answered 202
+// until the worker exits, with one line saying why. Its restart on the
+// store as it is then (none, or the copy) serves again, and events posted
+// then reach the view.
 func TestStoreDeletedUnderRunningWorker(t *testing.T) {
-	dir := t.TempDir()
-	w := workertest.Start(t, workertest.DataDir(dir))
+	for _, tc := range []struct {
+		name   string
+		change func(store string) error
+	}{
+		{"Deleted", os.RemoveAll},
+		{"Replaced", func(store string) error {
+			if err := os.Rename(store, store+".old"); err != nil {
+				return err
+			}
+			return copyDir(store+".old", store)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := workertest.Start(t, workertest.DataDir(dir))
+			workertest.PostRows(t, w.HTTP.URL(), "old", 200)
+			waitApplied(t, w, 200)
+			checkStopsAcknowledging(t, w, filepath.Join(dir, "nats"), tc.change)
+
+			w2 := workertest.Start(t, workertest.DataDir(dir))
+			workertest.PostRows(t, w2.HTTP.URL(), "new", 100)
+			workertest.Eventually(t, func() string {
+				if _, err := w2.View.Tenant(context.Background(), "new0099"); err != nil {
+					return fmt.Sprintf("tenant new0099 after the restart: %v", err)
+				}
+				return ""
+			})
+			verifyEqual(t, w2)
+		})
+	}
+}
+
+// copyDir copies the directory from, its files and their modes, to to.
+func copyDir(from, to string) error {
+	return filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, info.Mode().Perm())
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, info.Mode().Perm())
+	})
+}
+
+// probe is one request made while the store changes under the worker.
+type probe struct {
+	path       string
+	start, end time.Time
+	status     int // 0: no answer (the worker stopped listening)
+	body       string
+}
+
+// checkStopsAcknowledging changes the worker's store and checks that the
+// change is logged within seconds; from then on /readyz answers
+// 503 naming the store and no delivery is accepted, neither a new one nor
+// one whose body was on its way; and the worker exits, saying why.
+//
+// The worker stops listening a moment after it notices, so a new request
+// may find no server rather than a 503. A delivery whose headers are in
+// holds the server's shutdown open (it waits for requests in progress)
+// while the test asks /readyz of the server's handler and then sends the
+// rest of the body. Until the change is logged only /readyz is asked: a
+// delivery acknowledged between the change and its detection is lost
+// with the old files, and the restart's view would hold what the stream
+// does not.
+func checkStopsAcknowledging(t *testing.T, w *workertest.Worker, store string, change func(string) error) {
+	t.Helper()
 	url := w.HTTP.URL()
-	workertest.PostRows(t, url, "old", 200)
-	waitApplied(t, w, 200)
-	if err := os.RemoveAll(filepath.Join(dir, "nats")); err != nil {
+	held := holdDelivery(t, url)
+	client := &http.Client{Timeout: 10 * time.Second}
+	if err := change(store); err != nil {
 		t.Fatal(err)
 	}
-	deleted := time.Now()
-	accepted, refused := 0, 0
-	for i := 0; time.Since(deleted) < 15*time.Second; i++ {
-		select {
-		case <-w.Done():
-		default:
-			switch err := workertest.DeliverRow(url, fmt.Sprintf("after-%d", i), workertest.RestateRow(fmt.Sprintf("after%04d", i), 0)); {
-			case err == nil:
-				accepted++
-			case strings.Contains(err.Error(), "503"):
-				refused++
-			}
-			time.Sleep(20 * time.Millisecond)
-			continue
+	changed := time.Now()
+	const line = `msg="nats store gone under the running server; exiting"`
+	var probes []probe
+	var detected time.Time
+	for detected.IsZero() {
+		if time.Since(changed) > 10*time.Second {
+			t.Fatalf("nothing logged %s after the store changed: %v", time.Since(changed).Round(time.Second), probes)
 		}
-		break
+		if strings.Contains(w.Logs(), line) {
+			detected = time.Now()
+		}
+		probes = append(probes, send(client, http.MethodGet, url, "/readyz", "", nil))
+		time.Sleep(10 * time.Millisecond)
 	}
-	if took := time.Since(deleted); took > 10*time.Second {
-		t.Fatalf("the worker still ran %s after its store was deleted (%d events accepted meanwhile)", took.Round(time.Second), accepted)
+	for i := range 5 {
+		probes = append(probes, send(client, http.MethodPost, url, "/v1/ingest/restate", fmt.Sprintf("after-%d", i),
+			workertest.RestateRow(fmt.Sprintf("after%04d", i), 0)))
+		probes = append(probes, send(client, http.MethodGet, url, "/readyz", "", nil))
 	}
-	err := w.Wait(t)
-	if err == nil || !strings.HasPrefix(err.Error(), "nats store was deleted or replaced under the running server: ") || !strings.Contains(err.Error(), filepath.Join(dir, "nats")) {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	req.Host = "127.0.0.1"
+	w.HTTP.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "nats store was deleted or replaced") {
+		t.Errorf("/readyz once the change was logged: %d %s, want 503 naming the store", rec.Code, rec.Body)
+	}
+	if status, body := held(); status != http.StatusServiceUnavailable {
+		t.Errorf("a delivery whose body ended after the change was logged: %d %s, want 503", status, body)
+	}
+
+	if err := w.Wait(t); err == nil || !strings.HasPrefix(err.Error(), "nats store was deleted or replaced under the running server: ") || !strings.Contains(err.Error(), store) {
 		t.Fatalf("the worker stopped with %v, want the store named as gone", err)
 	}
-	t.Logf("after the deletion: %d accepted, %d refused with 503 before the worker exited", accepted, refused)
-
-	w2 := workertest.Start(t, workertest.DataDir(dir))
-	workertest.PostRows(t, w2.HTTP.URL(), "new", 100)
-	waitApplied(t, w2, 100)
-	if _, err := w2.View.Tenant(context.Background(), "new0099"); err != nil {
-		t.Fatalf("tenant new0099 after the restart: %v", err)
+	logs := w.Logs()
+	if i := strings.Index(logs, line); i < 0 || !strings.Contains(logs[i:], store) {
+		t.Errorf("no log line saying the store %s is gone:\n%s", store, logs)
 	}
-	verifyEqual(t, w2)
+	counts := map[string]int{}
+	for _, p := range probes {
+		counts[fmt.Sprintf("%s %d", p.path, p.status)]++
+		if p.start.After(detected) && p.status != http.StatusServiceUnavailable && p.status != 0 {
+			t.Errorf("%s sent %s after the change was logged: %d %s, want 503 or no answer", p.path, p.start.Sub(detected), p.status, p.body)
+		}
+	}
+	t.Logf("answers after the change, up to %s after it (when it was logged): %v", detected.Sub(changed).Round(time.Millisecond), counts)
+}
+
+// holdDelivery sends the headers of a Restate delivery and half its body
+// to url, and returns a function that sends the rest and returns the
+// answer's status and body.
+func holdDelivery(tb testing.TB, url string) func() (int, string) {
+	tb.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	body := workertest.RestateRow("held0000", 0)
+	fmt.Fprintf(c, "POST /v1/ingest/restate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nwebhook-id: held\r\nContent-Length: %d\r\n\r\n%s",
+		strings.TrimPrefix(url, "http://"), len(body), body[:len(body)/2])
+	return func() (int, string) {
+		if _, err := c.Write(body[len(body)/2:]); err != nil {
+			return 0, err.Error()
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
+
+// send makes one request and records its answer.
+func send(client *http.Client, method, url, path, webhookID string, body []byte) probe {
+	p := probe{path: path, start: time.Now()}
+	req, _ := http.NewRequest(method, url+path, bytes.NewReader(body))
+	if webhookID != "" {
+		req.Header.Set("webhook-id", webhookID)
+	}
+	resp, err := client.Do(req)
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		p.status, p.body = resp.StatusCode, string(b)
+	}
+	p.end = time.Now()
+	return p
 }
 
 // Events gone from SUBSTATE_EVENTS while their raw evidence is still in
