@@ -152,6 +152,7 @@ func TestCreateJobInput(t *testing.T) {
 		{"BadDuration", "k-ops", `{"action":"retry","filter":{"inStateLongerThan":"soon"}}`, 400, "inStateLongerThan"},
 		{"UnknownAction", "k-ops", `{"action":"delete","filter":{}}`, 400, "unknown action"},
 		{"UnknownBodyField", "k-ops", `{"action":"retry","filtre":{}}`, 400, `unknown field \"filtre\"`},
+		{"EmptyValue", "k-ops", `{"action":"retry","filter":{"subState":"failed","fingerprint":""}}`, 400, "filter field fingerprint is empty"},
 		{"LongStep", "k-ops", `{"action":"retry","filter":{"step":"` + strings.Repeat("s", 257) + `"}}`, 400, "step: longer than"},
 		{"DeadLetterFieldOnTenants", "k-ops", `{"action":"retry","filter":{"stage":"project"}}`, 400, "unknown filter field"},
 		{"OutsidePrefix", "k-acme", `{"action":"retry","filter":{"tenantPrefix":"beta-"}}`, 403, "outside this key's tenants"},
