@@ -127,6 +127,10 @@ type TenantFilter struct {
 	TenantPrefix    string   // only tenant ids that start with it
 	// Fingerprint keeps the tenants with this error fingerprint.
 	Fingerprint string
+	// Step keeps the tenants at this step (WorkflowStep).
+	Step string
+	// WorkflowType keeps the tenants of this workflow type.
+	WorkflowType string
 	// Verb keeps the tenants with this verb form ("" for any): it tells
 	// cancelled from failed.
 	Verb Verb

@@ -152,6 +152,8 @@ func TestCreateJobInput(t *testing.T) {
 		{"BadDuration", "k-ops", `{"action":"retry","filter":{"inStateLongerThan":"soon"}}`, 400, "inStateLongerThan"},
 		{"UnknownAction", "k-ops", `{"action":"delete","filter":{}}`, 400, "unknown action"},
 		{"UnknownBodyField", "k-ops", `{"action":"retry","filtre":{}}`, 400, `unknown field \"filtre\"`},
+		{"EmptyValue", "k-ops", `{"action":"retry","filter":{"subState":"failed","fingerprint":""}}`, 400, "filter field fingerprint is empty"},
+		{"LongStep", "k-ops", `{"action":"retry","filter":{"step":"` + strings.Repeat("s", 257) + `"}}`, 400, "step: longer than"},
 		{"DeadLetterFieldOnTenants", "k-ops", `{"action":"retry","filter":{"stage":"project"}}`, 400, "unknown filter field"},
 		{"OutsidePrefix", "k-acme", `{"action":"retry","filter":{"tenantPrefix":"beta-"}}`, 403, "outside this key's tenants"},
 		{"ReadKey", "k-read", `{"action":"retry","filter":{}}`, 403, ""},
@@ -202,6 +204,17 @@ func TestCreateJobNarrowsToTheKey(t *testing.T) {
 		}
 		if f := c.requests[0].Tenants.Fingerprint; f != "engine/x/boom, at <n>" {
 			t.Errorf("fingerprint %q", f)
+		}
+	})
+	t.Run("StepAndWorkflowType", func(t *testing.T) {
+		c := &jobCalls{}
+		srv := jobsServer(t, c)
+		status, body := postJob(t, srv.URL, "k-ops", `{"action":"restart","dryRun":true,"filter":{"step":"Charge","workflowType":"billing"}}`)
+		if status != http.StatusOK {
+			t.Fatalf("got %d %s", status, body)
+		}
+		if f := c.requests[0].Tenants; f.Step != "Charge" || f.WorkflowType != "billing" {
+			t.Errorf("asked %+v, want step Charge of workflow type billing", f)
 		}
 	})
 }

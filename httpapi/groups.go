@@ -12,7 +12,7 @@ import (
 // GroupParams are the query parameters of GET /v1/groups: by, limit, and
 // the conditions of GET /v1/tenants.
 var GroupParams = []string{"by", "limit", "subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint",
-	"verb", "inStateLongerThan", "stuck"}
+	"step", "workflowType", "verb", "inStateLongerThan", "stuck"}
 
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
 	q, err := ParseGroupQuery(r.URL.Query())

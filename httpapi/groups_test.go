@@ -2,13 +2,17 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
+	"github.com/substatehq/substate/state"
 )
 
 func TestGroupRoute(t *testing.T) {
@@ -110,11 +114,72 @@ func TestGroupQueryRoundTrip(t *testing.T) {
 		{By: substate.GroupByFingerprint},
 		{By: substate.GroupByStep, Limit: 7, Filter: substate.TenantFilter{SubState: substate.StateFailed, HasError: true, MinRetryCount: 2,
 			Provider: substate.ProviderRestate, TenantPrefix: "acme/ä&", Fingerprint: "restate/500/x <n>", Verb: substate.VerbCancelled,
-			InStateLongerThan: 90 * time.Minute}},
+			InStateLongerThan: 90 * time.Minute, Step: "Charge", WorkflowType: "billing"}},
 	} {
 		got, err := httpapi.ParseGroupQuery(httpapi.EncodeGroupQuery(q))
 		if err != nil || got != q {
 			t.Errorf("%+v parsed back as %+v, %v", q, got, err)
 		}
+	}
+}
+
+// TestStepAndWorkflowTypeFilters: GET /v1/tenants and GET /v1/groups
+// select by step and by workflow type, and a group query by sub-state
+// with one of them is answered from counters (nothing scanned).
+func TestStepAndWorkflowTypeFilters(t *testing.T) {
+	db := state.NewDB(filepath.Join(t.TempDir(), "view.db"))
+	if err := db.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var batch []substate.Sequenced
+	for i, tc := range []struct {
+		workflow, step string
+		ss             substate.SubState
+	}{
+		{"billing", "Charge", substate.StateFailed}, {"billing", "Charge", substate.StateRunning}, {"billing", "Refund", substate.StateFailed},
+		{"provision", "Charge", substate.StateFailed}, {"provision", "", substate.StateRunning},
+	} {
+		d := substate.EventData{TenantID: fmt.Sprintf("t%d", i), Provider: substate.ProviderEngine, ExecutionID: "x", Workflow: tc.workflow,
+			Step: tc.step, SubState: tc.ss, Revision: 1, OccurredAt: time.Unix(100, 0)}
+		d.Normalize()
+		batch = append(batch, substate.Sequenced{Seq: uint64(i + 1), Event: d})
+	}
+	if _, err := db.Apply(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	s := &httpapi.Server{Addr: "127.0.0.1:0", Views: db}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for query, want := range map[string]string{
+		"step=Charge":                          "t0 t1 t3",
+		"step=Charge&workflowType=billing":     "t0 t1",
+		"workflowType=provision":               "t3 t4",
+		"workflowType=billing&subState=failed": "t0 t2",
+		"step=Nowhere":                         "",
+	} {
+		var page substate.TenantPage
+		if status, _ := get(t, s.URL()+"/v1/tenants?"+query, &page); status != 200 {
+			t.Fatalf("%s: %d", query, status)
+		}
+		var got []string
+		for _, v := range page.Tenants {
+			got = append(got, v.TenantID)
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: tenants %v, want %s", query, got, want)
+		}
+	}
+	var page substate.GroupPage
+	if status, _ := get(t, s.URL()+"/v1/groups?by=subState&step=Charge", &page); status != 200 || page.Total != 3 || page.Scanned != 0 ||
+		len(page.Groups) != 2 || page.Groups[0].Value != "failed" || page.Groups[0].Count != 2 {
+		t.Errorf("by subState at step Charge: %d %+v, want 2 failed, 1 running, from counters", status, page)
+	}
+	if status, _ := get(t, s.URL()+"/v1/groups?by=step&workflowType=billing", &page); status != 200 || page.Total != 3 ||
+		len(page.Groups) != 2 || page.Groups[0].Value != "Charge" || page.Groups[0].Count != 2 {
+		t.Errorf("by step of workflow type billing: %d %+v, want Charge 2, Refund 1", status, page)
 	}
 }

@@ -28,8 +28,9 @@ const MaxFilterValue = 1024
 
 // ParseJobFilter reads a job's filter for action: the tenant conditions,
 // or for requeue the dead-letter ones. A field the action's filter does
-// not have, or a value that does not parse, is an EINVALID error naming
-// it: a misspelt filter must not select every tenant.
+// not have, an empty value, or a value that does not parse, is an
+// EINVALID error naming it: a misspelt filter must not select every
+// tenant.
 func ParseJobFilter(action substate.ExecutionAction, filter map[string]string, now time.Time) (substate.TenantFilter, substate.DeadLetterFilter, error) {
 	valid := JobTenantFields
 	if action == substate.ActionRequeue {
@@ -42,6 +43,11 @@ func ParseJobFilter(action substate.ExecutionAction, filter map[string]string, n
 				"unknown filter field %s; the fields of a %s filter are %s", substate.QuotePrefix(k, substate.QuoteLimit), action, strings.Join(valid, ", "))
 		case len(filter[k]) > MaxFilterValue:
 			return substate.TenantFilter{}, substate.DeadLetterFilter{}, substate.Errorf(substate.EINVALID, "filter field %s: longer than %d bytes", k, MaxFilterValue)
+		case filter[k] == "":
+			// An empty value would select any: a variable left unset
+			// must not widen a job to every tenant.
+			return substate.TenantFilter{}, substate.DeadLetterFilter{}, substate.Errorf(substate.EINVALID,
+				"filter field %s is empty; leave it out to select any", k)
 		}
 	}
 	if action == substate.ActionRequeue {

@@ -26,6 +26,11 @@ func TestParseTenantFilter(t *testing.T) {
 		{query: "tenantPrefix=" + strings.Repeat("a", substate.MaxTenantIDBytes+1), err: "tenantPrefix"},
 		{query: "fingerprint=engine/x/y&verb=cancelled&inStateLongerThan=1h30m",
 			want: substate.TenantFilter{Fingerprint: "engine/x/y", Verb: substate.VerbCancelled, InStateLongerThan: 90 * time.Minute}},
+		{query: "step=Charge%20card&workflowType=billing&subState=failed",
+			want: substate.TenantFilter{Step: "Charge card", WorkflowType: "billing", SubState: substate.StateFailed}},
+		{query: "step=" + strings.Repeat("s", 257), err: "step: longer than 256 bytes"},
+		{query: "workflowType=" + strings.Repeat("w", 257), err: "workflowType: longer than 256 bytes"},
+		{query: "step=a&step=b", err: "step given 2 times"},
 		{query: "substate=failed", err: `unknown query parameter "substate"; the valid ones are subState, hasError`},
 		{query: "has_error=true", err: `unknown query parameter "has_error"`},
 		{query: "limit=1&limit=2", err: "limit given 2 times"},
@@ -62,6 +67,7 @@ func TestEncodeTenantFilter(t *testing.T) {
 		{SortUpdatedDesc: true, Provider: substate.ProviderStepFunctions, TenantPrefix: "acme/ä&=?"},
 		{Fingerprint: "stepfunctions/states.timeout/task timed out after <n> seconds", Verb: substate.VerbFailed, InStateLongerThan: time.Second},
 		{Stuck: true, Provider: substate.ProviderRestate},
+		{Step: "Charge, card=1", WorkflowType: "billing/v2 &x"},
 	} {
 		got, err := httpapi.ParseTenantFilter(httpapi.EncodeTenantFilter(f))
 		if err != nil || got != f {

@@ -40,12 +40,16 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 }
 
 // TenantParams are the query parameters of GET /v1/tenants.
-var TenantParams = []string{"subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb",
-	"inStateLongerThan", "stuck", "sort", "limit", "pageToken"}
+var TenantParams = []string{"subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "step",
+	"workflowType", "verb", "inStateLongerThan", "stuck", "sort", "limit", "pageToken"}
+
+// maxValueBytes bounds the step and workflow type a filter names: the
+// view keeps none longer.
+const maxValueBytes = 256
 
 // ParseTenantFilter reads the query parameters of GET /v1/tenants: subState,
-// hasError, minRetryCount, provider, tenantPrefix, fingerprint, verb,
-// inStateLongerThan (a Go duration), stuck, sort (retryCount:desc or
+// hasError, minRetryCount, provider, tenantPrefix, fingerprint, step,
+// workflowType, verb, inStateLongerThan (a Go duration), stuck, sort (retryCount:desc or
 // updatedAt:desc), limit and pageToken. Any other parameter, or one given
 // twice, is an EINVALID error naming the valid ones: a misspelt filter
 // must not answer every tenant.
@@ -101,6 +105,12 @@ func parseConditions(q map[string][]string) (substate.TenantFilter, error) {
 	}
 	if f.Fingerprint = first(q, "fingerprint"); len(f.Fingerprint) > substate.MaxFingerprintBytes {
 		return f, substate.Errorf(substate.EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", substate.MaxFingerprintBytes)
+	}
+	if f.Step = first(q, "step"); len(f.Step) > maxValueBytes {
+		return f, substate.Errorf(substate.EINVALID, "step: longer than %d bytes, which no step is", maxValueBytes)
+	}
+	if f.WorkflowType = first(q, "workflowType"); len(f.WorkflowType) > maxValueBytes {
+		return f, substate.Errorf(substate.EINVALID, "workflowType: longer than %d bytes, which no workflow type is", maxValueBytes)
 	}
 	if v := first(q, "verb"); v != "" {
 		if f.Verb, err = substate.ParseVerb(v); err != nil {
@@ -181,6 +191,8 @@ func encodeConditions(f substate.TenantFilter) url.Values {
 	set("provider", string(f.Provider))
 	set("tenantPrefix", f.TenantPrefix)
 	set("fingerprint", f.Fingerprint)
+	set("step", f.Step)
+	set("workflowType", f.WorkflowType)
 	set("verb", string(f.Verb))
 	if f.InStateLongerThan != 0 {
 		q.Set("inStateLongerThan", f.InStateLongerThan.String())

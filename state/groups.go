@@ -23,17 +23,21 @@ const DefaultGroupScanLimit = 1_000_000
 // substate.GroupQuery), exactly, as committed plus what unchanged events
 // hold in memory.
 //
-// A filter of sub-state, provider and hasError alone, and a fingerprint
-// when grouping by fingerprint, is answered from the group counters: the
-// cost is one read per counter cell of the dimension (distinct value ×
-// sub-state × provider × error flag) and two seeks per cell of the groups
-// returned, whatever the number of tenants. Any other filter (tenantPrefix,
-// minRetryCount, inStateLongerThan, verb, stuck, a fingerprint when
-// grouping by another field) reads the matching tenants from the narrowest
-// index that holds them all: the stuck index, the fingerprint's members, the tenant-id range of the
-// prefix, or the members of the sub-states, providers and error flag the
-// filter allows, each in time-in-state order so that inStateLongerThan
-// stops early. A query that would read more than GroupScanLimit tenants is
+// A filter of sub-state, provider and hasError, with at most one of
+// fingerprint, step and workflow type, is answered from the group
+// counters when the groups are by sub-state, by provider, or by the field
+// the filter names: the cost is one read per counter cell of the
+// dimension (distinct value × sub-state × provider × error flag) and two
+// seeks per cell of the groups returned, whatever the number of tenants.
+// Any other filter (tenantPrefix, minRetryCount, inStateLongerThan, verb,
+// stuck, two of fingerprint, step and workflow type, or one of them when
+// grouping by another of them) reads the matching tenants from the
+// narrowest index that holds them all: the stuck index, the members of
+// the fingerprint, step or workflow type the filter names (the one with
+// the fewest tenants in the cells the filter allows), the tenant-id range
+// of the prefix, or the members of the sub-states, providers and error
+// flag the filter allows, each in time-in-state order so that
+// inStateLongerThan stops early. A query that would read more than GroupScanLimit tenants is
 // an EINVALID error that says how to narrow it: a group count is exact or
 // not given.
 func (d *DB) Groups(ctx context.Context, q substate.GroupQuery) (substate.GroupPage, error) {
@@ -97,11 +101,36 @@ func (d *DB) groupLimit(q *substate.GroupQuery) (int, error) {
 	return max(min(q.Limit, d.MaxLimit), 1), nil
 }
 
-// countersServe reports whether the group counters answer q exactly.
+// countersServe reports whether the group counters answer q exactly: the
+// cells of one dimension count by sub-state, provider and error flag, and
+// by that dimension's value, nothing else.
 func countersServe(q *substate.GroupQuery) bool {
 	f := &q.Filter
-	return f.TenantPrefix == "" && f.MinRetryCount == 0 && f.InStateLongerThan == 0 && f.Verb == "" && !f.Stuck &&
-		(f.Fingerprint == "" || q.By == substate.GroupByFingerprint)
+	if f.TenantPrefix != "" || f.MinRetryCount != 0 || f.InStateLongerThan != 0 || f.Verb != "" || f.Stuck {
+		return false
+	}
+	vf := valueFilters(f)
+	dim, valued := dimOf(q.By)
+	return len(vf) == 0 || len(vf) == 1 && (!valued || vf[0].dim == dim)
+}
+
+// valueFilter is a condition on the value of one dimension.
+type valueFilter struct {
+	dim   byte
+	value string
+}
+
+// valueFilters returns the conditions of f on a dimension's value, in the
+// order that usually goes from the fewest tenants to the most:
+// fingerprint, step, workflow type.
+func valueFilters(f *substate.TenantFilter) []valueFilter {
+	var out []valueFilter
+	for _, v := range [...]valueFilter{{dimFingerprint, f.Fingerprint}, {dimStep, f.Step}, {dimType, f.WorkflowType}} {
+		if v.value != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // groupQuery is one group query inside its read transaction.
@@ -134,20 +163,21 @@ func allows(f *substate.TenantFilter, c cell) bool {
 		(!f.HasError || c.err == 1)
 }
 
-// fromCounters answers from the counter cells of the dimension.
+// fromCounters answers from the counter cells of the dimension, or of the
+// dimension whose value the filter names (countersServe).
 func (g *groupQuery) fromCounters() (substate.GroupPage, error) {
 	f := &g.q.Filter
-	var only valueID
-	if f.Fingerprint != "" {
-		id, ok := fingerprintID(g.tx, f.Fingerprint)
+	dim, only := g.dim, valueID(0)
+	if vf := valueFilters(f); len(vf) == 1 {
+		id, ok := valueIDOf(g.tx, vf[0].dim, vf[0].value)
 		if !ok {
 			return substate.GroupPage{Groups: []substate.Group{}}, nil
 		}
-		only = id
+		dim, only = vf[0].dim, id
 	}
 	accs := map[uint64]*groupAcc{}
 	var total, grouped int64
-	err := forCells(g.tx, g.dim, f, func(ref cellRef, n int64) {
+	err := forCells(g.tx, dim, f, func(ref cellRef, n int64) {
 		if only != 0 && ref.id != only {
 			return
 		}
@@ -170,7 +200,7 @@ func (g *groupQuery) fromCounters() (substate.GroupPage, error) {
 		a.cells = append(a.cells, ref)
 		grouped += n
 	})
-	if err == nil && g.dim != dimType && only == 0 {
+	if err == nil && dim != dimType && only == 0 {
 		total, err = g.allTotal()
 	}
 	if err == nil && g.valued {
@@ -297,10 +327,10 @@ func lastWithPrefix(c *bolt.Cursor, prefix []byte) []byte {
 	return k
 }
 
-// fingerprintID returns the id of a fingerprint, false when no tenant has
+// valueIDOf returns the id of a value of dim, false when no tenant has
 // it.
-func fingerprintID(tx *bolt.Tx, fp string) (valueID, bool) {
-	v := tx.Bucket(bucketGroupValues).Get(nameKey(dimFingerprint, fp))
+func valueIDOf(tx *bolt.Tx, dim byte, value string) (valueID, bool) {
+	v := tx.Bucket(bucketGroupValues).Get(nameKey(dim, value))
 	if len(v) != idLen {
 		return 0, false
 	}

@@ -126,12 +126,14 @@ func matches(v substate.TenantView, f substate.TenantFilter, cutoff time.Time) b
 		(!f.HasError || v.WorkflowErrorMessage != "") && v.WorkflowRetryCount >= f.MinRetryCount &&
 		(f.Provider == "" || v.Provider == f.Provider) && strings.HasPrefix(v.TenantID, f.TenantPrefix) &&
 		(f.Fingerprint == "" || v.WorkflowErrorFingerprint == f.Fingerprint) &&
+		(f.Step == "" || v.WorkflowStep == f.Step) && (f.WorkflowType == "" || v.WorkflowType == f.WorkflowType) &&
 		(f.Verb == "" || v.WorkflowVerb == f.Verb) &&
 		(cutoff.IsZero() || v.WorkflowSubStateSince.Before(cutoff))
 }
 
-// groupFilters are filters counters serve (counters true) and filters
-// that need a walk.
+// groupFilters are filters counters serve whatever the grouping (counters
+// true) and filters that need a walk, at least for some groupings (see
+// countersServe).
 var groupFilters = []struct {
 	name     string
 	f        substate.TenantFilter
@@ -152,6 +154,36 @@ var groupFilters = []struct {
 	{"InStateLongerThanProvider", substate.TenantFilter{InStateLongerThan: 3 * time.Hour, Provider: substate.ProviderStepFunctions}, false},
 	{"Verb", substate.TenantFilter{Verb: substate.VerbCancelled}, false},
 	{"VerbAndOtherSubState", substate.TenantFilter{Verb: substate.VerbCancelled, SubState: running}, false},
+	{"Step", substate.TenantFilter{Step: "Step1"}, false},
+	{"StepSubStateProvider", substate.TenantFilter{Step: "Step3", SubState: failed, Provider: substate.ProviderEngine}, false},
+	{"UnknownStep", substate.TenantFilter{Step: "Step9"}, false},
+	{"WorkflowType", substate.TenantFilter{WorkflowType: "billing"}, false},
+	{"WorkflowTypeSubStateError", substate.TenantFilter{WorkflowType: "refund", SubState: backingOff, HasError: true}, false},
+	{"UnknownWorkflowType", substate.TenantFilter{WorkflowType: "nothing"}, false},
+	{"StepAndWorkflowType", substate.TenantFilter{Step: "Step0", WorkflowType: "provision"}, false},
+	{"FingerprintAndStep", substate.TenantFilter{Fingerprint: "engine/t/fault 0", Step: "Step2"}, false},
+	{"StepPrefix", substate.TenantFilter{Step: "Step4", TenantPrefix: "tenant-001"}, false},
+	{"WorkflowTypeMinRetries", substate.TenantFilter{WorkflowType: "billing", MinRetryCount: 2}, false},
+}
+
+// countedByCounters says which queries the counters must answer (no
+// tenant read): no condition checked per tenant, and at most one of
+// fingerprint, step and workflow type, which is the grouping's field when
+// the groups are by one of them.
+func countedByCounters(by substate.GroupBy, f substate.TenantFilter) bool {
+	if f.TenantPrefix != "" || f.MinRetryCount != 0 || f.InStateLongerThan != 0 || f.Verb != "" || f.Stuck {
+		return false
+	}
+	named := map[substate.GroupBy]bool{substate.GroupByFingerprint: f.Fingerprint != "", substate.GroupByStep: f.Step != "",
+		substate.GroupByWorkflowType: f.WorkflowType != ""}
+	n := 0
+	for _, on := range named {
+		if on {
+			n++
+		}
+	}
+	base := by == substate.GroupBySubState || by == substate.GroupByProvider
+	return n == 0 || n == 1 && (base || named[by])
 }
 
 func TestGroups(t *testing.T) {
@@ -170,8 +202,10 @@ func TestGroups(t *testing.T) {
 						t.Fatal(err)
 					}
 					want := expectGroups(views, q, c.now, cmp.Or(limit, state.DefaultLimit))
-					counted := tc.counters || tc.f.Fingerprint != "" && by == substate.GroupByFingerprint && tc.f.TenantPrefix == "" &&
-						tc.f.MinRetryCount == 0 && tc.f.InStateLongerThan == 0 && tc.f.Verb == ""
+					counted := countedByCounters(by, tc.f)
+					if tc.counters && !counted {
+						t.Fatal("the table says counters serve this filter, countedByCounters does not")
+					}
 					if counted != (got.Scanned == 0) && got.Total > 0 {
 						t.Errorf("scanned %d tenants; counters serve this filter: %t", got.Scanned, counted)
 					}
@@ -215,6 +249,8 @@ func TestGroupsInvalid(t *testing.T) {
 		{By: substate.GroupBySubState, Filter: substate.TenantFilter{PageToken: "x"}},
 		{By: substate.GroupBySubState, Filter: substate.TenantFilter{SortRetryDesc: true}},
 		{By: substate.GroupByStep, Filter: substate.TenantFilter{Fingerprint: strings.Repeat("x", 201)}},
+		{By: substate.GroupByStep, Filter: substate.TenantFilter{Step: strings.Repeat("x", 257)}},
+		{By: substate.GroupByStep, Filter: substate.TenantFilter{WorkflowType: strings.Repeat("x", 257)}},
 		{By: substate.GroupByStep, Filter: substate.TenantFilter{MinRetryCount: 1}}, // reads more than 10
 	} {
 		if _, err := db.Groups(ctx, q); substate.ErrorCode(err) != substate.EINVALID {
@@ -226,8 +262,8 @@ func TestGroupsInvalid(t *testing.T) {
 	}
 }
 
-// TestTenantsNewFilters checks the fingerprint, verb and time-in-state
-// filters of the listing against every view, paging with short scans.
+// TestTenantsNewFilters checks the fingerprint, step, workflow type, verb
+// and time-in-state filters of the listing against every view, paging with short scans.
 func TestTenantsNewFilters(t *testing.T) {
 	c := &clock{now: t0}
 	db := openDB(t, func(db *state.DB) { db.Now, db.PendingLimit, db.ScanLimit = c.Now, 1<<20, 13 })
@@ -240,6 +276,15 @@ func TestTenantsNewFilters(t *testing.T) {
 		{Fingerprint: "restate/t/fault 1", SubState: failed, Provider: substate.ProviderRestate},
 		{Fingerprint: "stepfunctions/t/fault 2", TenantPrefix: "tenant-001", InStateLongerThan: time.Hour},
 		{Fingerprint: "engine/t/none"},
+		{Step: "Step1"},
+		{Step: "Step2", SubState: failed},
+		{Step: "Step0", SubState: errored, Provider: substate.ProviderStepFunctions, HasError: true},
+		{Step: "Step9"},
+		{WorkflowType: "billing"},
+		{WorkflowType: "refund", SubState: running, MinRetryCount: 1},
+		{WorkflowType: "provision", Step: "Step3"},
+		{WorkflowType: "provision", Fingerprint: "engine/t/fault 0"},
+		{WorkflowType: "none"},
 		{Verb: substate.VerbCancelled},
 		{Verb: substate.VerbFailed, Provider: substate.ProviderEngine},
 		{InStateLongerThan: 6 * time.Hour},

@@ -80,7 +80,7 @@ func (d *DB) walk(ctx context.Context, g *groupQuery, pending map[string]Record)
 	err = src.walk(g.tx, g.cutoff, func(id []byte) error {
 		if scanned++; scanned > budget {
 			return substate.Errorf(substate.EINVALID, "this filter needs reading more than %d tenants one by one "+
-				"(tenantPrefix, minRetryCount, inStateLongerThan and verb are checked per tenant): narrow it with subState, provider or fingerprint", budget)
+				"(tenantPrefix, minRetryCount, inStateLongerThan and verb are checked per tenant): narrow it with subState, provider, fingerprint, step or workflowType", budget)
 		}
 		if scanned%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -124,39 +124,52 @@ type groupSource struct {
 }
 
 // source picks the ranges a walk reads: the stuck tenants when the filter
-// asks for them (few, when the SLOs are right), the fingerprint's members
-// when the filter names one, else the members of the cells the filter allows,
-// unless they hold more than a listing scans and the tenant-id prefix
-// range is there to read instead. nil means nothing can match.
+// asks for them (few, when the SLOs are right); the members of the
+// fingerprint, step or workflow type the filter names, of the one with
+// the fewest tenants in the cells the filter allows when it names several;
+// else the members of the cells the filter allows, unless they hold more
+// than a listing scans and the tenant-id prefix range is there to read
+// instead. nil means nothing can match.
 func (g *groupQuery) source(small int) (*groupSource, error) {
 	f := &g.q.Filter
 	if f.Stuck {
 		return &groupSource{bucket: bucketStuck, prefixes: [][]byte{{}}, skip: sinceLen}, nil
 	}
-	dim := byte(dimType)
-	var only valueID
-	if f.Fingerprint != "" {
-		id, ok := fingerprintID(g.tx, f.Fingerprint)
-		if !ok {
-			return nil, nil
-		}
-		dim, only = dimFingerprint, id
+	vf := valueFilters(f)
+	named := len(vf) > 0
+	if !named {
+		vf = []valueFilter{{dim: dimType}} // every cell: every tenant
 	}
-	s := &groupSource{bucket: bucketGroupMembers, members: true}
-	var n int64
-	err := forCells(g.tx, dim, f, func(ref cellRef, count int64) {
-		if ref.id == only || dim == dimType {
-			s.prefixes = append(s.prefixes, cellPrefix(dim, ref.id, ref.c))
-			n += count
+	var best *groupSource
+	var fewest int64
+	for _, v := range vf {
+		var only valueID
+		if named {
+			id, ok := valueIDOf(g.tx, v.dim, v.value)
+			if !ok {
+				return nil, nil
+			}
+			only = id
 		}
-	})
-	if err != nil {
-		return nil, err
+		s := &groupSource{bucket: bucketGroupMembers, members: true}
+		var n int64
+		err := forCells(g.tx, v.dim, f, func(ref cellRef, count int64) {
+			if !named || ref.id == only {
+				s.prefixes = append(s.prefixes, cellPrefix(v.dim, ref.id, ref.c))
+				n += count
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || n < fewest {
+			best, fewest = s, n
+		}
 	}
-	if f.TenantPrefix != "" && only == 0 && n > int64(small) {
+	if f.TenantPrefix != "" && !named && fewest > int64(small) {
 		return &groupSource{bucket: bucketTenants, prefixes: [][]byte{[]byte(f.TenantPrefix)}}, nil
 	}
-	return s, nil
+	return best, nil
 }
 
 // walk calls fn with the tenant id of every key in the ranges; in member
@@ -203,6 +216,10 @@ func checkFilter(f *substate.TenantFilter) error {
 		return substate.Errorf(substate.EINVALID, "inStateLongerThan must not be negative")
 	case len(f.Fingerprint) > MaxFingerprint:
 		return substate.Errorf(substate.EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", MaxFingerprint)
+	case len(f.Step) > MaxStep:
+		return substate.Errorf(substate.EINVALID, "step: longer than %d bytes, which no step is", MaxStep)
+	case len(f.WorkflowType) > MaxWorkflowType:
+		return substate.Errorf(substate.EINVALID, "workflowType: longer than %d bytes, which no workflow type is", MaxWorkflowType)
 	}
 	return nil
 }
@@ -226,6 +243,8 @@ func matcher(f *substate.TenantFilter, cutoff time.Time) func(*substate.TenantVi
 			(f.Provider == "" || v.Provider == f.Provider) &&
 			strings.HasPrefix(v.TenantID, f.TenantPrefix) &&
 			(f.Fingerprint == "" || v.WorkflowErrorFingerprint == f.Fingerprint) &&
+			(f.Step == "" || v.WorkflowStep == f.Step) &&
+			(f.WorkflowType == "" || v.WorkflowType == f.WorkflowType) &&
 			(f.Verb == "" || v.WorkflowVerb == f.Verb) &&
 			(cutoff.IsZero() || v.WorkflowSubStateSince.Before(cutoff)) &&
 			(!f.Stuck || v.Stuck)

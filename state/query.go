@@ -68,8 +68,9 @@ func (d *DB) record(ctx context.Context, id string) (Record, error) {
 //     MinRetryCount ends the scan.
 //   - Stuck: the stuck tenants, stuck longest first (by stuck since, then
 //     tenant id).
-//   - Fingerprint: the fingerprint's tenants by sub-state, provider, time
-//     in sub-state (longest first), then tenant id.
+//   - Fingerprint, else Step, else WorkflowType: the tenants with that
+//     value by sub-state, provider, time in sub-state (longest first),
+//     then tenant id.
 //   - SubState, or Verb: that sub-state's tenants by tenant id.
 //   - HasError: the tenants with an error message, by tenant id.
 //   - MinRetryCount: retry count from the minimum up, then tenant id.
@@ -140,7 +141,12 @@ const (
 	kindUpdatedDown = 7
 	kindFingerprint = 8
 	kindStuck       = 9
+	kindStep        = 10
+	kindType        = 11
 )
+
+// valueKinds is the scan kind of each dimension's members.
+var valueKinds = [dimCount]byte{dimType: kindType, dimFingerprint: kindFingerprint, dimStep: kindStep}
 
 // scan is a walk over one bucket's keys.
 type scan struct {
@@ -160,8 +166,10 @@ func (d *DB) scanFor(f *substate.TenantFilter) (scan, bool, error) {
 	if f.Stuck && !f.SortUpdatedDesc && !f.SortRetryDesc {
 		return scan{kind: kindStuck, bucket: bucketStuck, id: afterSince}, true, nil
 	}
-	if f.Fingerprint != "" && !f.SortUpdatedDesc && !f.SortRetryDesc {
-		return d.fingerprintScan(f)
+	if vf := valueFilters(f); len(vf) > 0 && !f.SortUpdatedDesc && !f.SortRetryDesc {
+		// Always the first one, never the smallest: a page token names
+		// the walk, which must be the same on every page.
+		return d.valueScan(f, vf[0])
 	}
 	s := indexScan(f)
 	if f.TenantPrefix != "" && s.byID {
@@ -170,9 +178,9 @@ func (d *DB) scanFor(f *substate.TenantFilter) (scan, bool, error) {
 	return s, true, nil
 }
 
-// fingerprintScan walks the fingerprint's members, from the sub-state and
-// provider the filter names, when it names them.
-func (d *DB) fingerprintScan(f *substate.TenantFilter) (scan, bool, error) {
+// valueScan walks the members of the value v names, from the sub-state
+// and provider the filter names, when it names them.
+func (d *DB) valueScan(f *substate.TenantFilter, v valueFilter) (scan, bool, error) {
 	d.pmu.RLock()
 	defer d.pmu.RUnlock()
 	if d.db == nil {
@@ -181,19 +189,19 @@ func (d *DB) fingerprintScan(f *substate.TenantFilter) (scan, bool, error) {
 	var id valueID
 	var ok bool
 	err := d.view(func(tx *bolt.Tx) error {
-		id, ok = fingerprintID(tx, f.Fingerprint)
+		id, ok = valueIDOf(tx, v.dim, v.value)
 		return nil
 	})
 	if err != nil || !ok {
 		return scan{}, false, err
 	}
-	prefix := binary.BigEndian.AppendUint64([]byte{dimFingerprint}, uint64(id))
+	prefix := binary.BigEndian.AppendUint64([]byte{v.dim}, uint64(id))
 	if ss := cmp.Or(f.SubState, f.Verb.SubState()); ss != "" {
 		if prefix = append(prefix, subStateCode(ss)); f.Provider != "" {
 			prefix = append(prefix, providerCode(f.Provider))
 		}
 	}
-	return scan{kind: kindFingerprint, bucket: bucketGroupMembers, prefix: prefix, id: func(k []byte) []byte {
+	return scan{kind: valueKinds[v.dim], bucket: bucketGroupMembers, prefix: prefix, id: func(k []byte) []byte {
 		if len(k) <= memberHead {
 			return nil
 		}

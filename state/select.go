@@ -58,7 +58,7 @@ func (d *DB) collect(ctx context.Context, g *groupQuery, pending map[string]Reco
 	var scanned int64
 	err = src.walk(g.tx, g.cutoff, func(id []byte) error {
 		if scanned++; scanned > budget {
-			return substate.Errorf(substate.EINVALID, "this filter needs reading more than %d tenants one by one: narrow it with subState, provider or fingerprint", budget)
+			return substate.Errorf(substate.EINVALID, "this filter needs reading more than %d tenants one by one: narrow it with subState, provider, fingerprint, step or workflowType", budget)
 		}
 		if scanned%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -68,7 +68,7 @@ func (d *DB) collect(ctx context.Context, g *groupQuery, pending map[string]Reco
 			return err
 		}
 		if len(out) == max {
-			return substate.Errorf(substate.EINVALID, "the filter matches more than %d tenants: narrow it (a fingerprint, a provider, a tenant prefix)", max)
+			return substate.Errorf(substate.EINVALID, "the filter matches more than %d tenants: narrow it (a fingerprint, a step, a provider, a tenant prefix)", max)
 		}
 		out = append(out, v)
 		return nil

@@ -58,5 +58,8 @@ func fingerprint(f *substate.TenantFilter) uint32 {
 	if f.Stuck {
 		fmt.Fprint(h, "|stuck")
 	}
+	if f.Step != "" || f.WorkflowType != "" {
+		fmt.Fprintf(h, "|%q|%q", f.Step, f.WorkflowType)
+	}
 	return h.Sum32()
 }

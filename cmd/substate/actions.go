@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -261,34 +262,49 @@ var fleetFields = append(slices.Clone(httpapi.JobTenantFields), httpapi.JobDeadL
 
 // freeText are the filter fields whose values may hold commas: a comma
 // there ends the value only before another known field.
-var freeText = []string{"fingerprint", "reason"}
+var freeText = []string{"fingerprint", "step", "workflowType", "reason"}
 
 // pairStart matches the "name=" a pair of a --filter starts with.
 var pairStart = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*=`)
 
 // ParseFilter reads --filter values: name=value pairs separated by
-// commas (subState=failed,fingerprint=…), from one flag or several. A
-// comma inside a fingerprint or reason stays in the value unless a known
-// field follows it. The server checks the names and values and names any
-// it does not know.
+// commas (subState=failed,fingerprint=…), from one flag or several. The
+// value is everything after the first "=", so it may hold "=". A comma
+// inside a fingerprint, step, workflowType or reason stays in the value
+// unless a known field and "=" follow it; there is no quoting, so such a
+// value that holds ",provider=" (say) can only be given through POST
+// /v1/actions. Any other value ends at the next comma, and what follows
+// must be a pair; empty pieces (a trailing comma) are ignored. A field
+// given twice, or with an empty value (which would select any tenant, as
+// an unset shell variable does), is an EINVALID error. The server checks
+// the names and values and names any it does not know.
 func ParseFilter(values []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, v := range values {
 		key := ""
 		for _, part := range strings.Split(v, ",") {
 			name, value, _ := strings.Cut(part, "=")
-			starts := pairStart.MatchString(part) && (!slices.Contains(freeText, key) || slices.Contains(fleetFields, name))
+			free := slices.Contains(freeText, key)
 			switch {
-			case starts:
+			case pairStart.MatchString(part) && (!free || slices.Contains(fleetFields, name)):
 				if _, dup := out[name]; dup {
 					return nil, substate.Errorf(substate.EINVALID, "--filter: %s given twice", name)
 				}
 				key, out[name] = name, value
-			case key != "":
+			case free:
 				out[key] += "," + part
-			case strings.TrimSpace(part) != "":
+			case part == "":
+			case key != "":
+				return nil, substate.Errorf(substate.EINVALID, "--filter %q: %q after %s=%s is not name=value (only a fingerprint, step, workflowType or reason may hold commas)",
+					v, part, key, out[key])
+			default:
 				return nil, substate.Errorf(substate.EINVALID, "--filter %q: want name=value pairs separated by commas, such as subState=failed,provider=stepfunctions", v)
 			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(out)) {
+		if out[k] == "" {
+			return nil, substate.Errorf(substate.EINVALID, "--filter: %s= has no value; leave the field out to select any", k)
 		}
 	}
 	return out, nil

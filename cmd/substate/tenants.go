@@ -41,6 +41,8 @@ type FilterFlags struct {
 	Provider          string        `help:"Only tenants whose execution runs on this provider (stepfunctions, restate, engine)."`
 	TenantPrefix      string        `help:"Only tenants whose id starts with this."`
 	Fingerprint       string        `help:"Only tenants with this error fingerprint (see tenants groups --by fingerprint)."`
+	Step              string        `help:"Only tenants at this step (see tenants groups --by step)."`
+	WorkflowType      string        `help:"Only tenants of this workflow type (see tenants groups --by workflowType)."`
 	Verb              string        `help:"Only tenants with this verb form (executing, waiting, retrying, failing, completed, failed, cancelled)."`
 	InStateLongerThan time.Duration `help:"Only tenants that entered their sub-state longer ago than this (15m, 2h)."`
 	Stuck             bool          `help:"Only stuck tenants (their deadline from --slo-file passed with no change), the longest stuck first."`
@@ -50,6 +52,7 @@ type FilterFlags struct {
 func (c *FilterFlags) Filter() substate.TenantFilter {
 	return substate.TenantFilter{SubState: substate.SubState(c.SubState), HasError: c.HasError, MinRetryCount: max(c.MinRetries, 0),
 		Provider: substate.Provider(c.Provider), TenantPrefix: c.TenantPrefix, Fingerprint: c.Fingerprint,
+		Step: c.Step, WorkflowType: c.WorkflowType,
 		Verb: substate.Verb(c.Verb), InStateLongerThan: c.InStateLongerThan, Stuck: c.Stuck}
 }
 

@@ -17,8 +17,8 @@ import (
 )
 
 // TestConsoleFleetRetry is the incident as an operator runs it from the
-// console: the group panel shows the failing fingerprint, a click filters
-// the table by it, "Retry all N matching" previews the job (the dry run:
+// console: the group panel shows the failing fingerprint (and the workflow
+// type, a link too), a click filters the table by it, "Retry all N matching" previews the job (the dry run:
 // per provider, the calls and the time), the operator confirms with a
 // reason, the page follows the job's progress live and shows its report.
 // Step Functions is awstest: every failed execution is redriven once, and
@@ -58,6 +58,16 @@ func TestConsoleFleetRetry(t *testing.T) {
 
 	ctx := newBrowser(t)
 	run(t, ctx, "open the console", chromedp.Navigate(cw.url+"/"))
+	// Every group is a link: the workflow type's filters the table (and
+	// shows as a chip), and ✕ takes the filter off again.
+	wt := `document.querySelector('#groups-workflowType li[data-value="provision"] a')`
+	waitJS(t, ctx, 10*time.Second, wt+` && document.querySelector('#groups-workflowType li[data-value="provision"] .n').textContent === '`+strconv.Itoa(n+others)+`'`)
+	eval(t, ctx, wt+`.click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `location.hash.includes('workflowType=provision') && document.querySelector('.filter-chip[data-k="workflowType"]') &&
+		document.getElementById('match-total') && document.getElementById('match-total').dataset.total === '`+strconv.Itoa(n+others)+`'`)
+	waitJS(t, ctx, 10*time.Second, `document.querySelectorAll('#tenants tbody tr').length === `+strconv.Itoa(n+others))
+	eval(t, ctx, `document.querySelector('.filter-chip[data-k="workflowType"] .remove').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `!location.hash.includes('workflowType=') && !document.querySelector('.filter-chip')`)
 	top := `document.querySelector('#groups-fingerprint li[data-value] a')`
 	waitJS(t, ctx, 10*time.Second, top+` && document.querySelector('#groups-fingerprint li[data-value] .n').textContent === '`+strconv.Itoa(n)+`'`)
 	eval(t, ctx, top+`.click(); true`, nil)

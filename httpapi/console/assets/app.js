@@ -6,7 +6,7 @@
 (function () {
   const SUB_STATES = ["running", "waiting", "backing-off", "error", "succeeded", "failed"];
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
-  const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "verb", "inStateLongerThan", "stuck", "sort"];
+  const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "step", "workflowType", "verb", "inStateLongerThan", "stuck", "sort"];
   const main = document.getElementById("main");
   const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [""], page: 1, total: null, reloadTimer: 0 };
 
@@ -157,7 +157,7 @@
     const f = {
       subState: v("f-subState").value, hasError: v("f-hasError").checked ? "true" : "", minRetryCount: v("f-minRetryCount").value,
       provider: v("f-provider").value, tenantPrefix: v("f-tenantPrefix").value, sort: v("f-sort").value,
-      fingerprint: state.filter.fingerprint, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: v("f-stuck").checked ? "true" : "",
+      fingerprint: state.filter.fingerprint, step: state.filter.step, workflowType: state.filter.workflowType, verb: state.filter.verb, inStateLongerThan: state.filter.inStateLongerThan, stuck: v("f-stuck").checked ? "true" : "",
     };
     const q = filterQuery(f).toString();
     const want = "#/" + (q ? "?" + q : "");
@@ -314,6 +314,7 @@
     return (!f.subState || v.workflowSubState === f.subState) && (f.hasError !== "true" || v.workflowErrorMessage) &&
       v.workflowRetryCount >= Number(f.minRetryCount || 0) && (!f.provider || v.provider === f.provider) &&
       v.tenantId.startsWith(f.tenantPrefix || "") && (!f.fingerprint || v.workflowErrorFingerprint === f.fingerprint) &&
+      (!f.step || v.workflowStep === f.step) && (!f.workflowType || v.workflowType === f.workflowType) &&
       (!f.verb || v.workflowVerb === f.verb) && (f.stuck !== "true" || v.stuck);
   }
 

@@ -8,7 +8,7 @@
   const C = window.substateConsole;
   const { el, api, may, badge, notice, timeCell } = C;
   const GROUPS = [["fingerprint", "Error fingerprints"], ["step", "Steps"], ["provider", "Providers"], ["workflowType", "Workflow types"]];
-  const CLICKABLE = { fingerprint: true, provider: true };
+  const CLICKABLE = { fingerprint: true, step: true, provider: true, workflowType: true };
   const ACTIONS = ["retry", "stop", "restart"];
   const CREATE = "POST /v1/actions";
   let run = 0; // the overview being shown; an older one's answers are dropped
@@ -57,11 +57,12 @@
   }
 
   // renderActiveFilter shows the filters the form has no field for (a
-  // group's fingerprint, stuck…), each with a button that removes it.
+  // group's fingerprint, step or workflow type…), each with a button that
+  // removes it.
   function renderActiveFilter(f) {
     const box = document.getElementById("active-filter");
     if (!box) return;
-    const extra = ["fingerprint", "verb", "inStateLongerThan"].filter((k) => f[k]);
+    const extra = ["fingerprint", "step", "workflowType", "verb", "inStateLongerThan"].filter((k) => f[k]);
     box.replaceChildren(...extra.map((k) => el("span", { class: "filter-chip", dataset: { k } }, k + ": " + f[k],
       el("a", { href: "#/?" + C.filterQuery(Object.assign({}, f, { [k]: "" })), class: "remove", title: "remove this filter" }, "✕"))));
   }
