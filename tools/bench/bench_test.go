@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/mapping"
 )
 
@@ -30,6 +31,41 @@ func TestBenchLoadMaps(t *testing.T) {
 		if e.status == "FAILED" && !strings.Contains(d.ErrorMessage, "quota exceeded for tenant "+d.TenantID) {
 			t.Errorf("error message %q", d.ErrorMessage)
 		}
+	}
+}
+
+// The retries load's engine events map to the sub-states, retry counts
+// and errors of its steps, under the tenant they name, and keyOf finds
+// each one's key again.
+func TestBenchRetriesLoadMaps(t *testing.T) {
+	rules, err := mapping.ParseTenantRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mapping.New(mapping.Config{Tenants: rules})
+	load := benchLoad{shape: loadRetries, tenants: 3, start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	events := load.events(3*2*len(retrySteps), nil)
+	keys := map[int]bool{}
+	for _, e := range events {
+		evs, err := m.Map(load.raw(e, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := evs[0]
+		sub, _, hasErr := e.want()
+		if d.TenantID != tenantName(e.tenant) || keyOf(&d) != e.key() || d.SubState != sub || (d.ErrorMessage != "") != hasErr {
+			t.Fatalf("event %+v maps to %+v", e, d)
+		}
+		if sub == substate.StateBackingOff && (d.RetryCount != 1 || !d.RetryCountKnown || d.NextRetryAt.IsZero() || !strings.Contains(d.ErrorMessage, "503 Service Unavailable")) {
+			t.Errorf("backing-off maps to %+v", d)
+		}
+		keys[e.key()] = true
+	}
+	if len(keys) != len(events) {
+		t.Errorf("%d distinct keys for %d events", len(keys), len(events))
+	}
+	if last := events[len(events)-1]; last.status != substate.EngineFailed {
+		t.Errorf("a tenant's second execution ends %s, want failed", last.status)
 	}
 }
 

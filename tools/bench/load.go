@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ const (
 	loadChanges    = "changes"      // every event changes its tenant's view
 	loadHalfNoop   = "half-noop"    // every change followed by a duplicate delivery or an unchanged event
 	loadOutOfOrder = "out-of-order" // each tenant's events arrive with neighbours swapped
+	loadRetries    = "retries"      // every execution fails an attempt, backs off and retries
 )
 
 // benchEvent is one raw event of a bench load: a Step Functions status
@@ -21,7 +24,11 @@ const (
 type benchEvent struct {
 	tenant int
 	exec   int    // the execution's number in the load, unique across tenants
-	status string // RUNNING, SUCCEEDED or FAILED
+	status string // RUNNING, SUCCEEDED or FAILED; of an engine execution, an Engine* status
+	// engine marks an execution of the built-in engine (the retries load):
+	// step is its status event's number in retrySteps, from 0.
+	engine bool
+	step   int
 	// redelivery numbers the deliveries of the same status change: 0 is the
 	// first. A redelivery with the same id is dropped by JetStream's
 	// duplicate window; one with a new id (a second source, a poll)
@@ -33,6 +40,9 @@ type benchEvent struct {
 // key identifies the status change an event carries: the view applies it
 // once, so ingest → view latency is measured per key.
 func (e benchEvent) key() int {
+	if e.engine {
+		return len(retrySteps)*e.exec + e.step
+	}
 	if e.status == "RUNNING" {
 		return 2 * e.exec
 	}
@@ -63,6 +73,8 @@ func (l benchLoad) events(n int, rng *rand.Rand) []benchEvent {
 		return l.halfNoop(n)
 	case loadOutOfOrder:
 		return l.outOfOrder(n, rng)
+	case loadRetries:
+		return l.retries(n)
 	}
 	return l.changes(n, 0)
 }
@@ -87,6 +99,34 @@ func terminalStatus(run int) string {
 		return "SUCCEEDED"
 	}
 	return "FAILED"
+}
+
+// retrySteps are the status events of one execution of the retries load,
+// as the engine emits them for a task whose first attempt fails with a
+// retryable error: running, error (the provider's message), backing-off
+// (the same message, one retry, the next retry's time), running again
+// (attempt 2), then succeeded or, every other execution, failed with the
+// provider's final error. "" is the terminal step.
+var retrySteps = [...]string{substate.EngineRunning, substate.EngineError, substate.EngineBackingOff, substate.EngineRunning, ""}
+
+// retries returns n events of engine executions, tenants in turn, each
+// execution going through retrySteps: two of its five changes set an
+// error and one counts a retry.
+func (l benchLoad) retries(n int) []benchEvent {
+	out := make([]benchEvent, n)
+	for i := range out {
+		t, j := i%l.tenants, i/l.tenants
+		run := j / len(retrySteps)
+		e := benchEvent{tenant: t, exec: run*l.tenants + t, engine: true, step: j % len(retrySteps)}
+		if e.status = retrySteps[e.step]; e.status == "" {
+			e.status = substate.EngineSucceeded
+			if run%2 == 1 {
+				e.status = substate.EngineFailed
+			}
+		}
+		out[i] = e
+	}
+	return out
 }
 
 // halfNoop follows every change with a no-op: in turn a redelivery of the
@@ -131,6 +171,9 @@ func tenantName(i int) string { return "tenant-" + strconv.Itoa(i) }
 // raw returns the event as an EventBridge delivery of about 0.7 KB: the
 // fields Step Functions sends, the tenant in the execution input.
 func (l benchLoad) raw(e benchEvent, buf []byte) substate.RawEvent { // appends to buf
+	if e.engine {
+		return l.rawEngine(e, buf)
+	}
 	started := l.start.Add(time.Duration(e.exec) * time.Millisecond)
 	arn := benchExecPfx + strconv.Itoa(e.exec)
 	b := append(buf[:0], `{"version":"0","id":"`...)
@@ -166,9 +209,66 @@ func (l benchLoad) raw(e benchEvent, buf []byte) substate.RawEvent { // appends 
 	return substate.RawEvent{Kind: substate.RawEventBridge, ID: e.id(), Body: b}
 }
 
+// The provider's error texts of the retries load, as a provisioning task
+// reports them: the first attempt's (retried) and the final one of a
+// failed execution. %s is the tenant.
+const (
+	benchAttemptErrorType = "Provisioner.Unavailable"
+	benchAttemptError     = "POST https://provisioner.internal:8443/v1/tenants/%s/accounts: 503 Service Unavailable: upstream connect error or disconnect/reset before headers. reset reason: connection termination"
+	benchFinalErrorType   = "QuotaExceeded"
+	benchFinalError       = "quota exceeded for tenant %s in eu-west-1: 50 of 50 accounts in use; ask for a higher limit"
+)
+
+// rawEngine returns an engine execution's status event as the engine
+// publishes it (a substate.EngineEvent in JSON, about 0.5 KB).
+func (l benchLoad) rawEngine(e benchEvent, buf []byte) substate.RawEvent {
+	started := l.start.Add(time.Duration(e.exec) * time.Millisecond)
+	tenant := tenantName(e.tenant)
+	ev := substate.EngineEvent{
+		ID: e.id(), TenantID: tenant, ExecutionID: benchEngineExec(e.exec), Workflow: "provision-tenant",
+		Seq: uint64(e.step) + 1, Status: e.status, State: "CreateAccount", Attempt: 1,
+		StartedAt: started, Time: started.Add(time.Duration(e.step) * 100 * time.Millisecond),
+	}
+	if e.step >= 2 { // the backing-off event counts the retry
+		ev.RetryCount = 1
+	}
+	if e.step >= 3 {
+		ev.Attempt = 2
+	}
+	switch e.status {
+	case substate.EngineError, substate.EngineBackingOff:
+		ev.ErrorType, ev.Error = benchAttemptErrorType, fmt.Sprintf(benchAttemptError, tenant)
+		if e.status == substate.EngineBackingOff {
+			ev.NextRetryAt = ev.Time.Add(2 * time.Second)
+		}
+	case substate.EngineFailed:
+		ev.ErrorType, ev.Error = benchFinalErrorType, fmt.Sprintf(benchFinalError, tenant)
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		panic(err) // a struct of plain fields always marshals
+	}
+	return substate.RawEvent{Kind: substate.RawEngine, ID: e.id(), Body: append(buf[:0], b...)}
+}
+
+// benchEngineExec is the id of the bench's i-th engine execution, as long
+// as a name the engine generates (the workflow, "-" and 12 hex digits).
+func benchEngineExec(i int) string { return fmt.Sprintf("%s%012x", benchEnginePfx, i) }
+
+// benchEnginePfx begins the id of every engine execution of the bench.
+const benchEnginePfx = "provision-tenant-"
+
 // keyOf returns the key of the status change a canonical event of the
 // bench carries, or -1 for an event the bench did not send.
 func keyOf(ev *substate.EventData) int {
+	if ev.Provider == substate.ProviderEngine {
+		hex, ok := strings.CutPrefix(ev.ExecutionID, benchEnginePfx)
+		exec, err := strconv.ParseInt(hex, 16, 64)
+		if !ok || err != nil || ev.Revision < 1 || int(ev.Revision) > len(retrySteps) {
+			return -1
+		}
+		return len(retrySteps)*int(exec) + int(ev.Revision) - 1
+	}
 	i := strings.LastIndexByte(ev.ExecutionID, ':')
 	if i < 0 || i+1 >= len(ev.ExecutionID) || ev.ExecutionID[i+1] != 'e' {
 		return -1

@@ -228,15 +228,30 @@ func checkTenant(v substate.TenantView, want map[string]benchEvent) string {
 	if !ok {
 		return v.TenantID + ": not sent"
 	}
-	sub, exec, errMsg := substate.StateRunning, benchExecPfx+fmt.Sprint(e.exec), false
-	switch e.status {
-	case "SUCCEEDED":
-		sub, exec = substate.StateSucceeded, ""
-	case "FAILED":
-		sub, errMsg = substate.StateFailed, true
-	}
+	sub, exec, errMsg := e.want()
 	if v.WorkflowSubState != sub || v.WorkflowExecutionID != exec || (v.WorkflowErrorMessage != "") != errMsg {
 		return fmt.Sprintf("%s: %s exec=%q error=%q, want %s exec=%q", v.TenantID, v.WorkflowSubState, v.WorkflowExecutionID, v.WorkflowErrorMessage, sub, exec)
 	}
 	return ""
+}
+
+// want returns what a tenant's view says after e: the sub-state, the
+// execution and whether it has an error.
+func (e benchEvent) want() (sub substate.SubState, exec string, errMsg bool) {
+	if e.engine {
+		switch e.status {
+		case substate.EngineSucceeded:
+			return substate.StateSucceeded, "", false
+		case substate.EngineRunning:
+			return substate.StateRunning, benchEngineExec(e.exec), false
+		}
+		return substate.SubState(e.status), benchEngineExec(e.exec), true // the engine's names are the sub-states
+	}
+	switch e.status {
+	case "SUCCEEDED":
+		return substate.StateSucceeded, "", false
+	case "FAILED":
+		return substate.StateFailed, benchExecPfx + fmt.Sprint(e.exec), true
+	}
+	return substate.StateRunning, benchExecPfx + fmt.Sprint(e.exec), false
 }
