@@ -58,6 +58,10 @@ type TenantView struct {
 type Sequenced struct {
 	Seq   uint64
 	Event EventData
+	// ID is the event's CloudEvents id (its Nats-Msg-Id). The view records
+	// the id of the event at its checkpoint, so that a stream that holds
+	// another message there, or none, is told from the one it applied.
+	ID string
 	// TraceParent is the event's W3C traceparent, if it carried one.
 	TraceParent string
 	// Hop is the traceparent of the span the projector applied the event

@@ -178,7 +178,7 @@ func (p *Projector) decode(ctx context.Context, batch []jetstream.Msg, tb *traci
 			continue
 		}
 		hop := tb.Process(m, meta.Sequence.Stream, &e)
-		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data, TraceParent: e.TraceParent, Hop: hop})
+		out = append(out, substate.Sequenced{Seq: meta.Sequence.Stream, Event: e.Data, ID: e.ID, TraceParent: e.TraceParent, Hop: hop})
 	}
 	slices.Sort(seqs)
 	return sortSequenced(out), slices.Compact(seqs), nil
@@ -268,7 +268,7 @@ func (p *Projector) readRange(ctx context.Context, from, to uint64) ([]substate.
 		if err != nil {
 			continue
 		}
-		out = append(out, substate.Sequenced{Seq: seq, Event: e.Data, TraceParent: e.TraceParent})
+		out = append(out, substate.Sequenced{Seq: seq, Event: e.Data, ID: e.ID, TraceParent: e.TraceParent})
 	}
 	if from < to {
 		p.logger().Warn("read a gap in the event stream directly", "from", from, "to", to-1, "events", len(out))

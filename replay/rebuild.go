@@ -83,7 +83,7 @@ func (r *Rebuild) Run(ctx context.Context, rg Range) (Progress, error) {
 			start = m.Stored
 		}
 		end = m.Stored
-		batch = append(batch, substate.Sequenced{Seq: m.Seq, Event: m.Event.Data})
+		batch = append(batch, substate.Sequenced{Seq: m.Seq, Event: m.Event.Data, ID: m.Event.ID})
 	}
 	return p, r.apply(ctx, batch, end, &p)
 }

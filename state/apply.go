@@ -38,7 +38,7 @@ func (d *DB) Apply(ctx context.Context, batch []substate.Sequenced) (substate.Ap
 		if err := ctx.Err(); err != nil {
 			return substate.ApplyResult{}, err
 		}
-		written, err := d.commit(w, w.last)
+		written, err := d.commit(w, w.last, w.lastID)
 		if err != nil {
 			return substate.ApplyResult{}, err
 		}
@@ -88,6 +88,8 @@ type work struct {
 	order []string           // tenants in first-touch order
 	res   substate.ApplyResult
 	last  uint64
+	// lastID is the id of the event at last (see CheckpointEvent).
+	lastID string
 	// sloDigest, when set, is stored with the commit: the deadlines are
 	// those of these SLOs.
 	sloDigest *string
@@ -102,13 +104,14 @@ type work struct {
 // d.mu must be held.
 func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 	w := &work{
-		debug: debug,
-		now:   utc(d.Now()),
-		slos:  d.slos.Load(),
-		orig:  make(map[string]*Record),
-		next:  make(map[string]*Record),
-		dirty: make(map[string]bool),
-		last:  d.seq,
+		debug:  debug,
+		now:    utc(d.Now()),
+		slos:   d.slos.Load(),
+		orig:   make(map[string]*Record),
+		next:   make(map[string]*Record),
+		dirty:  make(map[string]bool),
+		last:   d.seq,
+		lastID: d.seqID,
 	}
 	err := d.view(func(tx *bolt.Tx) error {
 		tenants := tx.Bucket(bucketTenants)
@@ -118,7 +121,7 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 				w.res.Skipped++
 				continue
 			}
-			w.last = s.Seq
+			w.last, w.lastID = s.Seq, s.ID
 			rec, err := w.load(tenants, d.pending, s.Event.TenantID)
 			if err != nil {
 				return err
@@ -207,10 +210,10 @@ func (w *work) write(b *buckets) error {
 }
 
 // commit writes the changed records of a batch and every pending record
-// with the checkpoint seq in one transaction, and deletes the changes the
+// with the checkpoint seq and the id of its event in one transaction, and deletes the changes the
 // feed removed from the outbox, then clears pending and removed, and
 // returns the bytes the transaction wrote. d.mu must be held.
-func (d *DB) commit(w *work, seq uint64) (uint64, error) {
+func (d *DB) commit(w *work, seq uint64, id string) (uint64, error) {
 	d.pmu.Lock()
 	defer d.pmu.Unlock()
 	var next time.Time // the first deadline after the commit
@@ -238,6 +241,9 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 			}
 		}
 		next = firstDeadline(tx)
+		if err := putCheckpointEvent(b.meta, id); err != nil {
+			return err
+		}
 		return b.meta.Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))
 	})
 	if err != nil {
@@ -246,7 +252,7 @@ func (d *DB) commit(w *work, seq uint64) (uint64, error) {
 	clear(d.pending)
 	clear(d.removed)
 	clear(d.removedKeyed)
-	d.seq, d.checkpoint = seq, seq
+	d.seq, d.checkpoint, d.seqID = seq, seq, id
 	d.stats.Commits++
 	alloc := pageAlloc(d.db)
 	written := uint64(alloc-d.allocated) + uint64(d.db.Info().PageSize)
@@ -299,7 +305,7 @@ func (d *DB) hold(w *work) {
 	for id := range w.dirty {
 		d.pending[id] = *w.next[id]
 	}
-	d.seq = w.last
+	d.seq, d.seqID = w.last, w.lastID
 }
 
 func (d *DB) count(r *substate.ApplyResult) {

@@ -88,6 +88,7 @@ type DB struct {
 	removedKeyed map[string]struct{}
 	fresh        map[uint64]substate.Change // see keepFresh
 	seq          uint64                     // highest sequence applied, in memory
+	seqID        string                     // the id of the event at seq, "" when unknown
 	checkpoint   uint64                     // highest sequence committed
 	stats        Stats
 	allocated    int64 // bbolt's page bytes allocated as of the last commit
@@ -156,6 +157,7 @@ func (d *DB) Open() error {
 	d.db, d.pending, d.removed, d.removedKeyed = db, make(map[string]Record), make(map[uint64]struct{}), make(map[string]struct{})
 	d.fresh = make(map[uint64]substate.Change)
 	d.seq, d.checkpoint, d.stats = cp, cp, Stats{}
+	d.seqID = readCheckpointEvent(db)
 	d.allocated = pageAlloc(db)
 	d.corrupt.Store(nil)
 	d.pmu.Unlock()
@@ -343,6 +345,6 @@ func (d *DB) flush() error {
 	if len(d.pending) == 0 {
 		return nil
 	}
-	_, err := d.commit(nil, d.seq)
+	_, err := d.commit(nil, d.seq, d.seqID)
 	return err
 }

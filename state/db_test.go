@@ -151,6 +151,27 @@ func TestCheckpoint(t *testing.T) {
 			t.Errorf("after reopen, sequence 1 again = %+v, want skipped", res)
 		}
 	})
+	// The id of the event at the checkpoint is committed with it: a held
+	// batch moves neither, the commit that carries it moves both, and an
+	// event without an id leaves none.
+	t.Run("EventID", func(t *testing.T) {
+		db := openDB(t)
+		check := func(wantSeq uint64, wantID string) {
+			t.Helper()
+			if seq, id, err := db.CheckpointEvent(); err != nil || seq != wantSeq || id != wantID {
+				t.Fatalf("CheckpointEvent = %d %q %v, want %d %q", seq, id, err, wantSeq, wantID)
+			}
+		}
+		check(0, "")
+		mustApply(t, db, []substate.Sequenced{{Seq: 1, ID: "e1", Event: ev("t", "a", running, 1)}})
+		check(1, "e1")
+		mustApply(t, db, []substate.Sequenced{{Seq: 2, ID: "e2", Event: ev("t", "a", running, 2, native("active"))}})
+		check(1, "e1") // held: nothing committed
+		reopen(t, db)  // Close commits what was held
+		check(2, "e2")
+		mustApply(t, db, []substate.Sequenced{{Seq: 3, Event: ev("t", "a", succeeded, 3)}})
+		check(3, "")
+	})
 	t.Run("UnchangedBatchDoesNotMoveIt", func(t *testing.T) {
 		db := openDB(t)
 		s := newStream(t, db)

@@ -71,7 +71,7 @@ func (d *DB) ExpireDeadlines(ctx context.Context, upTo time.Time, limit int) (re
 	if len(w.dirty) == 0 {
 		return res, more, nil
 	}
-	written, err := d.commit(w, d.seq)
+	written, err := d.commit(w, d.seq, d.seqID)
 	if err != nil {
 		return res, false, err
 	}

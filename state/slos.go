@@ -184,7 +184,7 @@ func (d *DB) recomputeBatch(slos *substate.SLOs, after []byte) (int, []byte, err
 	} else if len(w.dirty) == 0 {
 		return 0, last, nil
 	}
-	if _, err := d.commit(w, d.seq); err != nil {
+	if _, err := d.commit(w, d.seq, d.seqID); err != nil {
 		return 0, nil, err
 	}
 	return len(w.dirty), last, nil

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,6 +93,67 @@ func compareStream(mark string, cp uint64, s eventsStream) *streamLoss {
 	return nil
 }
 
+// checkpointEvent says whether SUBSTATE_EVENTS still holds, at the view's
+// checkpoint cp, the event the view applied there (id, "" when the view
+// recorded none: then only that a canonical event is there). A stream
+// that ends before cp or starts after it is compareStream's. Counting
+// sequences is not enough for a store replaced by a copy: the stream's
+// state can be saved later than its messages (a server running on a store
+// renamed away writes it by path into the copy put in its place, its
+// messages into the files it holds open), so the stream ends at the
+// checkpoint without the events the view applied last; and a copy that
+// took writes since holds other events at the view's sequences.
+func checkpointEvent(ctx context.Context, js jetstream.JetStream, cp uint64, id string, s eventsStream) (*streamLoss, error) {
+	if cp == 0 || cp < s.first || cp > s.last {
+		return nil, nil
+	}
+	st, err := js.Stream(ctx, substate.StreamEvents)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", substate.StreamEvents, err)
+	}
+	applied := cmp.Or(id, "its id not recorded")
+	m, err := st.GetMsg(ctx, cp)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		after, err := heldBefore(ctx, st, cp, s.first)
+		if err != nil {
+			return nil, err
+		}
+		return &streamLoss{refill: true, after: after, what: fmt.Sprintf("%s no longer holds the event the view applied at sequence %d (%s) though it ends at %d: sequences %d to %d are gone (the stream's store was replaced by a copy whose messages end before the view's checkpoint, e.g. one taken while the server ran)",
+			substate.StreamEvents, cp, applied, s.last, after+1, cp)}, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read %s sequence %d, the view's checkpoint: %w", substate.StreamEvents, cp, err)
+	}
+	e, err := substate.UnmarshalEvent(m.Data)
+	switch {
+	case err != nil:
+		return &streamLoss{refill: true, what: fmt.Sprintf("%s holds a message that is no canonical event where the view applied at sequence %d (%s): the stream's store was replaced by a copy that took other writes since, so the view's events from some point before its checkpoint are not in it",
+			substate.StreamEvents, cp, applied)}, nil
+	case id != "" && e.ID != id:
+		return &streamLoss{refill: true, what: fmt.Sprintf("%s holds event %s where the view applied at sequence %d event %s: the stream's store was replaced by a copy that took other writes since, so the view's events from some point before its checkpoint are not in it",
+			substate.StreamEvents, e.ID, cp, id)}, nil
+	}
+	return nil, nil
+}
+
+// heldBefore returns the last sequence before cp that the stream holds, 0
+// when it holds none from first on.
+func heldBefore(ctx context.Context, st jetstream.Stream, cp, first uint64) (uint64, error) {
+	info, err := st.Info(ctx, jetstream.WithDeletedDetails(true))
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", substate.StreamEvents, err)
+	}
+	deleted := make(map[uint64]bool, len(info.State.Deleted))
+	for _, seq := range info.State.Deleted {
+		deleted[seq] = true
+	}
+	for seq := cp - 1; seq >= max(first, 1); seq-- {
+		if !deleted[seq] {
+			return seq, nil
+		}
+	}
+	return 0, nil
+}
+
 // checkStream compares the view with SUBSTATE_EVENTS at start-up. On a
 // loss it logs what happened, then per --on-stream-loss moves the view
 // aside and opens an empty one (rebuilt from the stream by the projector)
@@ -102,7 +164,7 @@ func (w *Worker) checkStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cp, err := w.View.Checkpoint(ctx)
+	cp, id, err := w.View.CheckpointEvent()
 	if err != nil {
 		return err
 	}
@@ -110,7 +172,13 @@ func (w *Worker) checkStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if loss := compareStream(mark, cp, s); loss != nil {
+	loss := compareStream(mark, cp, s)
+	if loss == nil {
+		if loss, err = checkpointEvent(ctx, w.Bus.JetStream, cp, id, s); err != nil {
+			return err
+		}
+	}
+	if loss != nil {
 		w.Metrics.StreamLosses.Inc()
 		if w.Flags.OnStreamLoss == StreamLossRefuse {
 			return fmt.Errorf("%w; refusing to start (--on-stream-loss=refuse): %s", loss, w.refuseHint(ctx, loss))

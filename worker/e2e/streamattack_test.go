@@ -300,8 +300,8 @@ type probe struct {
 // while the test asks /readyz of the server's handler and then sends the
 // rest of the body. Until the change is logged only /readyz is asked: a
 // delivery acknowledged between the change and its detection is lost
-// with the old files, and the restart's view would hold what the stream
-// does not.
+// with the old files (the restart's stream check finds the view ahead of
+// the copy and rebuilds it: TestStreamLossAfterStoreReplacedByCopy).
 func checkStopsAcknowledging(t *testing.T, w *workertest.Worker, store string, change func(string) error) {
 	t.Helper()
 	url := w.HTTP.URL()

@@ -156,3 +156,121 @@ func copyDataDir(tb testing.TB, dir string) string {
 	}
 	return out
 }
+
+// The NATS store replaced by an older copy that nonetheless ends at or
+// past the view's checkpoint, so that counting sequences finds nothing
+// wrong: the view applied 3 events ("late") the copy never held, yet the
+// restart once said nothing, the view kept those tenants (verify: Only
+// live) and a view positioned past the copy's end skipped what the copy
+// stored there next. Two ways a copy gets there:
+//
+//   - StateAhead: the stream state files are later than the copy's
+//     messages, as a server running on a store renamed away leaves them in
+//     the copy put in its place (it writes them by path, its messages into
+//     the files it holds open): the stream ends at the checkpoint with the
+//     late events missing;
+//   - TookWrites: the copy took writes before this view's worker started
+//     on it (here a replica's, --instance, ingesting 5 tenants): the
+//     stream holds other events at the view's sequences.
+//
+// The worker finds the event at its checkpoint gone or another one,
+// refuses with --on-stream-loss=refuse naming the commands, and by default
+// maps SUBSTATE_RAW again and rebuilds: the view holds what the stream
+// holds (the late tenants' evidence went with the newer store), what the
+// replica ingested included, and what is posted next.
+func TestStreamLossAfterStoreReplacedByCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// change gets the data directory with the older copy of the store
+		// in place, and the directory of the newer store.
+		change func(t *testing.T, dir, newer string)
+		tenant string // a tenant the stream holds that the view never applied
+	}{
+		{"StateAhead", func(t *testing.T, dir, newer string) {
+			copyStateFiles(t, newer, filepath.Join(dir, "nats"))
+		}, ""},
+		{"TookWrites", func(t *testing.T, dir, _ string) {
+			r := workertest.Start(t, workertest.DataDir(dir), func(f *worker.Flags) { f.Instance = "replica" })
+			workertest.PostRows(t, r.HTTP.URL(), "other", 5)
+			waitApplied(t, r, 205)
+			r.Stop(t)
+		}, "other0004"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := filepath.Join(dir, "nats")
+			w := workertest.Start(t, workertest.DataDir(dir))
+			workertest.PostRows(t, w.HTTP.URL(), "old", 200)
+			waitApplied(t, w, 200)
+			w.Stop(t)
+			if err := copyDir(store, store+".older"); err != nil {
+				t.Fatal(err)
+			}
+			w = workertest.Start(t, workertest.DataDir(dir))
+			workertest.PostRows(t, w.HTTP.URL(), "late", 3)
+			waitApplied(t, w, 203)
+			w.Stop(t)
+			if err := os.Rename(store, store+".newer"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(store+".older", store); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, dir, store+".newer")
+
+			refuseDir := copyDataDir(t, dir)
+			refusing := worker.New(workertest.Flags(t, workertest.DataDir(refuseDir), func(f *worker.Flags) { f.OnStreamLoss = "refuse" }))
+			err := refusing.Open(context.Background())
+			refusing.Close()
+			for _, s := range []string{"the view applied at sequence 203", "refusing to start", "substate renormalize", "substate rebuild --out " + filepath.Join(refuseDir, "view.db") + " --force"} {
+				if err == nil || !strings.Contains(err.Error(), s) {
+					t.Fatalf("open with --on-stream-loss=refuse: %v, which lacks %q", err, s)
+				}
+			}
+
+			w2 := workertest.Start(t, workertest.DataDir(dir))
+			if aside, _ := filepath.Glob(filepath.Join(dir, "view.db.stream-lost-*")); len(aside) != 1 {
+				t.Fatalf("moved-aside view files %v, want one: the stream does not hold the view's events", aside)
+			}
+			if got := testutil.ToFloat64(w2.Metrics.StreamLosses); got != 1 {
+				t.Fatalf("substate_stream_losses_total %v, want 1", got)
+			}
+			workertest.PostRows(t, w2.HTTP.URL(), "new", 10)
+			workertest.EventuallyWithin(t, 30*time.Second, func() string {
+				for _, id := range []string{"old0000", "old0199", "new0009", tc.tenant} {
+					if _, err := w2.View.Tenant(context.Background(), id); id != "" && err != nil {
+						return fmt.Sprintf("tenant %s after the restart: %v", id, err)
+					}
+				}
+				return ""
+			})
+			if _, err := w2.View.Tenant(context.Background(), "late0000"); substate.ErrorCode(err) != substate.ENOTFOUND {
+				t.Fatalf("tenant late0000, whose events and evidence the copy never held: %v, want not found", err)
+			}
+			workertest.WaitSettled(t, w2.Bus.ClientURL(), bustest.Seed(t, w2.Bus, bus.Worker))
+			verifyEqual(t, w2)
+		})
+	}
+}
+
+// copyStateFiles copies the streams' and consumers' state files (index.db,
+// o.dat) of the store from into the store to, leaving its messages.
+func copyStateFiles(tb testing.TB, from, to string) {
+	tb.Helper()
+	var n int
+	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (d.Name() != "index.db" && d.Name() != "o.dat") {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n++
+		return os.WriteFile(filepath.Join(to, rel), b, 0o600)
+	})
+	if err != nil || n == 0 {
+		tb.Fatalf("copy the state files: %d copied, %v", n, err)
+	}
+}
