@@ -142,7 +142,12 @@ type TenantFilter struct {
 	// more than this long ago (WorkflowSubStateSince).
 	InStateLongerThan time.Duration
 	// Stuck keeps the stuck tenants (TenantView.Stuck); false keeps all.
-	Stuck     bool
+	Stuck bool
+	// Reverse reads the order the other fields pick from its end: the
+	// same tenants, in exactly the opposite order, so that a listing's
+	// last page is its first page in reverse. With SortRetryDesc it is
+	// retry count lowest first; with SortUpdatedDesc, oldest change first.
+	Reverse   bool
 	Limit     int    // page size; 0 means the store's default
 	PageToken string // opaque token from a previous page
 }

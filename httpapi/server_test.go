@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,10 @@ func TestTenantRoutes(t *testing.T) {
 		{"?subState=error", []string{"t1"}},
 		{"?hasError=true", []string{"t1", "t2"}},
 		{"?minRetryCount=1&sort=retryCount:desc", []string{"t2", "t1"}},
+		{"?sort=tenantId:desc", []string{"t2", "t1", "t0"}},
+		{"?hasError=true&sort=tenantId:desc", []string{"t2", "t1"}},
+		{"?sort=retryCount:asc", []string{"t0", "t1", "t2"}},
+		{"?minRetryCount=1&sort=retryCount:asc", []string{"t1", "t2"}},
 	} {
 		var page substate.TenantPage
 		code, _ := get(t, url+"/v1/tenants"+tc.query, &page)
@@ -115,6 +120,49 @@ func TestTenantRoutes(t *testing.T) {
 	} {
 		if status, code := get(t, url+tc.path, nil); status != tc.status || code != tc.code {
 			t.Errorf("%s: %d %q, want %d %q", tc.path, status, code, tc.status, tc.code)
+		}
+	}
+}
+
+// TestTenantSortMirrors: each sort and its mirror list the same tenants
+// in opposite orders, page by page, and a page token of one direction is
+// a 400 for the other.
+func TestTenantSortMirrors(t *testing.T) {
+	url := newServer(t, nil)
+	walk := func(query string) []string {
+		t.Helper()
+		var got []string
+		for token := ""; ; {
+			var page substate.TenantPage
+			if code, _ := get(t, url+"/v1/tenants?limit=1&"+query+"&pageToken="+token, &page); code != 200 {
+				t.Fatalf("%s: %d", query, code)
+			}
+			for _, v := range page.Tenants {
+				got = append(got, v.TenantID)
+			}
+			if token = page.NextPageToken; token == "" || len(got) > 3 {
+				return got
+			}
+		}
+	}
+	for _, pair := range [][2]string{{"", "sort=tenantId:desc"}, {"sort=retryCount:desc", "sort=retryCount:asc"},
+		{"sort=updatedAt:desc", "sort=updatedAt:asc"}, {"hasError=true", "hasError=true&sort=tenantId:desc"}} {
+		forward, reverse := walk(pair[0]), walk(pair[1])
+		slices.Reverse(reverse)
+		if len(forward) < 2 || !slices.Equal(forward, reverse) {
+			t.Errorf("%q lists %v, %q lists the reverse of %v", pair[0], forward, pair[1], reverse)
+		}
+		for _, from := range pair {
+			var page substate.TenantPage
+			get(t, url+"/v1/tenants?limit=1&"+from, &page)
+			other := pair[0]
+			if from == other {
+				other = pair[1]
+			}
+			status, code := get(t, url+"/v1/tenants?limit=1&"+other+"&pageToken="+page.NextPageToken, nil)
+			if page.NextPageToken == "" || status != 400 || code != substate.EINVALID {
+				t.Errorf("the token of %q given to %q: %d %q, want 400 %s", from, other, status, code, substate.EINVALID)
+			}
 		}
 	}
 }

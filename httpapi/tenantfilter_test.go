@@ -21,7 +21,11 @@ func TestParseTenantFilter(t *testing.T) {
 			want: substate.TenantFilter{SortUpdatedDesc: true, Provider: substate.ProviderRestate, TenantPrefix: "acme-"}},
 		{query: "sort=retryCount:desc&subState=error&hasError=true&minRetryCount=2&limit=5&pageToken=x",
 			want: substate.TenantFilter{SortRetryDesc: true, SubState: substate.StateError, HasError: true, MinRetryCount: 2, Limit: 5, PageToken: "x"}},
-		{query: "sort=updatedAt:asc", err: "updatedAt:desc"},
+		{query: "sort=updatedAt:asc", want: substate.TenantFilter{SortUpdatedDesc: true, Reverse: true}},
+		{query: "sort=retryCount:asc&minRetryCount=1", want: substate.TenantFilter{SortRetryDesc: true, Reverse: true, MinRetryCount: 1}},
+		{query: "sort=tenantId:desc&subState=failed", want: substate.TenantFilter{Reverse: true, SubState: substate.StateFailed}},
+		{query: "sort=tenantId:asc", err: "want one of tenantId:desc, retryCount:desc, retryCount:asc, updatedAt:desc, updatedAt:asc"},
+		{query: "sort=updatedAt", err: "want one of"},
 		{query: "provider=temporal", err: "unknown provider"},
 		{query: "tenantPrefix=" + strings.Repeat("a", substate.MaxTenantIDBytes+1), err: "tenantPrefix"},
 		{query: "fingerprint=engine/x/y&verb=cancelled&inStateLongerThan=1h30m",
@@ -68,6 +72,9 @@ func TestEncodeTenantFilter(t *testing.T) {
 		{Fingerprint: "stepfunctions/states.timeout/task timed out after <n> seconds", Verb: substate.VerbFailed, InStateLongerThan: time.Second},
 		{Stuck: true, Provider: substate.ProviderRestate},
 		{Step: "Charge, card=1", WorkflowType: "billing/v2 &x"},
+		{Reverse: true, Stuck: true},
+		{SortRetryDesc: true, Reverse: true, PageToken: "tok"},
+		{SortUpdatedDesc: true, Reverse: true, Fingerprint: "engine/x/y"},
 	} {
 		got, err := httpapi.ParseTenantFilter(httpapi.EncodeTenantFilter(f))
 		if err != nil || got != f {

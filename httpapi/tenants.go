@@ -49,8 +49,8 @@ const maxValueBytes = 256
 
 // ParseTenantFilter reads the query parameters of GET /v1/tenants: subState,
 // hasError, minRetryCount, provider, tenantPrefix, fingerprint, step,
-// workflowType, verb, inStateLongerThan (a Go duration), stuck, sort (retryCount:desc or
-// updatedAt:desc), limit and pageToken. Any other parameter, or one given
+// workflowType, verb, inStateLongerThan (a Go duration), stuck, sort (see
+// Sorts), limit and pageToken. Any other parameter, or one given
 // twice, is an EINVALID error naming the valid ones: a misspelt filter
 // must not answer every tenant.
 func ParseTenantFilter(q map[string][]string) (substate.TenantFilter, error) {
@@ -64,17 +64,49 @@ func ParseTenantFilter(q map[string][]string) (substate.TenantFilter, error) {
 	if f.Limit, err = nonNegative("limit", first(q, "limit")); err != nil {
 		return f, err
 	}
-	switch v := first(q, "sort"); v {
-	case "":
-	case "retryCount:desc":
-		f.SortRetryDesc = true
-	case "updatedAt:desc":
-		f.SortUpdatedDesc = true
-	default:
-		return f, substate.Errorf(substate.EINVALID, "sort %s: want retryCount:desc or updatedAt:desc", substate.QuotePrefix(v, substate.QuoteLimit))
+	if err := ParseSort(first(q, "sort"), &f); err != nil {
+		return f, err
 	}
 	f.PageToken = first(q, "pageToken")
 	return f, nil
+}
+
+// Sorts are the values of the sort parameter of GET /v1/tenants, each an
+// order and its mirror: retryCount:asc is retryCount:desc read from its
+// end, updatedAt:asc is updatedAt:desc from its end, and tenantId:desc is
+// the order without sort (tenant id for most filters; see docs/view.md)
+// from its end. A mirror is exactly its order reversed, ties included.
+var Sorts = []string{"tenantId:desc", "retryCount:desc", "retryCount:asc", "updatedAt:desc", "updatedAt:asc"}
+
+// ParseSort sets the sort fields of f from v, one of Sorts or "" for the
+// filter's own order; anything else is an EINVALID error.
+func ParseSort(v string, f *substate.TenantFilter) error {
+	if v != "" && !slices.Contains(Sorts, v) {
+		return substate.Errorf(substate.EINVALID, "sort %s: want one of %s", substate.QuotePrefix(v, substate.QuoteLimit), strings.Join(Sorts, ", "))
+	}
+	f.SortRetryDesc = strings.HasPrefix(v, "retryCount:")
+	f.SortUpdatedDesc = strings.HasPrefix(v, "updatedAt:")
+	f.Reverse = v == "tenantId:desc" || strings.HasSuffix(v, ":asc")
+	return nil
+}
+
+// sortOf is the sort parameter that ParseSort reads as f's sort fields.
+func sortOf(f substate.TenantFilter) string {
+	var field string
+	switch {
+	case f.SortRetryDesc:
+		field = "retryCount"
+	case f.SortUpdatedDesc:
+		field = "updatedAt"
+	case f.Reverse:
+		return "tenantId:desc"
+	default:
+		return ""
+	}
+	if f.Reverse {
+		return field + ":asc"
+	}
+	return field + ":desc"
 }
 
 // parseConditions reads the parameters that select tenants, which GET
@@ -161,11 +193,8 @@ func EncodeTenantFilter(f substate.TenantFilter) url.Values {
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	switch {
-	case f.SortRetryDesc:
-		q.Set("sort", "retryCount:desc")
-	case f.SortUpdatedDesc:
-		q.Set("sort", "updatedAt:desc")
+	if v := sortOf(f); v != "" {
+		q.Set("sort", v)
 	}
 	if f.PageToken != "" {
 		q.Set("pageToken", f.PageToken)

@@ -22,9 +22,8 @@ const activeChunk = 256
 // open; a tenant that changes between chunks may be missed or yielded
 // twice. An error is yielded once, last.
 func (d *DB) Active(ctx context.Context, lastEventBefore time.Time) iter.Seq2[substate.TenantView, error] {
-	s := scan{kind: kindActive, bucket: bucketSubState, from: []byte{firstActiveCode},
-		stop: func(k []byte) bool { return k[0] > lastActiveCode },
-		id:   func(k []byte) []byte { return k[1:] }}
+	s := scan{kind: kindActive, bucket: bucketSubState, from: []byte{firstActiveCode}, to: []byte{lastActiveCode + 1},
+		id: func(k []byte) []byte { return k[1:] }}
 	stale := func(v *substate.TenantView) bool { return v.LastEventAt.Before(lastEventBefore) }
 	return func(yield func(substate.TenantView, error) bool) {
 		var after []byte

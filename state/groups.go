@@ -87,7 +87,7 @@ func (d *DB) groupLimit(q *substate.GroupQuery) (int, error) {
 		return 0, err
 	}
 	switch {
-	case f.SortRetryDesc || f.SortUpdatedDesc || f.Limit != 0 || f.PageToken != "":
+	case f.SortRetryDesc || f.SortUpdatedDesc || f.Reverse || f.Limit != 0 || f.PageToken != "":
 		return 0, substate.Errorf(substate.EINVALID, "a group query takes no sort, limit or page token in its filter")
 	case q.Limit < 0:
 		return 0, substate.Errorf(substate.EINVALID, "limit must not be negative")

@@ -76,6 +76,9 @@ func (d *DB) record(ctx context.Context, id string) (Record, error) {
 //   - MinRetryCount: retry count from the minimum up, then tenant id.
 //   - otherwise every tenant by id.
 //
+// Reverse walks the same index from the other end: the same tenants, the
+// ties broken the same way, in exactly the opposite order.
+//
 // Other conditions of f are checked on each record the index yields.
 // A walk reads at most the DB's ScanLimit index keys: when the filter
 // keeps few of them (a provider, or conditions another index would serve),
@@ -93,6 +96,9 @@ func (d *DB) Tenants(ctx context.Context, f substate.TenantFilter) (substate.Ten
 	s, ok, err := d.scanFor(&f)
 	if err != nil || !ok {
 		return substate.TenantPage{Tenants: []substate.TenantView{}}, err
+	}
+	if f.Reverse {
+		s.desc, s.kind = !s.desc, s.kind|kindReverse
 	}
 	fp := fingerprint(&f)
 	var after []byte
@@ -143,6 +149,10 @@ const (
 	kindStuck       = 9
 	kindStep        = 10
 	kindType        = 11
+
+	// kindReverse marks the walk of a kind from its other end, so that a
+	// token of one direction is refused by the other.
+	kindReverse = 0x80
 )
 
 // valueKinds is the scan kind of each dimension's members.
@@ -152,10 +162,10 @@ var valueKinds = [dimCount]byte{dimType: kindType, dimFingerprint: kindFingerpri
 type scan struct {
 	kind   byte
 	bucket []byte
-	prefix []byte              // every key of the walk starts with it
-	from   []byte              // where an ascending walk starts; nil: at prefix
-	desc   bool                // walk from the last key down
-	stop   func(k []byte) bool // true at the first key past the walk
+	prefix []byte // every key of the walk starts with it
+	from   []byte // the walk's keys are at or after prefix+from
+	to     []byte // and before prefix+to; nil: every key with the prefix
+	desc   bool   // walk from the last key down
 	id     func(k []byte) []byte
 	byID   bool // keys are ordered by tenant id after prefix, so a tenant-id prefix is a seek
 }
@@ -215,9 +225,7 @@ func indexScan(f *substate.TenantFilter) scan {
 	case f.SortUpdatedDesc:
 		return updatedScan()
 	case f.SortRetryDesc:
-		minRetry := uint64(f.MinRetryCount)
-		return scan{kind: kindRetryDown, bucket: bucketRetry, desc: true, id: afterRetry,
-			stop: func(k []byte) bool { return len(k) < 8 || binary.BigEndian.Uint64(k) < minRetry }}
+		return scan{kind: kindRetryDown, bucket: bucketRetry, from: retryKey(f.MinRetryCount, ""), desc: true, id: afterRetry}
 	case f.SubState != "" || f.Verb != "":
 		ss := cmp.Or(f.SubState, f.Verb.SubState())
 		return scan{kind: kindSubState, bucket: bucketSubState, prefix: []byte{subStateCode(ss)},
@@ -317,28 +325,51 @@ func viewIn(pending map[string]Record, tenants *bolt.Bucket, id []byte) (substat
 	return rec.View, nil
 }
 
-// first positions c on the first key of the walk after the key after.
+// first positions c on the first key of the walk after the key after
+// (nil: the walk's first key).
 func (s *scan) first(c *bolt.Cursor, after []byte) []byte {
 	switch {
-	case s.desc && after == nil:
-		k, _ := c.Last()
-		return k
-	case s.desc:
-		if k, _ := c.Seek(after); k == nil {
-			k, _ = c.Last()
-			return k
-		}
-		k, _ := c.Prev()
-		return k
-	case after == nil:
+	case !s.desc && after == nil:
 		k, _ := c.Seek(append(append([]byte(nil), s.prefix...), s.from...))
 		return k
+	case !s.desc:
+		k, _ := c.Seek(after)
+		if bytes.Equal(k, after) {
+			k, _ = c.Next()
+		}
+		return k
+	case after == nil:
+		// The walk's last key is the one before the first key past it.
+		if after = s.end(); after == nil {
+			k, _ := c.Last()
+			return k
+		}
 	}
-	k, _ := c.Seek(after)
-	if bytes.Equal(k, after) {
-		k, _ = c.Next()
+	if k, _ := c.Seek(after); k == nil {
+		k, _ = c.Last()
+		return k
 	}
+	k, _ := c.Prev()
 	return k
+}
+
+// end returns the first key past the walk; nil when no key is.
+func (s *scan) end() []byte {
+	if s.to != nil {
+		return append(append([]byte(nil), s.prefix...), s.to...)
+	}
+	return successor(s.prefix)
+}
+
+// successor returns the least key greater than every key that starts with
+// p; nil when there is none (p is empty or all 0xff).
+func successor(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			return append(append([]byte(nil), p[:i]...), p[i]+1)
+		}
+	}
+	return nil
 }
 
 func (s *scan) step(c *bolt.Cursor) []byte {
@@ -353,5 +384,9 @@ func (s *scan) step(c *bolt.Cursor) []byte {
 
 // within reports whether k still belongs to the walk.
 func (s *scan) within(k []byte) bool {
-	return bytes.HasPrefix(k, s.prefix) && (s.stop == nil || !s.stop(k))
+	if !bytes.HasPrefix(k, s.prefix) {
+		return false
+	}
+	rest := k[len(s.prefix):]
+	return bytes.Compare(rest, s.from) >= 0 && (s.to == nil || bytes.Compare(rest, s.to) < 0)
 }

@@ -23,7 +23,7 @@ func (d *DB) Select(ctx context.Context, f substate.TenantFilter, max int) (subs
 	if err := ctx.Err(); err != nil {
 		return substate.Selection{}, err
 	}
-	f.Limit, f.PageToken, f.SortRetryDesc, f.SortUpdatedDesc = 0, "", false, false
+	f.Limit, f.PageToken, f.SortRetryDesc, f.SortUpdatedDesc, f.Reverse = 0, "", false, false, false
 	if err := checkFilter(&f); err != nil {
 		return substate.Selection{}, err
 	}

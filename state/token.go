@@ -61,5 +61,8 @@ func fingerprint(f *substate.TenantFilter) uint32 {
 	if f.Step != "" || f.WorkflowType != "" {
 		fmt.Fprintf(h, "|%q|%q", f.Step, f.WorkflowType)
 	}
+	if f.Reverse {
+		fmt.Fprint(h, "|reverse")
+	}
 	return h.Sum32()
 }

@@ -69,7 +69,16 @@ func TestTenantsOutput(t *testing.T) {
 		if out := list("--provider", "restate"); out != "no tenants match\n" {
 			t.Errorf("--provider restate:\n%s", out)
 		}
-		code, _, errOut := runCLI(t, "tenants", "list", "--server", base, "--sort", "name")
+		var page substate.TenantPage
+		if err := json.Unmarshal([]byte(list("--sort", "tenantId:desc", "-o", "json")), &page); err != nil || len(page.Tenants) != 3 ||
+			page.Tenants[0].TenantID != "globex-1" || page.Tenants[2].TenantID != "acme-1" {
+			t.Errorf("--sort tenantId:desc: %+v %v", page.Tenants, err)
+		}
+		code, _, errOut := runCLI(t, "tenants", "list", "--server", base, "--sort-retries", "--sort", "updatedAt:asc")
+		if code == 0 || !strings.Contains(errOut, "--sort-retries") {
+			t.Errorf("--sort-retries with --sort updatedAt:asc: exit %d %s", code, errOut)
+		}
+		code, _, errOut = runCLI(t, "tenants", "list", "--server", base, "--sort", "name")
 		if code == 0 || !strings.Contains(errOut, "--sort") {
 			t.Errorf("--sort name: exit %d %s", code, errOut)
 		}

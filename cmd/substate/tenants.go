@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/termtext"
 )
 
@@ -59,7 +60,7 @@ func (c *FilterFlags) Filter() substate.TenantFilter {
 // TenantsListCmd is "substate tenants list".
 type TenantsListCmd struct {
 	FilterFlags `embed:""`
-	Sort        string `enum:"id,retryCount:desc,updatedAt:desc" default:"id" help:"Order: id (the default), retryCount:desc (the most retried first) or updatedAt:desc (the latest changed first)."`
+	Sort        string `enum:"id,tenantId:desc,retryCount:desc,retryCount:asc,updatedAt:desc,updatedAt:asc" default:"id" help:"Order: id (the default: tenant id for most filters), retryCount:desc (the most retried first), updatedAt:desc (the latest changed first), or one of them from its end: tenantId:desc, retryCount:asc, updatedAt:asc."`
 	SortRetries bool   `hidden:"" help:"The same as --sort retryCount:desc."`
 	Limit       int    `default:"100" help:"Tenants per page."`
 	PageToken   string `help:"Start at this page: the token the previous page printed after \"more:\"."`
@@ -72,11 +73,17 @@ type TenantsListCmd struct {
 func (c *TenantsListCmd) Run(ctx context.Context, m *Main) error {
 	f := c.Filter()
 	f.Limit, f.PageToken = c.Limit, c.PageToken
-	f.SortRetryDesc = c.Sort == "retryCount:desc" || c.SortRetries
-	f.SortUpdatedDesc = c.Sort == "updatedAt:desc"
-	if f.SortRetryDesc && f.SortUpdatedDesc {
-		return substate.Errorf(substate.EINVALID, "--sort-retries is --sort retryCount:desc: give one of it and --sort updatedAt:desc")
+	if c.SortRetries && c.Sort != "id" && c.Sort != "retryCount:desc" {
+		return substate.Errorf(substate.EINVALID, "--sort-retries is --sort retryCount:desc: give one of it and --sort %s", c.Sort)
 	}
+	sort := c.Sort
+	if sort == "id" {
+		sort = ""
+	}
+	if err := httpapi.ParseSort(sort, &f); err != nil {
+		return err
+	}
+	f.SortRetryDesc = f.SortRetryDesc || c.SortRetries
 	page := substate.TenantPage{Tenants: []substate.TenantView{}}
 	for p, err := range c.Client().TenantPages(ctx, f) {
 		if err != nil {

@@ -8,7 +8,11 @@
   const PROVIDERS = ["stepfunctions", "restate", "engine"];
   const FILTERS = ["subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "step", "workflowType", "verb", "inStateLongerThan", "stuck", "sort"];
   const main = document.getElementById("main");
-  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [""], page: 1, total: null, reloadTimer: 0 };
+  const state = { may: new Set(), who: null, counts: null, view: null, tenant: null, rows: new Map(), filter: {}, tokens: [""], page: 1, fromEnd: 0, backTokens: [""], total: null, reloadTimer: 0 };
+  const PAGE = 50;
+  // MIRROR names each order's mirror, the same tenants in exactly the
+  // opposite order (GET /v1/tenants' sort; "" is the order without it).
+  const MIRROR = { "": "tenantId:desc", "tenantId:desc": "", "retryCount:desc": "retryCount:asc", "retryCount:asc": "retryCount:desc", "updatedAt:desc": "updatedAt:asc", "updatedAt:asc": "updatedAt:desc" };
 
   // el builds an element: attributes from an object, children as nodes or
   // text (strings become text nodes, never markup).
@@ -128,8 +132,9 @@
           el("thead", {}, el("tr", {}, ["Tenant", "Sub-state", "Retries", "Error", "Provider", "Updated"].map((h) => el("th", {}, h)))),
           el("tbody"))),
         el("div", { class: "pager" }, el("button", { id: "first", type: "button", on: { click: () => pageTo(1) } }, "First page"),
-          el("button", { id: "prev", type: "button", on: { click: () => pageTo(state.page - 1) } }, "Previous page"),
-          el("button", { id: "next", type: "button", on: { click: () => pageTo(state.page + 1) } }, "Next page"), el("span", { id: "page-info" }))));
+          el("button", { id: "prev", type: "button", on: { click: () => state.fromEnd ? backTo(state.fromEnd + 1) : pageTo(state.page - 1) } }, "Previous page"),
+          el("button", { id: "next", type: "button", on: { click: () => state.fromEnd ? backTo(state.fromEnd - 1) : pageTo(state.page + 1) } }, "Next page"),
+          el("button", { id: "last", type: "button", on: { click: () => backTo(1) } }, "Last page"), el("span", { id: "page-info" }))));
     renderCounts();
     loadOverview();
     loadTable();
@@ -146,7 +151,8 @@
       el("label", {}, "Min retries", el("input", { type: "number", min: "0", id: "f-minRetryCount", value: f.minRetryCount || "", class: "narrow" })),
       sel("provider", [["", "any"]].concat(PROVIDERS.map((p) => [p, p])), "Provider"),
       el("label", {}, "Tenant id starts with", el("input", { type: "text", id: "f-tenantPrefix", value: f.tenantPrefix || "", maxlength: "256" })),
-      sel("sort", [["", "tenant id"], ["updatedAt:desc", "last update"], ["retryCount:desc", "retry count"]], "Sort"),
+      sel("sort", [["", "tenant id"], ["updatedAt:desc", "last update"], ["retryCount:desc", "retry count"],
+        ["tenantId:desc", "tenant id, from the end"], ["updatedAt:asc", "last update, oldest first"], ["retryCount:asc", "retry count, lowest first"]], "Sort"),
       el("button", { type: "submit", id: "apply" }, "Apply"));
     form.addEventListener("change", applyForm);
     return form;
@@ -245,19 +251,35 @@
     h.replaceChildren(...items);
   }
 
+  // loadTable reads the page the address names. A page counted from the
+  // end is read from the mirror of the order (see MIRROR) and shown
+  // reversed: the last page is the mirror's first T − (M−1)·50 tenants,
+  // T the total and M the pages, and each page before it the mirror's
+  // next 50, so the last of a million tenants costs one page's walk.
   async function loadTable() {
-    const token = state.tokens[state.page - 1] || "";
-    const q = filterQuery(state.filter, { pageToken: token, limit: "50" });
+    let f = state.filter, token = state.tokens[state.page - 1] || "", limit = PAGE;
+    if (state.fromEnd) {
+      f = Object.assign({}, f, { sort: MIRROR[f.sort || ""] || "" });
+      token = state.backTokens[state.fromEnd - 1] || "";
+      if (state.fromEnd === 1) {
+        state.awaitTotal = state.total === null;
+        if (state.awaitTotal) return; // setTotal loads it
+        limit = Math.max(1, state.total - (pages() - 1) * PAGE);
+      }
+    }
+    const q = filterQuery(f, { pageToken: token, limit: String(limit) });
     const body = document.querySelector("#tenants tbody");
     const note = document.getElementById("table-note");
     try {
       const page = await api("/v1/tenants?" + q);
       if (!document.querySelector("#tenants tbody")) return;
+      const tenants = state.fromEnd ? page.tenants.slice().reverse() : page.tenants;
       state.rows = new Map();
-      body.replaceChildren(...page.tenants.map((v) => row(v)));
+      body.replaceChildren(...tenants.map((v) => row(v)));
       state.next = page.nextPageToken || "";
-      state.tokens[state.page] = state.next;
-      state.shown = page.tenants.length;
+      if (state.fromEnd) state.backTokens[state.fromEnd] = state.next; else state.tokens[state.page] = state.next;
+      state.shown = tenants.length;
+      state.asked = limit;
       renderPager();
       note.replaceChildren();
       body.dataset.loaded = String(Date.now());
@@ -270,8 +292,22 @@
   // goes back without a reload; the page's token and number are in the
   // address, so a page can be shared and the back button works. A page
   // opened from a shared address knows no earlier token: Previous then
-  // offers the first page.
+  // offers the first page. Pages reached by Last are counted from the end
+  // (fromEnd: 1 is the last page) with the mirror's tokens (backToken),
+  // the same way in the other direction: their Next, not knowing the
+  // page after, offers the last page.
   function setPage(params) {
+    const k = Math.max(0, Math.floor(Number(params.get("fromEnd"))) || 0);
+    if (k) {
+      const token = k > 1 ? params.get("backToken") || "" : "";
+      const n = token ? k : 1;
+      if (state.backTokens[n - 1] !== token) state.backTokens = Object.assign([""], { [n - 1]: token });
+      state.backTokens.length = n;
+      state.fromEnd = n;
+      state.page = 0; // no forward page: live changes do not reload it
+      return;
+    }
+    state.fromEnd = 0;
     const token = params.get("pageToken") || "";
     const page = Math.max(1, Number(params.get("page")) || 1);
     if (!token) { state.tokens = [""]; state.page = 1; return; }
@@ -285,16 +321,35 @@
     if (token === undefined) n = 1;
     location.hash = "#/?" + filterQuery(state.filter, n > 1 ? { pageToken: token, page: String(n) } : {});
   }
+  function backTo(k) {
+    const token = k <= 1 ? "" : state.backTokens[k - 1];
+    if (token === undefined || k < 1) k = 1;
+    location.hash = "#/?" + filterQuery(state.filter, k > 1 ? { fromEnd: String(k), backToken: token } : { fromEnd: "1" });
+  }
+  // setTotal takes the filter's exact count (the groups route's total),
+  // which page numbers and the last page need.
+  function setTotal(total) {
+    state.total = total;
+    if (state.fromEnd === 1 && state.awaitTotal) {
+      if (total !== null) loadTable();
+      else document.getElementById("table-note").replaceChildren(notice("The last page needs the filter's count, which the view could not give: narrow the filter, or page from the first page."));
+    }
+    renderPager();
+  }
+  function pages() { return state.total === null ? null : Math.max(1, Math.ceil(state.total / PAGE)); }
   function renderPager() {
     const info = document.getElementById("page-info");
     if (!info) return;
-    document.getElementById("next").disabled = !state.next;
-    document.getElementById("prev").disabled = state.page <= 1;
-    document.getElementById("first").disabled = state.page <= 1;
-    const pages = state.total === null ? null : Math.max(1, Math.ceil(state.total / 50));
-    info.textContent = "page " + state.page + (pages ? " of " + pages : "") + (state.total !== null ? " · " + state.total + " tenants" : "") +
+    const m = pages();
+    const n = state.fromEnd ? (m === null ? null : Math.max(1, m - state.fromEnd + 1)) : state.page;
+    const atLast = state.fromEnd ? state.fromEnd === 1 : !state.next;
+    document.getElementById("next").disabled = state.fromEnd ? state.fromEnd <= 1 : !state.next;
+    document.getElementById("prev").disabled = state.fromEnd ? !state.next : state.page <= 1;
+    document.getElementById("first").disabled = n === 1;
+    document.getElementById("last").disabled = m === null || atLast;
+    info.textContent = "page " + (n === null ? state.fromEnd + " from the end" : n) + (m ? " of " + m : "") + (state.total !== null ? " · " + state.total + " tenants" : "") +
       (state.shown ? "" : " — no tenants on this page") +
-      (state.next && state.shown < 50 ? " (the view was read up to its scan limit; more may follow)" : "");
+      (state.next && state.shown < state.asked ? " (the view was read up to its scan limit; more may follow)" : "");
   }
 
   function row(v) {
@@ -415,7 +470,7 @@
   });
 
   // The other scripts of the page (fleet.js) use these.
-  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state, renderPager };
+  window.substateConsole = { el, api, may, badge, notice, timeCell, filterQuery, FILTERS, state, setTotal };
 
   connect();
   loadIdentity().then(route);

@@ -39,10 +39,9 @@
       el("div", { class: "group-col", id: "groups-" + GROUPS[i][0] }, el("h3", {}, GROUPS[i][1]), notice(p.reason.message)))));
     box.dataset.loaded = String(Date.now());
     const counted = pages.find((p) => p.status === "fulfilled");
-    if (!counted) return;
+    if (!counted) { C.setTotal(null); return; }
     selectAll(f, counted.value.total);
-    C.state.total = counted.value.total;
-    C.renderPager();
+    C.setTotal(counted.value.total);
   }
 
   function groupColumn(f, [by, title], page) {
