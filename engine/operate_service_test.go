@@ -39,7 +39,7 @@ states:
 		t.Fatal(err)
 	}
 	p.WaitTenant(t, "t-eng", "waiting", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })
-	s := operatortest.Service(t, p, substate.ProviderEngine, e, nil)
+	s := operatortest.Service(t, p, substate.ProviderEngine, e, nil, substate.ProviderRules{})
 
 	info, err := s.Describe(ctx, "t-eng")
 	if err != nil || info.Step != "sleep" || info.ExecutionID != "nap-1" || string(info.Input) != `{"n":1}` {
@@ -102,7 +102,7 @@ states:
 	if v.WorkflowExecutionID != "" {
 		t.Fatalf("view %+v keeps the succeeded execution's id", v)
 	}
-	s := operatortest.Service(t, p, substate.ProviderEngine, e, nil)
+	s := operatortest.Service(t, p, substate.ProviderEngine, e, nil, substate.ProviderRules{})
 	info, err := s.Describe(ctx, "t-done")
 	if err != nil || info.ExecutionID != "quick-1" || info.ProviderState != substate.EngineSucceeded || string(info.Output) != `{"plan":"gold"}` || info.TenantID != "t-done" {
 		t.Fatalf("describe %+v %v; want the succeeded execution with its output", info, err)

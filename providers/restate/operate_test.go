@@ -72,7 +72,7 @@ func TestOperateRestate(t *testing.T) {
 	r := newRealRestate(t)
 	rs := r.rs
 	op := &restate.Operator{Admin: r.poller.Admin}
-	s := operatortest.Service(t, r.Pipeline, substate.ProviderRestate, op, op)
+	s := operatortest.Service(t, r.Pipeline, substate.ProviderRestate, op, op, restate.Rules())
 	completed := func(s rowState) bool { return s.Status == "completed" }
 
 	t.Run("ResumePaused", func(t *testing.T) {

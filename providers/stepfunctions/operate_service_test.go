@@ -37,7 +37,7 @@ func TestOperateStepFunctions(t *testing.T) {
 	}
 	p.Publish(t, raw)
 	p.WaitTenant(t, "t-sfn", "running", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateRunning })
-	s := operatortest.Service(t, p, substate.ProviderStepFunctions, sfn, sfn)
+	s := operatortest.Service(t, p, substate.ProviderStepFunctions, sfn, sfn, stepfunctions.Rules(awstest.Region))
 
 	if _, err := s.Act(ctx, substate.ExecutionRequest{TenantID: "t-sfn", Action: substate.ActionStop, Kill: true, Who: "ops"}); substate.ErrorCode(err) != substate.EINVALID {
 		t.Errorf("kill on Step Functions: %v", err)

@@ -18,9 +18,9 @@ import (
 // and the audit stream show after each action.
 
 // Service returns the execution service over a pipeline with one
-// provider's operator (and its poller, when it has one), the audit stream
-// in place.
-func Service(t *testing.T, p *pipelinetest.Pipeline, provider substate.Provider, op substate.ExecutionOperator, poller substate.StatusPoller) *operate.Service {
+// provider's operator (and its poller, when it has one) and its rules, as
+// the worker wires them, the audit stream in place.
+func Service(t *testing.T, p *pipelinetest.Pipeline, provider substate.Provider, op substate.ExecutionOperator, poller substate.StatusPoller, rules substate.ProviderRules) *operate.Service {
 	t.Helper()
 	if err := bus.DefaultTopology().EnsureAuditStream(context.Background(), p.Bus.JetStream); err != nil {
 		t.Fatal(err)
@@ -28,6 +28,7 @@ func Service(t *testing.T, p *pipelinetest.Pipeline, provider substate.Provider,
 	s := &operate.Service{
 		Views: p.View, Operators: map[substate.Provider]substate.ExecutionOperator{provider: op},
 		Pollers: map[substate.Provider]substate.StatusPoller{}, Raw: p.Pub, Audit: p.Pub,
+		Rules: map[substate.Provider]substate.ProviderRules{provider: rules},
 	}
 	if poller != nil {
 		s.Pollers[provider] = poller
