@@ -2,6 +2,7 @@ package substate
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -105,8 +106,28 @@ func SchemaURL(base, name string) string {
 	if base == "" {
 		return ""
 	}
-	return strings.TrimSuffix(base, "/") + SchemaPath + name
+	var memo *atomic.Pointer[schemaURL]
+	switch name {
+	case EventSchema:
+		memo = &schemaURLs[0]
+	case ChangeSchema:
+		memo = &schemaURLs[1]
+	default:
+		return strings.TrimSuffix(base, "/") + SchemaPath + name
+	}
+	if u := memo.Load(); u != nil && u.base == base {
+		return u.url
+	}
+	u := &schemaURL{base: base, url: strings.TrimSuffix(base, "/") + SchemaPath + name}
+	memo.Store(u)
+	return u.url
 }
+
+// schemaURL is the last URL SchemaURL made for a schema of every event
+// and change, kept so that each one published does not build it anew.
+type schemaURL struct{ base, url string }
+
+var schemaURLs [2]atomic.Pointer[schemaURL] // EventSchema, ChangeSchema
 
 // MaxTraceParent bounds the traceparent substate keeps (version 00 is 55
 // bytes; a future version may append fields).

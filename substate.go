@@ -89,6 +89,10 @@ func (s SubState) Status() Status {
 // MarshalText implements encoding.TextMarshaler.
 func (s SubState) MarshalText() ([]byte, error) { return []byte(s), nil }
 
+// AppendText implements encoding.TextAppender: the JSON encoder writes a
+// sub-state into its own buffer instead of a new slice each time.
+func (s SubState) AppendText(b []byte) ([]byte, error) { return append(b, s...), nil }
+
 // UnmarshalText implements encoding.TextUnmarshaler; the empty string is
 // accepted as "unset", anything else must be a canonical sub-state.
 func (s *SubState) UnmarshalText(b []byte) error {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -188,18 +189,18 @@ var errNotAcked = substate.Errorf(substate.EUNAVAILABLE, "publish change: not ac
 // CloudEvent on its ChangeSubject, with its sequence as Nats-Msg-Id and
 // the traceparent of the event that made it.
 func ChangeMsg(c *substate.Change, schemaBase string) (*nats.Msg, error) {
-	body, err := substate.MarshalChangeEvent(*c, schemaBase)
+	e := substate.NewChangeEvent(*c, schemaBase) // as MarshalChangeEvent, keeping its id for the header
+	body, err := json.Marshal(&e)
 	if err != nil {
 		return nil, substate.WrapError(substate.EINTERNAL, err, "encode change")
 	}
-	m := nats.NewMsg(substate.ChangeSubject(c))
-	m.Data = body
-	m.Header.Set(substate.HeaderContentType, substate.CloudEventsMediaType)
-	m.Header.Set(substate.HeaderMsgID, substate.ChangeMsgID(c))
+	b := newMsg(substate.ChangeSubject(c), body, 3)
+	b.set(substate.HeaderContentType, substate.CloudEventsMediaType)
+	b.set(substate.HeaderMsgID, e.ID)
 	if c.TraceParent != "" {
-		m.Header.Set(substate.HeaderTraceParent, c.TraceParent)
+		b.set(substate.HeaderTraceParent, c.TraceParent)
 	}
-	return m, nil
+	return b.m, nil
 }
 
 func (f *ChangeFeed) fail(step string, n int) error {

@@ -125,14 +125,13 @@ func (p *JetStream) rawMsg(ev substate.RawEvent) (*nats.Msg, error) {
 	if ev.ID == "" {
 		return nil, substate.Errorf(substate.EINVALID, "raw event has no id")
 	}
-	m := nats.NewMsg(substate.RawSubject(ev.Kind))
-	m.Data = ev.Body
+	b := newMsg(substate.RawSubject(ev.Kind), ev.Body, len(ev.Header)+2)
 	for k, v := range ev.Header {
-		m.Header.Set(k, v)
+		b.set(k, v)
 	}
-	m.Header.Set(substate.HeaderMsgID, ev.ID)
-	m.Header.Set(substate.HeaderReceivedAt, p.Now().UTC().Format(time.RFC3339Nano))
-	return m, nil
+	b.set(substate.HeaderMsgID, ev.ID)
+	b.set(substate.HeaderReceivedAt, p.Now().UTC().Format(time.RFC3339Nano))
+	return b.m, nil
 }
 
 // PublishEvents publishes canonical events as structured CloudEvents on
@@ -168,20 +167,19 @@ func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, err
 	if err != nil {
 		return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
 	}
-	m := nats.NewMsg(substate.EventsSubject(e.Data.TenantID))
-	m.Data = body
-	m.Header.Set(substate.HeaderMsgID, e.ID)
-	m.Header.Set(substate.HeaderContentType, substate.CloudEventsMediaType)
+	b := newMsg(substate.EventsSubject(e.Data.TenantID), body, 5)
+	b.set(substate.HeaderMsgID, e.ID)
+	b.set(substate.HeaderContentType, substate.CloudEventsMediaType)
 	if e.Raw.Seq > 0 {
-		m.Header.Set(substate.HeaderRawSeq, strconv.FormatUint(e.Raw.Seq, 10))
+		b.set(substate.HeaderRawSeq, strconv.FormatUint(e.Raw.Seq, 10))
 	}
 	if e.Raw.ID != "" {
-		m.Header.Set(substate.HeaderRawID, e.Raw.ID)
+		b.set(substate.HeaderRawID, e.Raw.ID)
 	}
 	if tp := cmp.Or(e.Hop, e.TraceParent); tp != "" {
-		m.Header.Set(substate.HeaderTraceParent, tp) // the hop's context; the body keeps the trace's start
+		b.set(substate.HeaderTraceParent, tp) // the hop's context; the body keeps the trace's start
 	}
-	f, err := p.JS.PublishMsgAsync(m)
+	f, err := p.JS.PublishMsgAsync(b.m)
 	if err != nil {
 		return nil, unavailable(err, "publish event")
 	}

@@ -31,7 +31,7 @@ func updatedKey(v *substate.TenantView) []byte {
 	if !v.UpdatedAt.IsZero() && v.UpdatedAt.UnixNano() > 0 {
 		ns = uint64(v.UpdatedAt.UnixNano())
 	}
-	return append(binary.BigEndian.AppendUint64(nil, ns), v.TenantID...)
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(v.TenantID)), ns), v.TenantID...)
 }
 
 // trackDerived moves next's by-updated key from where old had it, and

@@ -75,11 +75,11 @@ func subStateOf(code byte) substate.SubState {
 }
 
 func subStateKey(s substate.SubState, id string) []byte {
-	return append([]byte{subStateCode(s)}, id...)
+	return append(append(make([]byte, 0, 1+len(id)), subStateCode(s)), id...)
 }
 
 func retryKey(n int, id string) []byte {
-	return append(binary.BigEndian.AppendUint64(nil, uint64(max(n, 0))), id...)
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(id)), uint64(max(n, 0))), id...)
 }
 
 // indexKeys are the keys a record has in the three indexes; errorKey is
