@@ -159,6 +159,13 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 	if !strings.Contains(row, "retry by loopback — card updated") {
 		t.Errorf("the timeline's operator row says %q", row)
 	}
+	// The page reloaded for the change the retry made (the timeline shows
+	// it): the outcome the operator was told is still there to read.
+	var kept string
+	eval(t, ctx, `(() => { const p = document.querySelector('#act-result p'); return p ? p.dataset.outcome : ''; })()`, &kept)
+	if kept != "done" {
+		t.Errorf("after the page reloaded for the retry's change the action's outcome reads %q, want done still shown", kept)
+	}
 }
 
 // engineBackingOff starts an engine execution of retryingWorkflow for

@@ -120,17 +120,30 @@
 
   // ---- actions on one tenant's execution ----
   const ACT = "POST /v1/tenants/{id}/execution/{action}";
+  // lastResult is the outcome of the last action taken on the page's
+  // tenant ({tenant, make}): the action changes the tenant, and the page
+  // that reloads for that change keeps the outcome below the buttons
+  // instead of wiping it before the operator has read it.
+  let lastResult = null;
+  function actResult() {
+    if (!lastResult) return null;
+    return el("div", { id: "act-result" }, lastResult.make());
+  }
   function renderTenantActions(v) {
     const box = document.getElementById("tenant-actions");
     if (!box || box.dataset.tenant === v.tenantId && box.dataset.busy) return;
     box.dataset.tenant = v.tenantId;
+    if (lastResult && lastResult.tenant !== v.tenantId) lastResult = null;
     if (!may(ACT) || !v.workflowExecutionId) { box.replaceChildren(); return; }
     box.replaceChildren(el("div", { class: "controls" }, ["retry", "stop", "restart"].map((a) =>
       el("button", { type: "button", id: "act-" + a, on: { click: () => previewAction(v.tenantId, a) } }, a[0].toUpperCase() + a.slice(1)))));
+    const kept = actResult();
+    if (kept) box.append(kept);
   }
   async function previewAction(id, action) {
     const box = document.getElementById("tenant-actions");
     box.dataset.busy = "1";
+    lastResult = null; // a new action: the last one's outcome is not its own
     const path = "/v1/tenants/" + encodeURIComponent(id) + "/execution/" + action;
     const post = (body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
     const out = el("div", { id: "act-result" });
@@ -150,10 +163,13 @@
       form.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       try {
         const r = await post({ reason: reason.value.trim() });
-        out.replaceChildren(el("p", { dataset: { outcome: r.outcome } }, action + ": " + r.outcome + (r.next ? " — " + r.next : "") + (r.newExecutionId ? " (new execution " + r.newExecutionId + ")" : "")));
+        const text = action + ": " + r.outcome + (r.next ? " — " + r.next : "") + (r.newExecutionId ? " (new execution " + r.newExecutionId + ")" : "");
+        lastResult = { tenant: id, make: () => el("p", { dataset: { outcome: r.outcome } }, text) };
       } catch (err) {
-        out.replaceChildren(notice(action + " failed: " + err.message));
+        const text = action + " failed: " + err.message;
+        lastResult = { tenant: id, make: () => notice(text) };
       }
+      out.replaceChildren(lastResult.make());
       done();
       setTimeout(() => { if (state.tenant === id) showTenant(id); }, 1500);
     } } }, el("label", {}, "Reason ", reason), el("button", { type: "submit", id: "act-confirm" }, "Confirm " + action),
