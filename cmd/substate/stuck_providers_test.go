@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,21 +105,11 @@ func testStuckStepFunctions(t *testing.T) {
 // done, it is unstuck.
 func testStuckRestate(t *testing.T) {
 	rs := restatetest.Start(t)
-	admin, err := url.Parse(rs.AdminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(admin)
-	counting := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		proxy.ServeHTTP(rw, r)
-	}))
-	t.Cleanup(counting.Close)
+	countingURL, calls := rs.CountingAdmin(t)
 	slo := writeSLOFile(t, "workflows:\n  Provision:\n    backing-off: 8s\n")
 	// The poller polls only invocations nothing was heard of for an hour.
 	p := startWorkerProcess(t, t.TempDir(), "--slo-file", slo, "--sfn-reconcile", "off",
-		"--restate-admin-url", counting.URL, "--restate-poll-interval", "250ms", "--restate-poll-after", "1h")
+		"--restate-admin-url", countingURL, "--restate-poll-interval", "250ms", "--restate-poll-after", "1h")
 	b := p.bus(t)
 	deliver := func(id string, row map[string]any) {
 		t.Helper()

@@ -4,13 +4,9 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,21 +191,11 @@ func grepLines(s string, words ...string) string {
 // unstuck.
 func TestStuckRestate(t *testing.T) {
 	rs := restatetest.Start(t)
-	admin, err := url.Parse(rs.AdminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(admin)
-	counting := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		proxy.ServeHTTP(rw, r)
-	}))
-	t.Cleanup(counting.Close)
+	countingURL, calls := rs.CountingAdmin(t)
 	slos := writeSLOs(t, "workflows:\n  Provision:\n    backing-off: 8s\n")
 	w := workertest.Start(t, func(f *worker.Flags) {
 		f.SLOFile, f.RestateWebhookSecret = slos, webhookSecret
-		f.RestateAdminURL, f.RestatePollEvery, f.RestatePollAfter = counting.URL, 250*time.Millisecond, time.Hour
+		f.RestateAdminURL, f.RestatePollEvery, f.RestatePollAfter = countingURL, 250*time.Millisecond, time.Hour
 	})
 	base := w.HTTP.URL()
 	deliver := func(id string, row map[string]any) {
