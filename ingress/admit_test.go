@@ -45,6 +45,14 @@ func TestIngressThrottlesOnBacklog(t *testing.T) {
 			t.Fatalf("event %d under the bound: %d %v", i, r.status, r.body)
 		}
 	}
+	// The consumer's pending count follows the stream a moment after a
+	// publish is acknowledged: admission reads the backlog as last
+	// measured, so the test waits until the measure holds all three.
+	for deadline := time.Now().Add(10 * time.Second); in.Admission.Backlog() < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the normalizer's backlog reads %d, want 3", in.Admission.Backlog())
+		}
+	}
 	resp := postResp(t, url, withID(t, "over"), key)
 	if resp.status != http.StatusTooManyRequests || resp.errorCode() != substate.ETHROTTLED || resp.retryAfter != "5" ||
 		!strings.Contains(resp.errorMessage(), "3 raw events are waiting") {
