@@ -146,6 +146,9 @@ func TestConsoleLiveChange(t *testing.T) {
 	tab := openConsole(t, cw, "#/?sort=updatedAt:desc")
 	ctx := tab.ctx
 	eval(t, ctx, `window.__notReloaded = true`, nil)
+	// The counts load when the live stream opens, a moment after it shows
+	// "on": wait for them before reading.
+	waitJS(t, ctx, 10*time.Second, `(() => { const n = (s) => { const c = document.querySelector('#chips .chip[data-s="' + s + '"] .n'); return c ? Number(c.textContent) : -1; }; return n('running') === 7 && n('failed') === 3; })()`)
 	var before map[string]int
 	eval(t, ctx, `Object.fromEntries([...document.querySelectorAll('#chips .chip')].map(c => [c.dataset.s, Number(c.querySelector('.n').textContent)]))`, &before)
 	if before["running"] != 7 || before["failed"] != 3 {
