@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
-	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/testkit/awstest"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/restatetest"
@@ -64,11 +61,11 @@ func testStuckStepFunctions(t *testing.T) {
 	// tenant whose last event is in the worker's future is not listed by
 	// the reconciler's sweeps until it is past, and is then polled again.
 	failedAt := now.Add(-500 * time.Millisecond)
-	if err := srv.SetHistory(arn, retryHistoryAt(t, 8, failedAt)); err != nil {
+	if err := srv.SetHistory(arn, awstest.RetryHistoryAt(t, 8, failedAt)); err != nil {
 		t.Fatal(err)
 	}
 	postEvent(t, p.httpURL, ev)
-	v := waitTenantView(t, p.httpURL, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	v := workertest.WaitView(t, p.httpURL, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
 	deadline := failedAt.Add(5 * time.Second)
 	if !v.Deadline.Equal(deadline) || v.DeadlineSLO != substate.SLOBackingOff || v.Stuck {
 		t.Fatalf("backing off: %+v; want deadline %s for backing-off", v, deadline)
@@ -126,7 +123,7 @@ func testStuckRestate(t *testing.T) {
 		return r["status"] == "backing-off" && r["retry_count"] == 3.0
 	})
 	deliver("msg-backing-off", row)
-	v := waitTenantView(t, p.httpURL, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	v := workertest.WaitView(t, p.httpURL, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
 	before := calls.Load()
 	if v.WorkflowType != "Provision" || v.DeadlineSLO != substate.SLOBackingOff || !v.Deadline.Equal(v.WorkflowSubStateSince.Add(8*time.Second)) {
 		t.Fatalf("backing off: %+v; want the Provision service's backing-off deadline", v)
@@ -181,23 +178,6 @@ func sfnRunningEvent(t *testing.T) (ev map[string]any, arn, input string) {
 	return ev, d["executionArn"].(string), d["input"].(string)
 }
 
-// retryHistoryAt returns the first n events of the recorded retry
-// history, its times moved so that the last of them happened at last.
-func retryHistoryAt(t *testing.T, n int, last time.Time) []json.RawMessage {
-	t.Helper()
-	var page struct{ Events []map[string]any }
-	if err := json.Unmarshal(fixtures.Provider("sfn-history-retry.json"), &page); err != nil {
-		t.Fatal(err)
-	}
-	shift := float64(last.UnixMilli())/1000 - page.Events[n-1]["timestamp"].(float64)
-	out := make([]json.RawMessage, n)
-	for i, e := range page.Events[:n] {
-		e["timestamp"] = math.Round((e["timestamp"].(float64)+shift)*1000) / 1000
-		out[i], _ = json.Marshal(e)
-	}
-	return out
-}
-
 // postEvent posts an EventBridge event to the worker at url.
 func postEvent(t *testing.T, url string, ev map[string]any) {
 	t.Helper()
@@ -205,21 +185,6 @@ func postEvent(t *testing.T, url string, ev map[string]any) {
 	if code := workertest.Post(t, url+"/v1/ingest/eventbridge", body, nil); code != http.StatusAccepted {
 		t.Fatalf("ingest %s: %d", ev["id"], code)
 	}
-}
-
-// waitTenantView polls GET /v1/tenants/{id} until ok accepts the view,
-// and returns it.
-func waitTenantView(t *testing.T, url, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
-	t.Helper()
-	var v substate.TenantView
-	workertest.EventuallyWithin(t, 60*time.Second, func() string {
-		v = substate.TenantView{}
-		if code := workertest.GetJSON(t, url+"/v1/tenants/"+tenant, &v); code != http.StatusOK || !ok(v) {
-			return fmt.Sprintf("tenant %s: %d %+v", tenant, code, v)
-		}
-		return ""
-	})
-	return v
 }
 
 // feedEvents returns the tenant's messages on SUBSTATE_CHANGES of a

@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/substatehq/substate"
 )
 
 // ingestClient delivers provider events: a worker answers within seconds
@@ -110,4 +113,20 @@ func FreeAddr(tb testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// WaitView polls GET /v1/tenants/{id} of the worker at url, as "substate
+// tenants get" does, until ok accepts the view (for up to a minute), and
+// returns it.
+func WaitView(tb testing.TB, url, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
+	tb.Helper()
+	var v substate.TenantView
+	EventuallyWithin(tb, 60*time.Second, func() string {
+		v = substate.TenantView{}
+		if code := GetJSON(tb, url+"/v1/tenants/"+tenant, &v); code != http.StatusOK || !ok(v) {
+			return fmt.Sprintf("tenant %s: %d %+v", tenant, code, v)
+		}
+		return ""
+	})
+	return v
 }

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
-	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/testkit/awstest"
 	"github.com/substatehq/substate/testkit/bustest"
 	"github.com/substatehq/substate/testkit/restatetest"
@@ -65,23 +63,6 @@ func waitStuck(t *testing.T, w *workertest.Worker, tenant string, deadline time.
 	return got
 }
 
-// historyAt returns the first n events of the recorded retry history, its
-// times moved so that the last of them happened at last.
-func historyAt(t *testing.T, n int, last time.Time) []json.RawMessage {
-	t.Helper()
-	var page struct{ Events []map[string]any }
-	if err := json.Unmarshal(fixtures.Provider("sfn-history-retry.json"), &page); err != nil {
-		t.Fatal(err)
-	}
-	shift := float64(last.UnixMilli())/1000 - page.Events[n-1]["timestamp"].(float64)
-	out := make([]json.RawMessage, n)
-	for i, e := range page.Events[:n] {
-		e["timestamp"] = math.Round((e["timestamp"].(float64)+shift)*1000) / 1000
-		out[i], _ = json.Marshal(e)
-	}
-	return out
-}
-
 // TestStuckStepFunctions is a Step Functions execution left backing off
 // past its SLO: the reconciler's one read of its history shows it backing
 // off, and after that the local AWS server hears nothing more from the
@@ -107,7 +88,7 @@ func TestStuckStepFunctions(t *testing.T) {
 	// reconciler's sweeps until it is past, and is then polled again,
 	// which this test would count as a call made for the stuck tenant.
 	failedAt := now.Add(-500 * time.Millisecond)
-	if err := srv.SetHistory(arn, historyAt(t, 8, failedAt)); err != nil {
+	if err := srv.SetHistory(arn, awstest.RetryHistoryAt(t, 8, failedAt)); err != nil {
 		t.Fatal(err)
 	}
 	slos := writeSLOs(t, "workflows:\n  \"*\": {run: 1h}\n  order-fulfillment:\n    backing-off: 4s\n")
@@ -121,7 +102,7 @@ func TestStuckStepFunctions(t *testing.T) {
 	if code := workertest.Post(t, url+"/v1/ingest/eventbridge", body, nil); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
-	v := waitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	v := workertest.WaitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
 	deadline := failedAt.Add(4 * time.Second)
 	if !v.Deadline.Equal(deadline) || v.DeadlineSLO != substate.SLOBackingOff || v.Stuck {
 		t.Fatalf("backing off: %+v; want deadline %s for backing-off", v, deadline)
@@ -132,7 +113,7 @@ func TestStuckStepFunctions(t *testing.T) {
 	srv.ResetCalls()
 
 	waitStuck(t, w, "acme", deadline)
-	v = waitView(t, url, "acme", func(v substate.TenantView) bool { return v.Stuck })
+	v = workertest.WaitView(t, url, "acme", func(v substate.TenantView) bool { return v.Stuck })
 	if !v.StuckSince.Equal(deadline) || v.WorkflowSubState != substate.StateBackingOff {
 		t.Fatalf("stuck: %+v", v)
 	}
@@ -164,7 +145,7 @@ func TestStuckStepFunctions(t *testing.T) {
 		}
 		return ""
 	})
-	if v := waitView(t, url, "acme", func(v substate.TenantView) bool { return !v.Stuck }); !v.Deadline.IsZero() {
+	if v := workertest.WaitView(t, url, "acme", func(v substate.TenantView) bool { return !v.Stuck }); !v.Deadline.IsZero() {
 		t.Fatalf("succeeded: %+v; want no deadline", v)
 	}
 }
@@ -213,7 +194,7 @@ func TestStuckRestate(t *testing.T) {
 		return r["status"] == "backing-off" && r["retry_count"] == 3.0
 	})
 	deliver("msg-backing-off", row)
-	v := waitView(t, base, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
+	v := workertest.WaitView(t, base, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateBackingOff })
 	if v.WorkflowType != "Provision" || v.DeadlineSLO != substate.SLOBackingOff || !v.Deadline.Equal(v.WorkflowSubStateSince.Add(8*time.Second)) {
 		t.Fatalf("backing off: %+v; want the Provision service's backing-off deadline", v)
 	}

@@ -44,7 +44,7 @@ func TestRunRestateRealServer(t *testing.T) {
 		if err := pub.PublishRaw(context.Background(), substate.RawEvent{Kind: substate.RawRestate, ID: "seed-" + tenant, Body: row}); err != nil {
 			t.Fatal(err)
 		}
-		waitView(t, url, tenant, func(v substate.TenantView) bool { return v.WorkflowExecutionID == id })
+		workertest.WaitView(t, url, tenant, func(v substate.TenantView) bool { return v.WorkflowExecutionID == id })
 	}
 
 	t.Run("BackingOffWithinOneSweep", func(t *testing.T) {
@@ -56,7 +56,7 @@ func TestRunRestateRealServer(t *testing.T) {
 		})
 		// Discovery put the invocation in the view; from then on every
 		// sweep reads it by id (its modified_at no longer moves).
-		waitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowExecutionID == id })
+		workertest.WaitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowExecutionID == id })
 		sweeps := restateSweeps(t, url)
 		failure, _ := row["last_failure"].(string)
 		if !strings.HasPrefix(failure, "[500 Internal] downstream unavailable (attempt 3)\n") || !strings.Contains(failure, "    at ") {
@@ -73,7 +73,7 @@ func TestRunRestateRealServer(t *testing.T) {
 		if !rawHasRow(t, w, id, `"status":"backing-off"`, `"retry_count":3`) {
 			t.Fatalf("two sweeps after invocation %s backed off, SUBSTATE_RAW has no row saying so", id)
 		}
-		v := waitView(t, url, "acme", func(v substate.TenantView) bool {
+		v := workertest.WaitView(t, url, "acme", func(v substate.TenantView) bool {
 			return v.WorkflowSubState == substate.StateBackingOff && v.WorkflowRetryCount >= 3
 		})
 		if v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable (attempt 3)" || v.WorkflowExecutionID != id {
@@ -86,20 +86,20 @@ func TestRunRestateRealServer(t *testing.T) {
 		}
 		rs.Gate(t, "acme", "open")
 		rs.Resume(t, id) // retry now instead of in 80 s
-		v = waitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+		v = workertest.WaitView(t, url, "acme", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
 		if v.WorkflowRetryCount != 0 || v.WorkflowErrorMessage != "" {
 			t.Fatalf("succeeded: view %+v", v)
 		}
 	})
 	t.Run("PausedResumedSucceeded", func(t *testing.T) {
 		id := rs.Send(t, "Provision", "stark", "same", nil, 0)
-		v := waitView(t, url, "stark", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateError })
+		v := workertest.WaitView(t, url, "stark", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateError })
 		if v.WorkflowRetryCount != 3 || v.WorkflowErrorMessage != "downstream unavailable" || v.ProviderState != "paused" {
 			t.Fatalf("paused after 3 attempts: view %+v", v)
 		}
 		// Resumed with the fault still there: 3 more attempts, paused again.
 		rs.Resume(t, id)
-		v = waitView(t, url, "stark", func(v substate.TenantView) bool {
+		v = workertest.WaitView(t, url, "stark", func(v substate.TenantView) bool {
 			return v.WorkflowSubState == substate.StateError && v.WorkflowRetryCount >= 6
 		})
 		if got := rs.Attempts(t, id); v.WorkflowRetryCount != 6 || got != 6 {
@@ -107,7 +107,7 @@ func TestRunRestateRealServer(t *testing.T) {
 		}
 		rs.Gate(t, "stark", "open")
 		rs.Resume(t, id)
-		waitView(t, url, "stark", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
+		workertest.WaitView(t, url, "stark", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateSucceeded })
 	})
 	t.Run("BogusIDsAreDeadLettered", func(t *testing.T) {
 		for _, bad := range []string{"inv_1", "inv_1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"} {
@@ -121,21 +121,6 @@ func TestRunRestateRealServer(t *testing.T) {
 			}
 		}
 	})
-}
-
-// waitView polls GET /v1/tenants/{id}, as "substate tenants get" does,
-// until ok accepts the view, and returns it.
-func waitView(t *testing.T, url, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
-	t.Helper()
-	var v substate.TenantView
-	workertest.EventuallyWithin(t, 60*time.Second, func() string {
-		v = substate.TenantView{}
-		if code := workertest.GetJSON(t, url+"/v1/tenants/"+tenant, &v); code != http.StatusOK || !ok(v) {
-			return fmt.Sprintf("tenant %s: %d %+v", tenant, code, v)
-		}
-		return ""
-	})
-	return v
 }
 
 var sweepCount = regexp.MustCompile(`(?m)^substate_reconcile_sweep_duration_seconds_count\{poller="restate"\} (\d+)$`)
