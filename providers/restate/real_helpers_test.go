@@ -76,6 +76,7 @@ type rowState struct {
 	Status, Result, Failure, CompletionFailure string
 	RetryCount                                 int
 	HasRetryCount                              bool
+	NextRetryAt                                string // as the row has it, "" for none
 }
 
 func rowStateOf(row map[string]any) rowState {
@@ -87,6 +88,7 @@ func rowStateOf(row map[string]any) rowState {
 	if n, ok := row["retry_count"].(float64); ok {
 		s.RetryCount, s.HasRetryCount = int(n), true
 	}
+	s.NextRetryAt, _ = row["next_retry_at"].(string)
 	return s
 }
 
@@ -113,6 +115,9 @@ type expect struct {
 	subState substate.SubState
 	retries  int
 	err      string // "" for none, else the exact message
+	// nextRetry, for a backing-off row, is when Restate says it runs the
+	// next attempt (its next_retry_at); zero when the row says nothing.
+	nextRetry time.Time
 	// orUnchanged, when set, is the view before the row: a ready row
 	// without retry_count between two attempts shares the modified_at of
 	// the attempt before it and ranks below it, so the view may keep it.
@@ -133,20 +138,21 @@ func expectOf(s rowState, prevRetries, before int) expect {
 	}
 	switch s.Status {
 	case "backing-off":
-		return expect{substate.StateBackingOff, max(prevRetries, before+s.RetryCount), msg(s.Failure), nil}
+		next, _ := time.Parse(time.RFC3339Nano, s.NextRetryAt)
+		return expect{subState: substate.StateBackingOff, retries: max(prevRetries, before+s.RetryCount), err: msg(s.Failure), nextRetry: next}
 	case "running", "ready":
 		n := prevRetries
 		if s.HasRetryCount {
 			n = max(n, before+s.RetryCount-1)
 		}
-		return expect{substate.StateRunning, n, "", nil}
+		return expect{subState: substate.StateRunning, retries: n}
 	case "suspended", "pending", "scheduled":
-		return expect{substate.StateWaiting, prevRetries, "", nil}
+		return expect{subState: substate.StateWaiting, retries: prevRetries}
 	case "completed":
 		if s.Result == "success" {
-			return expect{substate.StateSucceeded, 0, "", nil}
+			return expect{subState: substate.StateSucceeded}
 		}
-		return expect{substate.StateFailed, prevRetries, msg(s.CompletionFailure), nil}
+		return expect{subState: substate.StateFailed, retries: prevRetries, err: msg(s.CompletionFailure)}
 	}
 	return expect{subState: substate.SubState("unexpected status " + s.Status)}
 }
@@ -170,6 +176,9 @@ func (e expect) check(t *testing.T, what string, v substate.TenantView) {
 	if v.WorkflowSubState != e.subState || v.WorkflowRetryCount != e.retries || v.WorkflowErrorMessage != e.err {
 		t.Fatalf("%s: view = %s, retries %d, error %q; want %s, %d, %q",
 			what, v.WorkflowSubState, v.WorkflowRetryCount, v.WorkflowErrorMessage, e.subState, e.retries, e.err)
+	}
+	if !e.nextRetry.IsZero() && !v.WorkflowNextRetryAt.Equal(e.nextRetry) {
+		t.Fatalf("%s: view's next retry = %v; want the row's next_retry_at %v", what, v.WorkflowNextRetryAt, e.nextRetry)
 	}
 	if strings.Contains(v.WorkflowErrorMessage, "\n") || strings.Contains(v.WorkflowErrorMessage, "    at ") {
 		t.Fatalf("%s: the error carries a stack trace: %q", what, v.WorkflowErrorMessage)
@@ -251,7 +260,7 @@ func (r *realRestate) pausedExpect(t *testing.T, id string, prevRetries int) exp
 			msg = ev.LastFailure.Message
 		}
 	}
-	return expect{substate.StateError, max(prevRetries, r.rs.Attempts(t, id)), msg, nil}
+	return expect{subState: substate.StateError, retries: max(prevRetries, r.rs.Attempts(t, id)), err: msg}
 }
 
 // String shows a row's state on one line.
