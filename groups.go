@@ -5,6 +5,14 @@ import "time"
 // MaxFingerprintBytes is the length of the longest error fingerprint.
 const MaxFingerprintBytes = 200
 
+// MaxStepBytes and MaxWorkflowTypeBytes are the longest step and workflow
+// type the view keeps (a provider's longer one is cut), so the longest a
+// filter can usefully name.
+const (
+	MaxStepBytes         = 256
+	MaxWorkflowTypeBytes = 256
+)
+
 // GroupBy names the view field that GET /v1/groups groups tenants by.
 type GroupBy string
 

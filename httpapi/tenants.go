@@ -43,10 +43,6 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 var TenantParams = []string{"subState", "hasError", "minRetryCount", "provider", "tenantPrefix", "fingerprint", "step",
 	"workflowType", "verb", "inStateLongerThan", "stuck", "sort", "limit", "pageToken"}
 
-// maxValueBytes bounds the step and workflow type a filter names: the
-// view keeps none longer.
-const maxValueBytes = 256
-
 // ParseTenantFilter reads the query parameters of GET /v1/tenants: subState,
 // hasError, minRetryCount, provider, tenantPrefix, fingerprint, step,
 // workflowType, verb, inStateLongerThan (a Go duration), stuck, sort (see
@@ -138,11 +134,11 @@ func parseConditions(q map[string][]string) (substate.TenantFilter, error) {
 	if f.Fingerprint = first(q, "fingerprint"); len(f.Fingerprint) > substate.MaxFingerprintBytes {
 		return f, substate.Errorf(substate.EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", substate.MaxFingerprintBytes)
 	}
-	if f.Step = first(q, "step"); len(f.Step) > maxValueBytes {
-		return f, substate.Errorf(substate.EINVALID, "step: longer than %d bytes, which no step is", maxValueBytes)
+	if f.Step = first(q, "step"); len(f.Step) > substate.MaxStepBytes {
+		return f, substate.Errorf(substate.EINVALID, "step: longer than %d bytes, which no step is", substate.MaxStepBytes)
 	}
-	if f.WorkflowType = first(q, "workflowType"); len(f.WorkflowType) > maxValueBytes {
-		return f, substate.Errorf(substate.EINVALID, "workflowType: longer than %d bytes, which no workflow type is", maxValueBytes)
+	if f.WorkflowType = first(q, "workflowType"); len(f.WorkflowType) > substate.MaxWorkflowTypeBytes {
+		return f, substate.Errorf(substate.EINVALID, "workflowType: longer than %d bytes, which no workflow type is", substate.MaxWorkflowTypeBytes)
 	}
 	if v := first(q, "verb"); v != "" {
 		if f.Verb, err = substate.ParseVerb(v); err != nil {

@@ -28,7 +28,7 @@ const (
 	MaxWorkflows = 10_000
 	// MaxWorkflowType is the longest workflow type name, as the view
 	// keeps it (longer ones are cut there, so could never match).
-	MaxWorkflowType = 256
+	MaxWorkflowType = substate.MaxWorkflowTypeBytes
 	// nodeBudget bounds the YAML nodes one file may expand to, so that
 	// aliases cannot make a small file cost a lot.
 	nodeBudget = 200_000

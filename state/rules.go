@@ -256,10 +256,10 @@ func dirty(old, next *Record) bool {
 // Bounds of the view's strings that come from providers, in bytes; a
 // longer one is cut at a character boundary.
 const (
-	MaxStep         = 256                          // the step
-	MaxWorkflowType = 256                          // the workflow type
-	MaxErrorType    = 256                          // the error type
-	MaxFingerprint  = substate.MaxFingerprintBytes // the error fingerprint (what mapping.Fingerprint makes fits)
+	MaxStep         = substate.MaxStepBytes         // the step
+	MaxWorkflowType = substate.MaxWorkflowTypeBytes // the workflow type
+	MaxErrorType    = 256                           // the error type
+	MaxFingerprint  = substate.MaxFingerprintBytes  // the error fingerprint (what mapping.Fingerprint makes fits)
 )
 
 // utc drops the monotonic reading and the location so that times compare
