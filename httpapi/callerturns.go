@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"sync"
 
@@ -67,14 +66,7 @@ func (s *Server) caller(r *http.Request, p Principal) string {
 	if s.who(p) != LoopbackOperator {
 		return "key " + p.Name
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return "address " + clientKey(&net.TCPAddr{IP: ip})
-	}
-	return "address " + host
+	return "address " + remoteKey(r.RemoteAddr)
 }
 
 // historyTurn waits for one of the caller's history turns.

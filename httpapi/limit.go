@@ -156,15 +156,28 @@ func (l *limitListener) refuse(c net.Conn, why string) {
 // clientKey is the address a per-client cap counts by: an IPv4 address,
 // or an IPv6 address's /64, which one client usually holds whole.
 func clientKey(a net.Addr) string {
-	var ip net.IP
 	if ta, ok := a.(*net.TCPAddr); ok {
-		ip = ta.IP
-	} else if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return ipKey(ta.IP, a.String())
+	}
+	return remoteKey(a.String())
+}
+
+// remoteKey is clientKey of an address as host:port, as an http.Request's
+// RemoteAddr holds it.
+func remoteKey(hostport string) string {
+	var ip net.IP
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
 		ip = net.ParseIP(host)
 	}
+	return ipKey(ip, hostport)
+}
+
+// ipKey is the key of ip: itself for IPv4, its /64 for IPv6; addr when
+// there is no IP.
+func ipKey(ip net.IP, addr string) string {
 	switch {
 	case ip == nil:
-		return a.String()
+		return addr
 	case ip.To4() != nil:
 		return ip.To4().String()
 	}
