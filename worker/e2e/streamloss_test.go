@@ -35,15 +35,7 @@ func TestStreamLossAfterStoreRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	refusing := worker.New(workertest.Flags(t, workertest.DataDir(dir), func(f *worker.Flags) { f.OnStreamLoss = "refuse" }))
-	err := refusing.Open(context.Background())
-	refusing.Close()
-	want := []string{"was deleted and created again", "applied sequences up to 2000", "refusing to start", "substate rebuild --out " + filepath.Join(dir, "view.db") + " --force"}
-	for _, s := range want {
-		if err == nil || !strings.Contains(err.Error(), s) {
-			t.Fatalf("open with --on-stream-loss=refuse: %v, which lacks %q", err, s)
-		}
-	}
+	wantRefused(t, dir, "was deleted and created again", "applied sequences up to 2000", "refusing to start", "substate rebuild --out "+filepath.Join(dir, "view.db")+" --force")
 
 	w2 := workertest.Start(t, workertest.DataDir(dir))
 	workertest.PostRows(t, w2.HTTP.URL(), "new", 1000)
@@ -106,14 +98,7 @@ func TestStreamBlockGarbage(t *testing.T) {
 	// A worker that refuses, on a copy: the server reports the cut once,
 	// at the start that finds it.
 	refuseDir := copyDataDir(t, dir)
-	refusing := worker.New(workertest.Flags(t, workertest.DataDir(refuseDir), func(f *worker.Flags) { f.OnStreamLoss = "refuse" }))
-	err := refusing.Open(context.Background())
-	refusing.Close()
-	for _, s := range []string{"ends at sequence", "SUBSTATE_RAW may still hold the lost events' evidence: map it again with: substate renormalize --since ", "start with --on-stream-loss=rebuild"} {
-		if err == nil || !strings.Contains(err.Error(), s) {
-			t.Fatalf("open with --on-stream-loss=refuse: %v, which lacks %q", err, s)
-		}
-	}
+	wantRefused(t, refuseDir, "ends at sequence", "SUBSTATE_RAW may still hold the lost events' evidence: map it again with: substate renormalize --since ", "start with --on-stream-loss=rebuild")
 	w2 := workertest.Start(t, workertest.DataDir(dir))
 	if aside, _ := filepath.Glob(filepath.Join(dir, "view.db.stream-lost-*")); len(aside) != 1 {
 		t.Fatalf("moved-aside view files %v, want one: the stream ends before the checkpoint", aside)
@@ -219,14 +204,7 @@ func TestStreamLossAfterStoreReplacedByCopy(t *testing.T) {
 			tc.change(t, dir, store+".newer")
 
 			refuseDir := copyDataDir(t, dir)
-			refusing := worker.New(workertest.Flags(t, workertest.DataDir(refuseDir), func(f *worker.Flags) { f.OnStreamLoss = "refuse" }))
-			err := refusing.Open(context.Background())
-			refusing.Close()
-			for _, s := range []string{"the view applied at sequence 203", "refusing to start", "substate renormalize", "substate rebuild --out " + filepath.Join(refuseDir, "view.db") + " --force"} {
-				if err == nil || !strings.Contains(err.Error(), s) {
-					t.Fatalf("open with --on-stream-loss=refuse: %v, which lacks %q", err, s)
-				}
-			}
+			wantRefused(t, refuseDir, "the view applied at sequence 203", "refusing to start", "substate renormalize", "substate rebuild --out "+filepath.Join(refuseDir, "view.db")+" --force")
 
 			w2 := workertest.Start(t, workertest.DataDir(dir))
 			if aside, _ := filepath.Glob(filepath.Join(dir, "view.db.stream-lost-*")); len(aside) != 1 {
@@ -272,5 +250,20 @@ func copyStateFiles(tb testing.TB, from, to string) {
 	})
 	if err != nil || n == 0 {
 		tb.Fatalf("copy the state files: %d copied, %v", n, err)
+	}
+}
+
+// wantRefused opens a worker on dir with --on-stream-loss=refuse and fails
+// the test unless it refuses to start with an error that says each of
+// want.
+func wantRefused(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	refusing := worker.New(workertest.Flags(t, workertest.DataDir(dir), func(f *worker.Flags) { f.OnStreamLoss = "refuse" }))
+	err := refusing.Open(context.Background())
+	refusing.Close()
+	for _, s := range want {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Fatalf("open with --on-stream-loss=refuse: %v, which lacks %q", err, s)
+		}
 	}
 }
