@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,13 +45,33 @@ func startProcess(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...st
 // startWorkerProcess starts "substate run" on dataDir with free ports,
 // logging from warn up and the extra flags, and waits until it is ready:
 // the worker the commands under test talk to. It is killed when the test
-// ends.
+// ends. A free port is closed before the child binds it, so a test of
+// another package running meanwhile can take it first: a child that
+// cannot bind is started again on other ports (twice at most).
 func startWorkerProcess(tb testing.TB, dataDir string, extra ...string) *process {
 	tb.Helper()
-	return spawn(tb, dataDir, workertest.FreeAddr(tb), workertest.FreeAddr(tb), append([]string{"--log-level", "warn"}, extra...)...)
+	args := append([]string{"--log-level", "warn"}, extra...)
+	for attempt := 1; ; attempt++ {
+		p := launch(tb, dataDir, workertest.FreeAddr(tb), workertest.FreeAddr(tb), args...)
+		if p.ready(tb, attempt < 3) {
+			return p
+		}
+		tb.Logf("the worker could not bind its ports (taken meanwhile), starting it again: %s", lastLine(p.logs.String()))
+	}
 }
 
+// spawn starts "substate run" on the addresses given and waits until it
+// is ready; it is killed when the test ends.
 func spawn(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...string) *process {
+	tb.Helper()
+	p := launch(tb, dataDir, httpAddr, natsAddr, extra...)
+	p.ready(tb, false)
+	return p
+}
+
+// launch starts "substate run" in a child process, killed when the test
+// ends, whose log the test shows if it failed.
+func launch(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...string) *process {
 	tb.Helper()
 	args := []string{"-test.run=^$", "--", "run", "--data-dir", dataDir, "--http-addr", httpAddr}
 	if natsAddr != "" {
@@ -72,20 +93,52 @@ func spawn(tb testing.TB, dataDir, httpAddr, natsAddr string, extra ...string) *
 	p := &process{cmd: cmd, dataDir: dataDir, httpURL: "http://" + httpAddr, nats: "nats://" + natsAddr, logs: logs}
 	p.nkey = p.seed(bus.Worker)
 	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	// A worker on a cluster that is still electing leaders retries its
-	// start-up for up to 30 s.
-	workertest.EventuallyWithin(tb, 45*time.Second, func() string {
-		resp, err := http.Get(p.httpURL + "/readyz")
-		if err != nil {
-			return "worker not ready: " + err.Error()
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Sprintf("worker not ready: %d", resp.StatusCode)
-		}
-		return ""
-	})
 	return p
+}
+
+// ready waits until the worker answers /readyz with 200 and reports true;
+// it fails the test when the worker is not ready within 45 s (a worker on
+// a cluster that is still electing leaders retries its start-up for up to
+// 30 s). With bindRetry, a worker that says a port of its is in use is
+// reaped and false reported at once instead, even when whatever holds its
+// HTTP port answered /readyz. Each probe waits at most 2 s: what holds
+// the port may accept a connection and never answer.
+func (p *process) ready(tb testing.TB, bindRetry bool) bool {
+	tb.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	probe := &http.Client{Timeout: 2 * time.Second}
+	for {
+		if bindRetry && strings.Contains(p.logs.String(), "address already in use") {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+			return false
+		}
+		resp, err := probe.Get(p.httpURL + "/readyz")
+		var msg string
+		switch {
+		case err != nil:
+			msg = "worker not ready: " + err.Error()
+		case resp.StatusCode != http.StatusOK:
+			resp.Body.Close()
+			msg = fmt.Sprintf("worker not ready: %d", resp.StatusCode)
+		default:
+			resp.Body.Close()
+			if !bindRetry || !strings.Contains(p.logs.String(), "address already in use") {
+				return true
+			}
+			continue // what answered is not this worker: the check above reaps it
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndex(s, "\n")+1:]
 }
 
 // seed is the seed file of one of the worker's NATS identities.
