@@ -15,7 +15,9 @@
     const fields = el("dl", { class: "fields", id: "tenant-fields" });
     const tbody = el("tbody");
     const note = el("div");
-    if (main.dataset.tenant !== id) {
+    // The page is built once per tenant; a reload fills it in. Whatever
+    // page drew main last, its own is built again if it is not there.
+    if (main.dataset.tenant !== id || !document.getElementById("tenant-fields")) {
       main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tenants")), el("h1", { id: "tenant-id", class: "tenant-title" }, id),
         el("section", { class: "card" }, el("h2", {}, "Current view"), fields, el("div", { id: "tenant-actions" })), note,
         el("section", { class: "card" }, el("h2", {}, "Timeline"), el("div", { class: "scroll" }, el("table", { id: "timeline" },
