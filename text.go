@@ -23,7 +23,8 @@ func QuotePrefix(s string, n int) string {
 // when the cut falls inside a rune, it moves back to the rune's start. A
 // byte that starts no rune is cut like a character of its own, so a run of
 // stray continuation bytes is cut at n, not given up whole. Valid UTF-8
-// stays valid; n of 0 or less is the empty string.
+// stays valid: a first rune longer than n gives the empty string. n of 0
+// or less is the empty string.
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -31,7 +32,7 @@ func Truncate(s string, n int) string {
 	if n <= 0 {
 		return ""
 	}
-	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
 		if utf8.RuneStart(s[i]) {
 			return s[:i]
 		}

@@ -28,6 +28,9 @@ func TestTruncate(t *testing.T) {
 		{"FourByteRuneKept", "a😀b", 5, "a😀"},
 		{"RunOfRunes", strings.Repeat("é", 256), 255, strings.Repeat("é", 127)},
 		{"InvalidByteIsOneCharacter", "ab\xffcd", 3, "ab\xff"},
+		// The first rune does not fit: nothing of it is kept.
+		{"FirstRuneLongerThanN", "é", 1, ""},
+		{"FirstRuneLongerThanNEmoji", "😀x", 3, ""},
 		// A run of continuation bytes starts no rune: the cut does not
 		// walk back through it looking for one.
 		{"StrayContinuationBytes", "a" + strings.Repeat("\x80", 9), 6, "a\x80\x80\x80\x80\x80"},
