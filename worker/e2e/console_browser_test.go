@@ -70,6 +70,9 @@ func newBrowser(tb testing.TB, extra ...chromedp.ExecAllocatorOption) context.Co
 		tb.Fatalf("start %s: %v", path, err)
 	}
 	tb.Cleanup(func() {
+		if tb.Failed() {
+			logPage(tb, ctx)
+		}
 		cancelTab()
 		cancelAlloc()
 		for range 10 {
@@ -80,6 +83,21 @@ func newBrowser(tb testing.TB, extra ...chromedp.ExecAllocatorOption) context.Co
 		}
 	})
 	return ctx
+}
+
+// logPage logs what a failed test's page showed at its end: its address
+// and the text of its main part, for a failure that a wait's condition
+// alone does not explain.
+func logPage(tb testing.TB, ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var shown string
+	err := chromedp.Run(ctx, chromedp.Evaluate(`location.hash + "\n" + (document.getElementById("main") || document.body).innerText.slice(0, 4000)`, &shown))
+	if err != nil {
+		tb.Logf("the page at the end: not read: %v", err)
+		return
+	}
+	tb.Logf("the page at the end: %s", shown)
 }
 
 // run runs browser actions with a time limit, failing the test on error.
