@@ -94,7 +94,8 @@
   // ---- routing ----
   function route() {
     // A reload the live feed scheduled for the page left is not this
-    // page's: it would draw that page under this one's address.
+    // page's: it would draw that page under this one's address. Every
+    // change of page comes through here.
     clearTimeout(state.reloadTimer);
     const h = location.hash || "#/";
     if (h.startsWith("#/tenant/")) return window.substateTenant.show(decodeURIComponent(h.slice("#/tenant/".length)));
@@ -123,7 +124,6 @@
     state.filter = f;
     state.total = null;
     setPage(params);
-    delete main.dataset.tenant;
     main.replaceChildren(
       el("div", { class: "grid" },
         el("section", { class: "card" }, el("h2", {}, "Tenants by sub-state"), el("div", { class: "chips", id: "chips" }),
@@ -397,13 +397,12 @@
         else old.replaceWith(tr);
       } else if (state.page === 1 && matches(ch.new)) {
         clearTimeout(state.reloadTimer);
-        state.reloadTimer = setTimeout(() => { if (state.view === "overview") loadTable(); }, 300);
+        state.reloadTimer = setTimeout(loadTable, 300);
       }
     }
     if (state.view === "tenant" && state.tenant === ch.tenantId) {
-      const id = ch.tenantId;
       clearTimeout(state.reloadTimer);
-      state.reloadTimer = setTimeout(() => { if (state.view === "tenant" && state.tenant === id) window.substateTenant.show(id); }, 300);
+      state.reloadTimer = setTimeout(() => window.substateTenant.show(ch.tenantId), 300);
     }
   }
 
@@ -430,7 +429,6 @@
   async function showDeadLetters(params) {
     state.view = "deadletters";
     state.tenant = null;
-    delete main.dataset.tenant;
     const before = params.get("before") || "";
     const tbody = el("tbody");
     const msg = el("div", { id: "dlq-note" });

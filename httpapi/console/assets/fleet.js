@@ -138,7 +138,6 @@
     C.state.view = "job";
     C.state.tenant = null;
     const main = document.getElementById("main");
-    delete main.dataset.tenant;
     const progress = el("div", { id: "job-progress" });
     const controls = el("div", { class: "controls", id: "job-controls" });
     const report = el("div", { id: "job-report" });

@@ -15,14 +15,15 @@
     const fields = el("dl", { class: "fields", id: "tenant-fields" });
     const tbody = el("tbody");
     const note = el("div");
-    // The page is built once per tenant; a reload fills it in. Whatever
-    // page drew main last, its own is built again if it is not there.
-    if (main.dataset.tenant !== id || !document.getElementById("tenant-fields")) {
+    // The page is built once per tenant, and a reload fills it in: it is
+    // built when main does not show this tenant's page (another tenant's,
+    // or any other page, drew it last).
+    const title = document.getElementById("tenant-id");
+    if (!title || title.textContent !== id) {
       main.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tenants")), el("h1", { id: "tenant-id", class: "tenant-title" }, id),
         el("section", { class: "card" }, el("h2", {}, "Current view"), fields, el("div", { id: "tenant-actions" })), note,
         el("section", { class: "card" }, el("h2", {}, "Timeline"), el("div", { class: "scroll" }, el("table", { id: "timeline" },
           el("thead", {}, el("tr", {}, ["Recorded", "Occurred", "Sub-state", "Step", "Retries", "Error", "Outcome", "Provider state", "Evidence"].map((h) => el("th", {}, h)))), tbody))));
-      main.dataset.tenant = id;
     }
     try {
       const [v, hist] = await Promise.all([api("/v1/tenants/" + enc), api("/v1/tenants/" + enc + "/history?limit=1000")]);
