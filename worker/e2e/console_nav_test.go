@@ -29,8 +29,10 @@ const (
 // another page before it fires, that page stays drawn: a tenant's page is
 // not replaced by the tenant left (under the new tenant's address, its
 // action buttons acting on the other tenant), nor by the overview's table.
-// And a tenant opened again from the overview, after its page was left
-// for it, gets its page drawn (not the overview kept, with an error).
+// A tenant opened again from the overview, after its page was left for
+// it, gets its page drawn (not the overview kept, with an error). And the
+// error of a page's reads that fail after it was left stays off the page
+// opened since.
 func TestConsoleReloadOfThePageLeft(t *testing.T) {
 	cw := startConsoleWorker(t)
 	ctx := newBrowser(t)
@@ -59,6 +61,28 @@ func TestConsoleReloadOfThePageLeft(t *testing.T) {
 	waitJS(t, ctx, 10*time.Second, stays)
 	eval(t, ctx, runHeld, nil)
 	stillThere(t, ctx, stays, "acme-02's page after the overview's reload fired")
+
+	// acme-03's page is opened while its reads hang, and left for acme-02
+	// before they fail: its error is not put on acme-02's page.
+	eval(t, ctx, holdFetches("/v1/tenants/acme-03"), nil)
+	eval(t, ctx, `location.hash = '#/tenant/acme-03'; true`, nil)
+	waitJS(t, ctx, 10*time.Second, `window.__fail.length > 0`)
+	eval(t, ctx, `location.hash = '#/tenant/acme-02'; true`, nil)
+	waitJS(t, ctx, 10*time.Second, stays)
+	eval(t, ctx, `window.__fail.forEach((f) => f()); true`, nil)
+	stillThere(t, ctx, stays+` && !document.querySelector('#main .notice')`, "acme-02's page after acme-03's reads failed")
+}
+
+// holdFetches makes the page's requests whose URL holds part hang until
+// the test fails them (each rejecter is on window.__fail), as a worker
+// gone away mid-request would.
+func holdFetches(part string) string {
+	return `(() => {
+  const f0 = window.fetch.bind(window);
+  window.__fail = [];
+  window.fetch = (u, o) => String(u).includes(` + jsString(part) + `) ? new Promise((_, reject) => { window.__fail.push(() => reject(new TypeError("Failed to fetch"))); }) : f0(u, o);
+  return true;
+})()`
 }
 
 // stillThere checks that expr holds now and for the next 2 s (the time a

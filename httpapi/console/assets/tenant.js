@@ -43,6 +43,7 @@
       if (hist.nextAfterSeq) main.append(moreTransitions(id, hist.nextAfterSeq, hist.transitions.length));
       document.querySelector("#timeline tbody").dataset.loaded = String(Date.now());
     } catch (e) {
+      if (state.tenant !== id) return; // the page was left: its error is not the one on screen's
       main.querySelectorAll(".notice").forEach((n) => n.remove());
       main.insertBefore(notice(e.message), main.children[2] || null);
     }
