@@ -152,6 +152,22 @@ type TenantFilter struct {
 	PageToken string // opaque token from a previous page
 }
 
+// CheckLengths refuses a fingerprint, step or workflow type longer than
+// any the view keeps (MaxFingerprintBytes, MaxStepBytes,
+// MaxWorkflowTypeBytes): no tenant could match it, and the query parser
+// and the store bound it alike.
+func (f *TenantFilter) CheckLengths() error {
+	switch {
+	case len(f.Fingerprint) > MaxFingerprintBytes:
+		return Errorf(EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", MaxFingerprintBytes)
+	case len(f.Step) > MaxStepBytes:
+		return Errorf(EINVALID, "step: longer than %d bytes, which no step is", MaxStepBytes)
+	case len(f.WorkflowType) > MaxWorkflowTypeBytes:
+		return Errorf(EINVALID, "workflowType: longer than %d bytes, which no workflow type is", MaxWorkflowTypeBytes)
+	}
+	return nil
+}
+
 // TenantPage is one page of a tenant listing.
 type TenantPage struct {
 	Tenants       []TenantView `json:"tenants"`

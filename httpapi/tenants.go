@@ -131,14 +131,9 @@ func parseConditions(q map[string][]string) (substate.TenantFilter, error) {
 	if f.TenantPrefix = first(q, "tenantPrefix"); len(f.TenantPrefix) > substate.MaxTenantIDBytes {
 		return f, substate.Errorf(substate.EINVALID, "tenantPrefix: longer than %d bytes", substate.MaxTenantIDBytes)
 	}
-	if f.Fingerprint = first(q, "fingerprint"); len(f.Fingerprint) > substate.MaxFingerprintBytes {
-		return f, substate.Errorf(substate.EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", substate.MaxFingerprintBytes)
-	}
-	if f.Step = first(q, "step"); len(f.Step) > substate.MaxStepBytes {
-		return f, substate.Errorf(substate.EINVALID, "step: longer than %d bytes, which no step is", substate.MaxStepBytes)
-	}
-	if f.WorkflowType = first(q, "workflowType"); len(f.WorkflowType) > substate.MaxWorkflowTypeBytes {
-		return f, substate.Errorf(substate.EINVALID, "workflowType: longer than %d bytes, which no workflow type is", substate.MaxWorkflowTypeBytes)
+	f.Fingerprint, f.Step, f.WorkflowType = first(q, "fingerprint"), first(q, "step"), first(q, "workflowType")
+	if err := f.CheckLengths(); err != nil {
+		return f, err
 	}
 	if v := first(q, "verb"); v != "" {
 		if f.Verb, err = substate.ParseVerb(v); err != nil {

@@ -214,14 +214,8 @@ func checkFilter(f *substate.TenantFilter) error {
 		return substate.Errorf(substate.EINVALID, "minRetryCount must not be negative")
 	case f.InStateLongerThan < 0:
 		return substate.Errorf(substate.EINVALID, "inStateLongerThan must not be negative")
-	case len(f.Fingerprint) > MaxFingerprint:
-		return substate.Errorf(substate.EINVALID, "fingerprint: longer than %d bytes, which no fingerprint is", MaxFingerprint)
-	case len(f.Step) > MaxStep:
-		return substate.Errorf(substate.EINVALID, "step: longer than %d bytes, which no step is", MaxStep)
-	case len(f.WorkflowType) > MaxWorkflowType:
-		return substate.Errorf(substate.EINVALID, "workflowType: longer than %d bytes, which no workflow type is", MaxWorkflowType)
 	}
-	return nil
+	return f.CheckLengths()
 }
 
 // cutoff is the time before which a tenant must have entered its
