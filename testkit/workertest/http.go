@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -115,15 +116,15 @@ func FreeAddr(tb testing.TB) string {
 	return ln.Addr().String()
 }
 
-// WaitView polls GET /v1/tenants/{id} of the worker at url, as "substate
+// WaitView polls GET /v1/tenants/{id} of the worker at base, as "substate
 // tenants get" does, until ok accepts the view (for up to a minute), and
 // returns it.
-func WaitView(tb testing.TB, url, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
+func WaitView(tb testing.TB, base, tenant string, ok func(substate.TenantView) bool) substate.TenantView {
 	tb.Helper()
 	var v substate.TenantView
 	EventuallyWithin(tb, 60*time.Second, func() string {
 		v = substate.TenantView{}
-		if code := GetJSON(tb, url+"/v1/tenants/"+tenant, &v); code != http.StatusOK || !ok(v) {
+		if code := GetJSON(tb, base+"/v1/tenants/"+url.PathEscape(tenant), &v); code != http.StatusOK || !ok(v) {
 			return fmt.Sprintf("tenant %s: %d %+v", tenant, code, v)
 		}
 		return ""

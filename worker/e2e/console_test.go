@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,13 +89,7 @@ func (cw *consoleWorker) postRestate(t *testing.T, tenant, status string, at tim
 // tenantIs waits until the view shows tenant in sub-state s.
 func (cw *consoleWorker) tenantIs(t *testing.T, tenant string, s substate.SubState) {
 	t.Helper()
-	workertest.Eventually(t, func() string {
-		var v substate.TenantView
-		if code := workertest.GetJSON(t, cw.url+"/v1/tenants/"+url.PathEscape(tenant), &v); code != 200 || v.WorkflowSubState != s {
-			return fmt.Sprintf("tenant %q: HTTP %d, sub-state %q, want %q", tenant, code, v.WorkflowSubState, s)
-		}
-		return ""
-	})
+	workertest.WaitView(t, cw.url, tenant, func(v substate.TenantView) bool { return v.WorkflowSubState == s })
 }
 
 // startConsoleWorker starts a worker holding a mix of tenants: Step
