@@ -22,3 +22,6 @@ func SetEventWriteTimeout(d time.Duration) (restore func()) {
 	eventWriteTimeout = d
 	return func() { eventWriteTimeout = old }
 }
+
+// ClientKey and RemoteKey export the per-client keys to the tests.
+var ClientKey, RemoteKey = clientKey, remoteKey

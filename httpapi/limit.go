@@ -156,30 +156,27 @@ func (l *limitListener) refuse(c net.Conn, why string) {
 // clientKey is the address a per-client cap counts by: an IPv4 address,
 // or an IPv6 address's /64, which one client usually holds whole.
 func clientKey(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ipKey(ta.IP, a.String())
+	if ta, ok := a.(*net.TCPAddr); ok && ta.IP != nil {
+		return ipKey(ta.IP)
 	}
 	return remoteKey(a.String())
 }
 
 // remoteKey is clientKey of an address as host:port, as an http.Request's
-// RemoteAddr holds it.
+// RemoteAddr holds it; the address itself when it holds no IP.
 func remoteKey(hostport string) string {
-	var ip net.IP
 	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		ip = net.ParseIP(host)
+		if ip := net.ParseIP(host); ip != nil {
+			return ipKey(ip)
+		}
 	}
-	return ipKey(ip, hostport)
+	return hostport
 }
 
-// ipKey is the key of ip: itself for IPv4, its /64 for IPv6; addr when
-// there is no IP.
-func ipKey(ip net.IP, addr string) string {
-	switch {
-	case ip == nil:
-		return addr
-	case ip.To4() != nil:
-		return ip.To4().String()
+// ipKey is the key of ip: itself for IPv4, its /64 for IPv6.
+func ipKey(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
 	}
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
