@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,6 +15,12 @@ import (
 // batches: a batch starts with the first message to arrive and takes what
 // else arrives within Linger, up to BatchSize. Under load batches fill at
 // once; when traffic is light a message waits at most Linger.
+//
+// It reads with the client's Consume callback rather than its message
+// iterator: the iterator makes a timer, a heartbeat monitor and an option
+// for every message it hands over (about a dozen allocations an event over
+// the normalizer and the projector), where the callback only passes the
+// message on and one timer serves every batch's linger.
 type puller struct {
 	consumer  jetstream.Consumer
 	batchSize int
@@ -28,27 +33,37 @@ type puller struct {
 // cancelled) so none is left unacknowledged.
 func (p *puller) run(ctx context.Context, handle func(context.Context, []jetstream.Msg)) error {
 	size := cmp.Or(p.batchSize, 256)
-	it, err := p.consumer.Messages(jetstream.PullMaxMessages(2 * size))
+	msgs := make(chan jetstream.Msg, size)
+	left := make(chan struct{}) // run returned: a blocked callback gives up
+	defer close(left)
+	cc, err := p.consumer.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-left: // not acknowledged: the server delivers it again
+		}
+	}, jetstream.PullMaxMessages(2*size), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		p.logger.Debug("pull consumer", "err", err)
+	}))
 	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		select {
 		case <-ctx.Done():
-			it.Drain()
-		case <-done:
-			it.Stop()
+			cc.Drain()
+		case <-left:
+			cc.Stop()
 		}
 	}()
 	work := context.WithoutCancel(ctx)
-	batch := make([]jetstream.Msg, 0, size)
+	b := batcher{msgs: msgs, closed: cc.Closed(), linger: cmp.Or(p.linger, 2*time.Millisecond),
+		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, size)}
+	b.timer.Stop()
 	for {
-		closed := p.fill(it, &batch, size)
-		if len(batch) > 0 {
-			handle(work, batch)
-			batch = batch[:0]
+		closed := b.fill()
+		if len(b.batch) > 0 {
+			handle(work, b.batch)
+			b.batch = b.batch[:0]
 		}
 		if closed {
 			if ctx.Err() == nil {
@@ -74,32 +89,52 @@ func (p *puller) name() string {
 	return "consumer"
 }
 
+// batcher gathers the messages the consume callback passes on into
+// batches.
+type batcher struct {
+	msgs   <-chan jetstream.Msg
+	closed <-chan struct{} // consuming stopped: no message comes after those buffered
+	linger time.Duration
+	timer  *time.Timer // the linger of the batch being filled
+	batch  []jetstream.Msg
+}
+
 // fill blocks for the first message of a batch, then adds what arrives
-// until the linger time after it has passed. It reports whether the
-// iterator is closed.
-func (p *puller) fill(it jetstream.MessagesContext, batch *[]jetstream.Msg, size int) bool {
-	var deadline time.Time
-	for len(*batch) < size {
-		var msg jetstream.Msg
-		var err error
-		if len(*batch) == 0 {
-			msg, err = it.Next()
-			deadline = time.Now().Add(cmp.Or(p.linger, 2*time.Millisecond))
-		} else if wait := time.Until(deadline); wait > 0 {
-			msg, err = it.Next(jetstream.NextMaxWait(wait))
-		} else {
+// until the linger time after it has passed or the batch is full. It
+// reports whether consuming stopped and every message it delivered is in
+// a batch.
+func (b *batcher) fill() bool {
+	select {
+	case m := <-b.msgs:
+		b.batch = append(b.batch, m)
+	case <-b.closed:
+		return b.rest()
+	}
+	b.timer.Reset(b.linger)
+	defer b.timer.Stop()
+	for len(b.batch) < cap(b.batch) {
+		select {
+		case m := <-b.msgs:
+			b.batch = append(b.batch, m)
+		case <-b.timer.C:
 			return false // linger over
+		case <-b.closed:
+			return b.rest()
 		}
-		switch {
-		case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, nats.ErrConnectionClosed):
-			return true
-		case err != nil && len(*batch) > 0:
-			return false // linger over
-		case err != nil:
-			p.logger.Debug("pull consumer", "err", err)
-			continue
-		}
-		*batch = append(*batch, msg)
 	}
 	return false
+}
+
+// rest adds the messages still buffered after consuming stopped, as many
+// as the batch holds, and reports whether none is left.
+func (b *batcher) rest() bool {
+	for len(b.batch) < cap(b.batch) {
+		select {
+		case m := <-b.msgs:
+			b.batch = append(b.batch, m)
+		default:
+			return true
+		}
+	}
+	return len(b.msgs) == 0
 }
