@@ -1,10 +1,12 @@
 package substate
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // StreamChanges is the durable change feed: one message for every real
@@ -134,8 +136,39 @@ func NewChangeEvent(c Change, schemaBase string) ChangeEvent {
 // MarshalChangeEvent encodes a change as structured CloudEvents JSON.
 func MarshalChangeEvent(c Change, schemaBase string) ([]byte, error) {
 	e := NewChangeEvent(c, schemaBase)
-	return json.Marshal(&e)
+	return EncodeChangeEvent(&e)
 }
+
+// EncodeChangeEvent encodes a change's CloudEvent. When the change has
+// its data encoded already (Change.Encoded), those bytes are the event's
+// data as they are: the envelope is encoded alone and the data appended,
+// the same JSON without encoding the two views again (a jsontext.Value
+// would be parsed again, which costs as much).
+func EncodeChangeEvent(e *ChangeEvent) ([]byte, error) {
+	data := e.Data.Encoded
+	if data == nil {
+		return json.Marshal(e)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, envelopeRoom+len(data)))
+	err := json.MarshalWrite(buf, &CloudEvent[jsontext.Value]{
+		SpecVersion: e.SpecVersion, ID: e.ID, Source: e.Source, Type: e.Type, Subject: e.Subject,
+		Time: e.Time, DataContentType: e.DataContentType, DataSchema: e.DataSchema,
+		TraceParent: e.TraceParent, Data: jsontext.Value(dataPlaceholder[:4]),
+	})
+	out := buf.Bytes()
+	if err != nil || !bytes.HasSuffix(out, dataPlaceholder) {
+		return json.Marshal(e) // Data is the envelope's last member: not reached
+	}
+	out = append(out[:len(out)-len(dataPlaceholder)], data...)
+	return append(out, '}'), nil
+}
+
+// dataPlaceholder ends an envelope encoded with null data: data is the
+// last member of a CloudEvent, so the change's encoded data replaces it.
+var dataPlaceholder = []byte("null}")
+
+// envelopeRoom is room enough for a change's envelope without its data.
+const envelopeRoom = 512
 
 // UnmarshalChangeEvent decodes a change-feed message.
 func UnmarshalChangeEvent(b []byte) (ChangeEvent, error) {

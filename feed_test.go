@@ -1,9 +1,12 @@
 package substate_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/substatehq/substate"
 )
@@ -165,5 +168,44 @@ func TestStuckChangeIDs(t *testing.T) {
 		if e := substate.NewChangeEvent(ch, ""); e.ID != c.id || e.Type != c.typ {
 			t.Errorf("kind %d: event id %s type %s", c.kind, e.ID, e.Type)
 		}
+	}
+}
+
+// A change whose data the outbox encoded already is published with those
+// bytes: the message must be the one encoding the change would give, byte
+// for byte, whatever its text holds.
+func TestEncodeChangeEventWithEncodedData(t *testing.T) {
+	at := time.Date(2026, 11, 1, 10, 0, 0, 123456789, time.UTC)
+	for _, tt := range []struct{ name, tenant, msg string }{
+		{"Plain", "acme", "States.TaskFailed"},
+		{"HTML and quotes", "a<b>&\"c\"", `<script>alert("x")</script> & 'y'`},
+		{"Unicode", "ünïcode-租户", "fehlgeschlagen: Zeitüberschreitung ✗ \u2028\u2029"},
+		{"Control", "t\tab", "line1\nline2\r\x01"},
+		{"Empty", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := substate.Change{Seq: 7, TenantID: tt.tenant, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+				Old: substate.TenantView{TenantID: tt.tenant, WorkflowSubState: substate.StateRunning},
+				New: substate.TenantView{TenantID: tt.tenant, WorkflowSubState: substate.StateFailed, WorkflowErrorMessage: tt.msg, UpdatedAt: at}}
+			want, err := substate.MarshalChangeEvent(c, "https://substate.example")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := json.Marshal(&c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Encoded = data
+			got, err := substate.MarshalChangeEvent(c, "https://substate.example")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("with the data encoded beforehand:\n%s\nwant\n%s", got, want)
+			}
+			if bytes.Contains(data, []byte("Encoded")) {
+				t.Fatalf("the encoded data holds the bytes themselves: %s", data)
+			}
+		})
 	}
 }

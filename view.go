@@ -86,6 +86,12 @@ type Change struct {
 	Hop string `json:"-"`
 	// Kind is not part of the data either: the CloudEvent's type says it.
 	Kind ChangeKind `json:"-"`
+	// Encoded, when set, is the data (Seq, TenantID, Old and New) already
+	// encoded as JSON: the outbox encodes a change to store it, and the
+	// change feed's message carries those bytes instead of encoding the
+	// change again (MarshalChangeEvent). Whoever modifies the data of a
+	// change that has it must clear it.
+	Encoded []byte `json:"-"`
 }
 
 // ChangeKind says what a message of the change feed reports. Of a

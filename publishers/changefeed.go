@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -190,7 +189,7 @@ var errNotAcked = substate.Errorf(substate.EUNAVAILABLE, "publish change: not ac
 // the traceparent of the event that made it.
 func ChangeMsg(c *substate.Change, schemaBase string) (*nats.Msg, error) {
 	e := substate.NewChangeEvent(*c, schemaBase) // as MarshalChangeEvent, keeping its id for the header
-	body, err := json.Marshal(&e)
+	body, err := substate.EncodeChangeEvent(&e)
 	if err != nil {
 		return nil, substate.WrapError(substate.EINTERNAL, err, "encode change")
 	}

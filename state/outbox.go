@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/substatehq/substate"
@@ -64,13 +66,44 @@ func (w *work) writeOutbox(tx *bolt.Tx) error {
 	return nil
 }
 
-// putOutbox stores one change in the outbox.
+// putOutbox stores one change in the outbox, and keeps its encoded data
+// in c.Encoded for the feed's message.
 func putOutbox(b *bolt.Bucket, c *substate.Change) error {
-	v, err := json.Marshal(&outboxEntry{Change: *c, TraceParent: c.TraceParent, Hop: c.Hop, Kind: c.Kind})
+	v, err := encodeOutbox(c)
 	if err != nil {
-		return fmt.Errorf("encode change %d: %w", c.Seq, err)
+		return err
 	}
 	return b.Put(outboxKey(c), v)
+}
+
+// encodeOutbox encodes a change as its outboxEntry: the change's data
+// first, encoded alone so that c keeps it (c.Encoded), then the members
+// beside it. The JSON is the same as encoding the outboxEntry whole.
+func encodeOutbox(c *substate.Change) ([]byte, error) {
+	if c.Encoded == nil {
+		data, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode change %d: %w", c.Seq, err)
+		}
+		c.Encoded = data
+	}
+	v := make([]byte, 0, len(`{"change":,"traceparent":"","hop":"","kind":255}`)+len(c.Encoded)+len(c.TraceParent)+len(c.Hop))
+	v = append(append(v, `{"change":`...), c.Encoded...)
+	var err error
+	if c.TraceParent != "" {
+		if v, err = jsontext.AppendQuote(append(v, `,"traceparent":`...), c.TraceParent); err != nil {
+			return nil, fmt.Errorf("encode change %d: traceparent: %w", c.Seq, err)
+		}
+	}
+	if c.Hop != "" {
+		if v, err = jsontext.AppendQuote(append(v, `,"hop":`...), c.Hop); err != nil {
+			return nil, fmt.Errorf("encode change %d: hop: %w", c.Seq, err)
+		}
+	}
+	if c.Kind != 0 {
+		v = strconv.AppendUint(append(v, `,"kind":`...), uint64(c.Kind), 10)
+	}
+	return append(v, '}'), nil
 }
 
 // maxFresh bounds the changes kept in memory beside the outbox: a feed

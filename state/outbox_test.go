@@ -140,9 +140,10 @@ func changesAt(seqs ...uint64) []substate.Change {
 	return out
 }
 
-// The changes a commit just wrote are handed to the feed from memory;
-// they encode exactly as the same changes decoded from the file after a
-// restart, so the feed publishes the same bytes either way.
+// The changes a commit just wrote are handed to the feed from memory, with
+// the data the outbox encoded; they encode exactly as the same changes
+// decoded from the file after a restart, so the feed publishes the same
+// bytes either way.
 func TestFreshChangesEqualTheFile(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t, func(db *state.DB) { db.ChangeOutbox = true })
@@ -165,6 +166,11 @@ func TestFreshChangesEqualTheFile(t *testing.T) {
 	fresh, err := db.PendingChanges(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range fresh {
+		if c.Encoded == nil { // the feed would encode the change a second time
+			t.Fatalf("change %d from memory without the data the outbox encoded", c.Seq)
+		}
 	}
 	reopen(t, db)
 	stored, err := db.PendingChanges(ctx, 10)
