@@ -18,7 +18,7 @@ type BenchCmd struct {
 	JSON       bool          `help:"Print the report as JSON."`
 	Keep       bool          `help:"Keep each scenario's data directory under <data-dir>/bench."`
 	Profile    string        `type:"path" placeholder:"FILE" help:"Write a CPU profile of the whole run to FILE (go tool pprof reads it)."`
-	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open, or of the flat-cost scenario."`
+	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open, of the flat-cost scenario, or of the incident's first phase."`
 
 	FlatFlags    `embed:""`
 	Incident     time.Duration `help:"Run only the incident scenario: a view of --tenants tenants, then --incident-rate status changes a second (5,000) over the HTTP ingress for this long with no console open, and as long again with a console page following the changes (60s for the documented figure); 0 runs the other scenarios." placeholder:"DURATION"`

@@ -31,7 +31,7 @@ type Config struct {
 	JSON       bool          // print the report as JSON
 	Keep       bool          // keep each scenario's data directory under <data-dir>/bench
 	Profile    string        // write a CPU profile of the whole run to this file
-	MemProfile string        // write a heap profile to this file (large-view or flat-cost scenario)
+	MemProfile string        // write a heap profile to this file (large-view, flat-cost or incident scenario)
 	Flat       int           // run only the flat-cost scenario with this many events; 0 runs the others
 	FlatLimit  time.Duration // stop the flat-cost scenario after this long (0 = no limit)
 	Groups     int           // run only the groups scenario over a view of this many tenants; 0 runs the others

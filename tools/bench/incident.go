@@ -131,6 +131,11 @@ func (b *benchRun) incident(ctx context.Context, progress func(string)) (_ *Inci
 		}
 		ph.Name = name
 		rep.Phases = append(rep.Phases, *ph)
+		if i == 0 && b.MemProfile != "" {
+			if err := writeHeapProfile(b.MemProfile); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if r0 := rep.Phases[0].Rate; r0 > 0 {
 		rep.ConsoleCost = 1 - rep.Phases[1].Rate/r0
