@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/substatehq/substate"
@@ -71,6 +72,23 @@ states:
 	if ev := operatortest.WantAudit(t, p, res, substate.AuditDone); ev.Who != "loopback" || ev.NewExecutionID == "" {
 		t.Errorf("restart audit %+v", ev)
 	}
+
+	// A stop confirmed on what the operator saw before the restart (the
+	// console's preview, describe's id) reaches no execution: the
+	// tenant's is the new one now, so it is skipped and recorded so.
+	stale := operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionStop, ExecutionID: "nap-1", Reason: "old page"})
+	if stale.Outcome != substate.AuditSkipped || !strings.Contains(stale.Next, res.NewExecutionID) {
+		t.Errorf("stop of the execution before the restart: %+v", stale)
+	}
+	operatortest.WantAudit(t, p, stale, substate.AuditSkipped)
+	if info, err := s.Describe(ctx, "t-eng"); err != nil || info.ExecutionID != res.NewExecutionID || info.Ended {
+		t.Errorf("after the skipped stop the new execution is %+v, %v; want it still running", info, err)
+	}
+	ok := operatortest.Act(t, s, substate.ExecutionRequest{TenantID: "t-eng", Action: substate.ActionStop, ExecutionID: res.NewExecutionID, Reason: "current page"})
+	if ok.Outcome != substate.AuditDone {
+		t.Errorf("stop of the execution the caller saw: %+v", ok)
+	}
+	operatortest.WantStopped(t, p, "t-eng", res.NewExecutionID, "current page")
 }
 
 // TestDescribeSucceededEngine: after an engine execution succeeded, the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
@@ -42,11 +43,18 @@ type ActionRequest struct {
 	Reason string `json:"reason"` // why: recorded in the audit event
 	Kill   bool   `json:"kill"`   // a Restate stop kills instead of cancelling
 	DryRun bool   `json:"dryRun"` // check that the provider would accept it, only
+	// ExecutionID, when set, is the execution the caller saw (a preview's,
+	// describe's): if the tenant's current execution is another one, the
+	// action is skipped (outcome skipped, recorded) and nothing reaches
+	// the provider, so a confirmation never lands on an execution that
+	// started after it was asked for.
+	ExecutionID string `json:"executionId,omitempty"`
 }
 
 // actOnExecution serves POST /v1/tenants/{id}/execution/{action}: stop,
-// retry or restart. The body is optional JSON {"reason":…,"kill":…,"dryRun":…}
-// (dryRun=true in the query string also works). The anonymous caller of a
+// retry or restart. The body is optional JSON
+// {"reason":…,"kill":…,"dryRun":…,"executionId":…} (dryRun=true in the
+// query string also works). The anonymous caller of a
 // loopback address without keys is recorded as LoopbackOperator.
 func (s *Server) actOnExecution(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -66,7 +74,7 @@ func (s *Server) actOnExecution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Executions.Act(r.Context(), substate.ExecutionRequest{
-		TenantID: id, Action: action, Reason: body.Reason, Kill: body.Kill, DryRun: body.DryRun, Who: s.who(p),
+		TenantID: id, Action: action, Reason: body.Reason, Kill: body.Kill, DryRun: body.DryRun, ExecutionID: body.ExecutionID, Who: s.who(p),
 	})
 	if err != nil {
 		httpx.Error(w, r, err, s.logger())
@@ -75,6 +83,10 @@ func (s *Server) actOnExecution(w http.ResponseWriter, r *http.Request) {
 	res.Execution = redactExecution(res.Execution, p, s.Redaction)
 	httpx.JSON(w, http.StatusOK, res)
 }
+
+// maxExecutionID bounds an action's executionId: as long as the longest
+// id a provider gives (an AWS ARN is at most 2,048 characters).
+const maxExecutionID = 2048
 
 // decodeActionBody reads an action's optional JSON body strictly.
 func decodeActionBody(w http.ResponseWriter, r *http.Request) (ActionRequest, error) {
@@ -87,8 +99,11 @@ func decodeActionBody(w http.ResponseWriter, r *http.Request) (ActionRequest, er
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&body); err != nil || dec.More() {
-			return body, substate.Errorf(substate.EINVALID, `the body must be a JSON object {"reason":"…","kill":false,"dryRun":false}`)
+			return body, substate.Errorf(substate.EINVALID, `the body must be a JSON object {"reason":"…","kill":false,"dryRun":false,"executionId":"…"}`)
 		}
+	}
+	if len(body.ExecutionID) > maxExecutionID || !utf8.ValidString(body.ExecutionID) {
+		return body, substate.Errorf(substate.EINVALID, "executionId must be UTF-8 text of at most %d bytes", maxExecutionID)
 	}
 	if q := r.URL.Query().Get("dryRun"); q != "" {
 		v, err := strconv.ParseBool(q)

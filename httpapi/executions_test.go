@@ -192,3 +192,28 @@ func TestExecutionRoutesKeyNamedAnonymous(t *testing.T) {
 		t.Fatalf("a read:raw key named anonymous stops: %d %s as %q", status, body, got.Who)
 	}
 }
+
+// An action's executionId is what the caller saw, passed to the service,
+// which skips the action when the tenant's execution is another one; it
+// is bounded like every other input.
+func TestExecutionRoutesExpectedExecution(t *testing.T) {
+	a, err := httpapi.NewAuthorizer("127.0.0.1:8080", &httpapi.Keys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got substate.ExecutionRequest
+	url := openExecutions(t, a, recordingService(&got)) + "/v1/tenants/acme-1/execution/stop"
+	arn := "arn:aws:states:eu-west-1:123456789012:execution:provision:acme-1-7"
+	if status, body := send(t, "POST", url, "", `{"reason":"r","executionId":"`+arn+`"}`); status != 200 || got.ExecutionID != arn {
+		t.Fatalf("stop with the execution seen: %d %s, service asked for %q", status, body, got.ExecutionID)
+	}
+	got = substate.ExecutionRequest{}
+	if status, body := send(t, "POST", url, "", `{"reason":"r"}`); status != 200 || got.ExecutionID != "" {
+		t.Fatalf("stop without one: %d %s, service asked for %q", status, body, got.ExecutionID)
+	}
+	got = substate.ExecutionRequest{}
+	long := strings.Repeat("x", 2049)
+	if status, body := send(t, "POST", url, "", `{"executionId":"`+long+`"}`); status != 400 || !strings.Contains(body, "executionId") || got.Action != "" {
+		t.Fatalf("a 2,049-byte executionId: %d %s (service called: %v)", status, body, got.Action != "")
+	}
+}

@@ -16,7 +16,7 @@ import (
 // execution through a running worker, whichever provider runs it.
 type ExecutionsCmd struct {
 	Describe ExecutionsDescribeCmd `cmd:"" help:"Describe a tenant's current execution: provider, id, step, input and output, times, attempts."`
-	Stop     ExecutionsStopCmd     `cmd:"" help:"Stop a tenant's running execution with a cause (Step Functions StopExecution, Restate cancel or --kill, engine stop). Exit status 0 once the execution is seen stopped, 3 when the provider accepted the stop but it has not taken effect yet (pending: the audit stream records the outcome later), 1 when it was refused or its outcome is unknown."`
+	Stop     ExecutionsStopCmd     `cmd:"" help:"Stop a tenant's running execution with a cause (Step Functions StopExecution, Restate cancel or --kill, engine stop). Exit status 0 once the execution is seen stopped, 3 when the provider accepted the stop but it has not taken effect yet (pending: the audit stream records the outcome later), 1 when it was refused, skipped (see --execution-id) or its outcome is unknown."`
 	Retry    ExecutionsRetryCmd    `cmd:"" help:"Retry a tenant's failed execution from where it failed (Step Functions redrive, Restate resume of a paused invocation, engine redrive)."`
 	Restart  ExecutionsRestartCmd  `cmd:"" help:"Start a new execution of a tenant's ended execution, with the same input."`
 }
@@ -58,6 +58,7 @@ type ExecutionActFlags struct {
 	DryRun         bool     `name:"dry-run" help:"Check that the provider would accept the action, without taking it. With --filter: the exact set the job would act on now, what would be refused and why, and the provider API calls and time it would cost; nothing is changed."`
 	Expect         int      `help:"With --filter: create the job only if the filter selects exactly this many tenants (the total a --dry-run showed); otherwise nothing is done." default:"-1"`
 	Detach         bool     `help:"With --filter: create the job and print it, without following it."`
+	ExecutionID    string   `name:"execution-id" placeholder:"ID" help:"On one tenant: act only if its current execution is this one (the id describe or a --dry-run showed); if it is another one by now, the action is skipped and recorded so, nothing reaches the provider, and the exit status is 1. Not with --filter: a fleet job holds each member to the execution it saw by itself."`
 	ExecutionFlags `embed:""`
 }
 
@@ -97,12 +98,14 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 	switch {
 	case len(c.Filter) > 0 && c.Tenant != "":
 		return substate.Errorf(substate.EINVALID, "give a tenant or --filter, not both")
+	case len(c.Filter) > 0 && c.ExecutionID != "":
+		return substate.Errorf(substate.EINVALID, "--execution-id is for one tenant; a fleet job holds each member to the execution it saw by itself")
 	case len(c.Filter) > 0:
 		return c.fleet(ctx, m, action, kill)
 	case c.Tenant == "":
 		return substate.Errorf(substate.EINVALID, "%v", errNoTarget)
 	}
-	req := httpapi.ActionRequest{Reason: c.Reason, Kill: kill, DryRun: c.DryRun}
+	req := httpapi.ActionRequest{Reason: c.Reason, Kill: kill, DryRun: c.DryRun, ExecutionID: c.ExecutionID}
 	res, err := c.Client().Act(ctx, c.Tenant, action, req)
 	if err != nil && c.DryRun && substate.AuditOutcome(err) == substate.AuditRefused {
 		return substate.WrapError(substate.ErrorCode(err), err, "dry run: %s of tenant %s would be refused", action, c.Tenant)
@@ -114,10 +117,15 @@ func (c *ExecutionActFlags) act(ctx context.Context, m *Main, action substate.Ex
 		printResult(w, action, res)
 		return nil
 	})
-	if err == nil && res.Outcome == substate.AuditPending {
+	switch {
+	case err != nil:
+		return err
+	case res.Outcome == substate.AuditPending:
 		return exitError{ExitPending}
+	case res.Outcome == substate.AuditSkipped && !res.DryRun:
+		return exitError{1} // not taken: the tenant is not as the caller saw it
 	}
-	return err
+	return nil
 }
 
 // ExitPending is the exit status of an action the provider accepted whose

@@ -139,7 +139,19 @@ func TestExecutionsCLI(t *testing.T) {
 	})
 	t.Run("StopRunning", func(t *testing.T) {
 		tenantIs(t, url, "t-slow", func(v substate.TenantView) bool { return v.WorkflowSubState == substate.StateWaiting })
-		code, out, errOut := runCLI(t, "executions", "stop", "t-slow", "--reason", "customer left", "--server", url)
+		// Held to an execution the tenant no longer runs, the stop is
+		// skipped: exit 1, the execution left running, the skip recorded.
+		code, out, errOut := runCLI(t, "executions", "stop", "t-slow", "--execution-id", "slow-0", "--reason", "old plan", "--server", url)
+		if code != 1 || !strings.Contains(out, "skipped") || !strings.Contains(out, "slow-1") {
+			t.Fatalf("stop held to another execution: %d %s%s", code, out, errOut)
+		}
+		if v := tenantIs(t, url, "t-slow", func(substate.TenantView) bool { return true }); v.WorkflowSubState != substate.StateWaiting {
+			t.Fatalf("a skipped stop changed the tenant: %+v", v)
+		}
+		if ev := auditOf(t, w, substate.ActionStop, "t-slow"); ev.Outcome != substate.AuditSkipped || ev.Reason != "old plan" {
+			t.Errorf("audit of the skipped stop %+v", ev)
+		}
+		code, out, errOut = runCLI(t, "executions", "stop", "t-slow", "--execution-id", "slow-1", "--reason", "customer left", "--server", url)
 		if code != 0 || !strings.Contains(out, "stopped engine execution slow-1") {
 			t.Fatalf("stop: %d %s%s", code, out, errOut)
 		}

@@ -166,6 +166,45 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 	if kept != "done" {
 		t.Errorf("after the page reloaded for the retry's change the action's outcome reads %q, want done still shown", kept)
 	}
+
+	// A stop previewed on run-pay-1 and confirmed after pay-1 moved on to
+	// a new execution is skipped: the confirmation carries the execution
+	// the operator saw, and nothing reaches the new one.
+	run(t, ctx, "open the tenant again", chromedp.Navigate(cw.url+"/#/tenant/pay-1"))
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('act-stop')`)
+	eval(t, ctx, `document.getElementById('act-stop').click(); true`, nil)
+	waitJS(t, ctx, 10*time.Second, `document.getElementById('act-confirm')`)
+	next := awstest.ExecutionARN(machine, "run-pay-2")
+	aws.AddExecution(awstest.Execution{ARN: next, StateMachineARN: machine, Name: "run-pay-2", Status: "RUNNING",
+		Input: `{"tenantId":"pay-1"}`, StartDate: time.Now().UTC()})
+	var started map[string]any
+	_ = json.Unmarshal(fleetEvent(machine, "run-pay-2", "pay-1", "", time.Now().UTC().Add(time.Minute)), &started)
+	d = started["detail"].(map[string]any)
+	d["status"], d["error"], d["cause"], d["stopDate"] = "RUNNING", nil, nil, nil
+	body, _ = json.Marshal(started)
+	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
+		t.Fatalf("ingest run-pay-2: %d", code)
+	}
+	workertest.Eventually(t, func() string {
+		var v substate.TenantView
+		if code := workertest.GetJSON(t, cw.url+"/v1/tenants/pay-1", &v); code != 200 || v.WorkflowExecutionID != next {
+			return fmt.Sprintf("pay-1: %d, execution %s; want %s", code, v.WorkflowExecutionID, next)
+		}
+		return ""
+	})
+	eval(t, ctx, `document.getElementById('act-reason').value = 'wrong plan'; document.getElementById('act-confirm').click(); true`, nil)
+	waitJS(t, ctx, 20*time.Second, `document.querySelector('#act-result p') && document.querySelector('#act-result p').dataset.outcome`)
+	var outcome, said2 string
+	eval(t, ctx, `document.querySelector('#act-result p').dataset.outcome`, &outcome)
+	eval(t, ctx, `document.querySelector('#act-result p').textContent`, &said2)
+	if outcome != substate.AuditSkipped || !strings.Contains(said2, "run-pay-2") {
+		t.Errorf("the stop confirmed after the tenant moved on: %q (%s), want skipped naming the new execution", outcome, said2)
+	}
+	for _, name := range []string{"run-pay-1", "run-pay-2"} {
+		if x, _ := aws.Execution(awstest.ExecutionARN(machine, name)); x.Status == "ABORTED" {
+			t.Errorf("%s was stopped by a confirmation of another execution", name)
+		}
+	}
 }
 
 // engineBackingOff starts an engine execution of retryingWorkflow for

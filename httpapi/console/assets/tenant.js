@@ -166,7 +166,9 @@
       if (!reason.value.trim()) { out.replaceChildren(notice("Say why: the reason is recorded with the action.")); return; }
       form.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       try {
-        const r = await post({ reason: reason.value.trim() });
+        // The execution previewed: if the tenant moved on to another one
+        // since, the worker skips the action instead of taking it there.
+        const r = await post({ reason: reason.value.trim(), executionId: pv.executionId });
         const text = action + ": " + r.outcome + (r.next ? " — " + r.next : "") + (r.newExecutionId ? " (new execution " + r.newExecutionId + ")" : "");
         lastResult = { tenant: id, make: () => el("p", { dataset: { outcome: r.outcome } }, text) };
       } catch (err) {
