@@ -90,7 +90,17 @@ func (d *storeDirs) forget(p string) {
 // gone because the stream was deleted (the server no longer has it) is
 // forgotten instead: that is the stream check's business.
 func (b *Bus) checkStoreDirs(ctx context.Context) error {
-	for _, p := range b.dirs.changed() {
+	changed := b.dirs.changed()
+	if len(changed) > 0 {
+		// A look taken while the store was being moved may have seen only
+		// part of it (some streams gone, their jetstream directory not
+		// yet): look again, so that the outermost directory that changed
+		// is the one named.
+		if again := b.dirs.changed(); len(again) > 0 {
+			changed = again
+		}
+	}
+	for _, p := range changed {
 		if stream, ok := streamOfDir(b.storeDir, p); ok && !b.hasStream(ctx, stream) {
 			b.dirs.forget(p)
 			continue
