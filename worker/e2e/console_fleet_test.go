@@ -128,3 +128,14 @@ func fleetEvent(machine, name, tenant, cause string, at time.Time) json.RawMessa
 	})
 	return b
 }
+
+// fleetRunning is fleetEvent's execution still running: no stop, error
+// or cause yet.
+func fleetRunning(machine, name, tenant string, at time.Time) json.RawMessage {
+	var ev map[string]any
+	_ = json.Unmarshal(fleetEvent(machine, name, tenant, "", at), &ev)
+	d := ev["detail"].(map[string]any)
+	d["status"], d["error"], d["cause"], d["stopDate"] = "RUNNING", nil, nil, nil
+	b, _ := json.Marshal(ev)
+	return b
+}

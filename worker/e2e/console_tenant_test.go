@@ -64,11 +64,7 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 		Input: `{"tenantId":"slow-1"}`, StartDate: now})
 	aws.AddExecution(awstest.Execution{ARN: awstest.ExecutionARN(machine, "run-pay-1"), StateMachineARN: machine, Name: "run-pay-1",
 		Status: "FAILED", Input: `{"tenantId":"pay-1"}`, StartDate: now.Add(-time.Minute), StopDate: now, Error: "ProvisioningFailed", Cause: "card declined"})
-	var running map[string]any
-	_ = json.Unmarshal(fleetEvent(machine, "run-slow-1", "slow-1", "", now), &running)
-	d := running["detail"].(map[string]any)
-	d["status"], d["error"], d["cause"], d["stopDate"] = "RUNNING", nil, nil, nil
-	body, _ := json.Marshal([]any{running, fleetEvent(machine, "run-pay-1", "pay-1", "card declined", now)})
+	body, _ := json.Marshal([]json.RawMessage{fleetRunning(machine, "run-slow-1", "slow-1", now), fleetEvent(machine, "run-pay-1", "pay-1", "card declined", now)})
 	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 		t.Fatalf("ingest: %d", code)
 	}
@@ -177,21 +173,11 @@ func TestConsoleStuckAndTenantActions(t *testing.T) {
 	next := awstest.ExecutionARN(machine, "run-pay-2")
 	aws.AddExecution(awstest.Execution{ARN: next, StateMachineARN: machine, Name: "run-pay-2", Status: "RUNNING",
 		Input: `{"tenantId":"pay-1"}`, StartDate: time.Now().UTC()})
-	var started map[string]any
-	_ = json.Unmarshal(fleetEvent(machine, "run-pay-2", "pay-1", "", time.Now().UTC().Add(time.Minute)), &started)
-	d = started["detail"].(map[string]any)
-	d["status"], d["error"], d["cause"], d["stopDate"] = "RUNNING", nil, nil, nil
-	body, _ = json.Marshal(started)
+	body = fleetRunning(machine, "run-pay-2", "pay-1", time.Now().UTC().Add(time.Minute))
 	if code := workertest.Post(t, cw.url+"/v1/ingest/eventbridge", body, map[string]string{"Content-Type": "application/json"}); code != http.StatusAccepted {
 		t.Fatalf("ingest run-pay-2: %d", code)
 	}
-	workertest.Eventually(t, func() string {
-		var v substate.TenantView
-		if code := workertest.GetJSON(t, cw.url+"/v1/tenants/pay-1", &v); code != 200 || v.WorkflowExecutionID != next {
-			return fmt.Sprintf("pay-1: %d, execution %s; want %s", code, v.WorkflowExecutionID, next)
-		}
-		return ""
-	})
+	workertest.WaitView(t, cw.url, "pay-1", func(v substate.TenantView) bool { return v.WorkflowExecutionID == next })
 	eval(t, ctx, `document.getElementById('act-reason').value = 'wrong plan'; document.getElementById('act-confirm').click(); true`, nil)
 	waitJS(t, ctx, 20*time.Second, `document.querySelector('#act-result p') && document.querySelector('#act-result p').dataset.outcome`)
 	var outcome, said2 string
