@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/httpx"
@@ -102,8 +101,8 @@ func decodeActionBody(w http.ResponseWriter, r *http.Request) (ActionRequest, er
 			return body, substate.Errorf(substate.EINVALID, `the body must be a JSON object {"reason":"…","kill":false,"dryRun":false,"executionId":"…"}`)
 		}
 	}
-	if len(body.ExecutionID) > maxExecutionID || !utf8.ValidString(body.ExecutionID) {
-		return body, substate.Errorf(substate.EINVALID, "executionId must be UTF-8 text of at most %d bytes", maxExecutionID)
+	if len(body.ExecutionID) > maxExecutionID {
+		return body, substate.Errorf(substate.EINVALID, "executionId: longer than %d bytes, which no provider's execution id is", maxExecutionID)
 	}
 	if q := r.URL.Query().Get("dryRun"); q != "" {
 		v, err := strconv.ParseBool(q)
