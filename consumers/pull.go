@@ -77,8 +77,9 @@ func (p *puller) run(ctx context.Context, handle func(context.Context, []jetstre
 	}
 }
 
-// ErrPullStopped is the error of a pull consumer whose message iterator
-// closed while the stage was still meant to run.
+// ErrPullStopped is the error of a pull consumer whose consuming stopped
+// (its connection closed, its consumer gone) while the stage was still
+// meant to run.
 var ErrPullStopped = errors.New("pull consumer stopped unexpectedly")
 
 // name names the consumer for an error.
