@@ -16,5 +16,8 @@
 // they run beside a live worker without disturbing its durable consumers,
 // any number of them leave the streams' consumers as they were, and each
 // ends at the stream's last sequence as of its start (a follow reads on
-// from there once the stream grows).
+// from there once the stream grows). The one exception is the evidence
+// check, which visits every message of a range: it reads with scans
+// (Reader.Scan), each an ephemeral consumer of its own that it deletes
+// when it ends.
 package replay

@@ -83,8 +83,13 @@ func (r *Reader) Events(ctx context.Context, tenant string, rg Range) iter.Seq2[
 	if tenant != "" {
 		subject = substate.EventsSubject(tenant)
 	}
+	return eventsOf(r.Messages(ctx, substate.StreamEvents, subject, rg))
+}
+
+// eventsOf decodes the canonical events of messages of SUBSTATE_EVENTS.
+func eventsOf(msgs iter.Seq2[Message, error]) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		for m, err := range r.Messages(ctx, substate.StreamEvents, subject, rg) {
+		for m, err := range msgs {
 			if err != nil {
 				yield(Event{}, err)
 				return
