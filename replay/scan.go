@@ -31,6 +31,10 @@ const (
 	scanInactive = 30 * time.Second
 )
 
+// ScanDescription is the description of a scan's consumer, which tells it
+// from the worker's durable consumers.
+const ScanDescription = "substate scan: deleted when the read ends"
+
 // errLostDelivery is a scan that missed a message the consumer delivered
 // (the client dropped it): what it read is not the whole range.
 var errLostDelivery = errors.New("a message the server delivered did not arrive")
@@ -101,7 +105,7 @@ func (r *Reader) openScan(ctx context.Context, stream, subject string, rg Range)
 	cfg := jetstream.ConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: max(rg.FromSeq, 1),
 		AckPolicy: jetstream.AckNonePolicy, FilterSubject: subject, Replicas: 1, MemoryStorage: true,
-		InactiveThreshold: scanInactive, Description: "substate scan: deleted when the read ends",
+		InactiveThreshold: scanInactive, Description: ScanDescription,
 	}
 	if rg.FromSeq == 0 && !rg.Since.IsZero() {
 		since := rg.Since

@@ -31,18 +31,26 @@ import (
 	"github.com/substatehq/substate/worker"
 )
 
-// consumers is how many consumers a stream of the worker has.
+// consumers is how many consumers a stream of the worker has, not
+// counting the scans of its evidence check, which come and go on the
+// check's own schedule.
 func consumers(tb testing.TB, w *workertest.Worker, stream string) int {
 	tb.Helper()
 	s, err := w.Bus.JetStream.Stream(context.Background(), stream)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	info, err := s.Info(context.Background())
-	if err != nil {
+	l := s.ListConsumers(context.Background())
+	n := 0
+	for c := range l.Info() {
+		if c.Config.Description != replay.ScanDescription {
+			n++
+		}
+	}
+	if err := l.Err(); err != nil {
 		tb.Fatal(err)
 	}
-	return info.State.Consumers
+	return n
 }
 
 // metricsHave waits until the worker's /metrics has every line of want.
