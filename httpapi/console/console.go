@@ -134,7 +134,7 @@ func (c *Console) Close() error {
 // onChange passes one change-feed message to the open pages; gap says
 // that changes before it may be missing.
 func (c *Console) onChange(m *nats.Msg, gap bool) {
-	ch, err := decodeChange(m)
+	ch, err := decodeChange(m.Data)
 	if err != nil {
 		c.logger().Warn("console: undecodable change-feed message", "subject", m.Subject, "err", err)
 		return

@@ -1,8 +1,8 @@
 package console
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
@@ -18,17 +19,78 @@ import (
 )
 
 // decodeChange reads one change-feed message, a CloudEvent around the
-// change. It is the one place that knows the feed's payload.
-func decodeChange(m *nats.Msg) (substate.Change, error) {
-	e, err := substate.UnmarshalChangeEvent(m.Data)
-	if err != nil {
-		return substate.Change{}, err
+// change. It is the one place that knows the feed's payload. It decodes
+// only what a page reads apart from the new view, which it keeps as the
+// feed encoded it: a change reaches the pages without being decoded and
+// encoded again.
+func decodeChange(data []byte) (liveChange, error) {
+	var e struct {
+		SpecVersion string `json:"specversion"`
+		Source      string `json:"source"`
+		Data        struct {
+			Seq      uint64 `json:"seq"`
+			TenantID string `json:"tenantId"`
+			Old      struct {
+				SubState substate.SubState `json:"workflowSubState"`
+			} `json:"old"`
+			New jsontext.Value `json:"new"`
+		} `json:"data"`
 	}
-	ch := e.Data
-	if ch.TenantID == "" {
-		ch.TenantID = ch.New.TenantID
+	if err := json.Unmarshal(data, &e, feedDecoding); err != nil {
+		return liveChange{}, substate.WrapError(substate.EINVALID, err, "decode change event")
+	}
+	if e.SpecVersion != substate.CloudEventsSpecVersion || e.Source != substate.ChangeSource {
+		return liveChange{}, substate.Errorf(substate.EINVALID, "not a substate change (specversion %q, source %q)", e.SpecVersion, e.Source)
+	}
+	d := e.Data
+	if bytes.ContainsAny(d.New, "\r\n") { // an SSE frame's data is one line
+		if err := d.New.Compact(); err != nil {
+			return liveChange{}, substate.WrapError(substate.EINVALID, err, "decode change event")
+		}
+	}
+	ch := liveChange{seq: d.Seq, tenantID: d.TenantID, oldSubState: d.Old.SubState, new: d.New}
+	if ch.tenantID == "" { // a change of a feed older than its tenantId
+		var v struct {
+			TenantID string `json:"tenantId"`
+		}
+		_ = json.Unmarshal(d.New, &v)
+		ch.tenantID = v.TenantID
 	}
 	return ch, nil
+}
+
+// feedDecoding decodes change-feed messages, which the projector encodes
+// with each member once: checking for names given twice would cost a
+// third of the decoding.
+var feedDecoding = jsontext.AllowDuplicateNames(true)
+
+// liveChange is what the pages read of a change: the old view's sub-state
+// is all they need of the old view, and half the bytes of every stream.
+type liveChange struct {
+	seq         uint64
+	tenantID    string
+	oldSubState substate.SubState
+	new         []byte // the new view, as the change feed encoded it
+}
+
+// frame formats the change's SSE frame: its sequence is the SSE id, and
+// its data {"seq","tenantId","oldSubState","new"}.
+func (ch liveChange) frame() []byte {
+	b := make([]byte, 0, len(ch.new)+len(ch.tenantID)+96)
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, ch.seq, 10)
+	b = append(b, "\nevent: change\ndata: {\"seq\":"...)
+	b = strconv.AppendUint(b, ch.seq, 10)
+	b = append(b, `,"tenantId":`...)
+	b, _ = jsontext.AppendQuote(b, ch.tenantID)
+	b = append(b, `,"oldSubState":`...)
+	b, _ = jsontext.AppendQuote(b, string(ch.oldSubState))
+	b = append(b, `,"new":`...)
+	if len(ch.new) == 0 {
+		b = append(b, "null"...)
+	}
+	b = append(b, ch.new...)
+	return append(b, "}\n\n"...)
 }
 
 // event is one change as the stream sends it: its sequence is the SSE id.
@@ -36,15 +98,6 @@ type event struct {
 	seq      uint64
 	tenantID string
 	frame    []byte // the SSE frame, formatted once for every stream
-}
-
-// streamChange is a change as the page reads it: the old view's sub-state
-// is all it needs of the old view, and half the bytes of every stream.
-type streamChange struct {
-	Seq         uint64              `json:"seq"`
-	TenantID    string              `json:"tenantId"`
-	OldSubState substate.SubState   `json:"oldSubState"`
-	New         substate.TenantView `json:"new"`
 }
 
 // client is one open stream. Its channel is closed when the hub drops it.
@@ -82,30 +135,21 @@ func newHub(resume, buffer int) *hub {
 	return &hub{size: max(resume, 1), buffer: max(buffer, 1), clients: map[*client]struct{}{}}
 }
 
-// publish sends ch to every stream. A sequence at or below the last one
-// is a duplicate (another replica's feed, or a redelivery) and is skipped.
-func (h *hub) publish(ch substate.Change) { h.add(ch, false) }
-
 // add publishes ch; with gap, changes before it may be missing, so a page
 // cannot resume from the changes kept until one comes without.
-func (h *hub) add(ch substate.Change, gap bool) {
-	data, err := json.Marshal(streamChange{Seq: ch.Seq, TenantID: ch.TenantID, OldSubState: ch.Old.WorkflowSubState, New: ch.New})
-	if err != nil {
-		return
-	}
-	frame := fmt.Appendf(nil, "id: %d\nevent: change\ndata: %s\n\n", ch.Seq, data)
-	ev := event{seq: ch.Seq, tenantID: ch.TenantID, frame: frame}
+func (h *hub) add(ch liveChange, gap bool) {
+	ev := event{seq: ch.seq, tenantID: ch.tenantID, frame: ch.frame()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if gap {
 		defer func() { h.sinceKnown = false }() // before the unlock: defers run last first
 	}
-	if h.closed || ch.Seq != 0 && ch.Seq <= h.last {
+	if h.closed || ch.seq != 0 && ch.seq <= h.last {
 		return
 	}
-	h.last = max(h.last, ch.Seq)
-	if !h.sinceKnown && ch.Seq != 0 {
-		h.since, h.sinceKnown = ch.Seq-1, true
+	h.last = max(h.last, ch.seq)
+	if !h.sinceKnown && ch.seq != 0 {
+		h.since, h.sinceKnown = ch.seq-1, true
 	}
 	if len(h.ring) < h.size {
 		h.ring = append(h.ring, ev)

@@ -278,15 +278,25 @@ func TestLoopbackWithoutKeys(t *testing.T) {
 	}
 }
 
-// BenchmarkHubPublish is the cost of one change to the console with a
-// full resume ring and no page open.
+// BenchmarkHubPublish is the cost of one change-feed message to the
+// console, read and formatted, with a full resume ring and no page open.
 func BenchmarkHubPublish(b *testing.B) {
 	h := newHub(DefaultResume, DefaultClientBuffer)
-	ch := change(0, "acme-1")
+	ch := change(1, "acme-1")
+	ch.Old = ch.New
+	ch.New.WorkflowErrorMessage, ch.New.UpdatedAt = "States.TaskFailed: the task failed", time.Now()
+	body, err := substate.MarshalChangeEvent(ch, "")
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for i := range b.N {
-		ch.Seq = uint64(i + 1)
-		h.publish(ch)
+		lc, err := decodeChange(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lc.seq = uint64(i + 1)
+		h.add(lc, false)
 	}
 }
 
@@ -417,7 +427,7 @@ func TestHubGap(t *testing.T) {
 		{4, false, 3, true, "the first change after the drop"},
 		{5, false, 2, false, "a page that last saw a change of the window"},
 	} {
-		h.add(change(tc.seq, "t"), tc.gap)
+		h.add(live(change(tc.seq, "t")), tc.gap)
 		cl, _, resumable := h.subscribe(tc.lastID, true)
 		h.unsubscribe(cl)
 		if resumable != tc.resumable {

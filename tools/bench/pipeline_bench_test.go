@@ -16,7 +16,7 @@ import (
 // time and allocations per event (the process's, load generator and
 // stream readers included, as the bench counts them), events/s.
 func BenchmarkChanges(b *testing.B) {
-	for _, consoles := range []int{0, Consoles} {
+	for _, consoles := range []int{0, 1, Consoles} {
 		b.Run(fmt.Sprintf("consoles=%d", consoles), func(b *testing.B) {
 			var cpu, allocs, rate float64
 			runs := 0
