@@ -21,7 +21,7 @@ type BenchCmd struct {
 	MemProfile string        `type:"path" placeholder:"FILE" help:"Write a heap profile to FILE at the end of the large-view scenario, its pipeline still open, of the flat-cost scenario, or of the incident's first phase."`
 
 	FlatFlags    `embed:""`
-	Incident     time.Duration `help:"Run only the incident scenario: a view of --tenants tenants, then --incident-rate status changes a second (5,000) over the HTTP ingress for this long with no console open, and as long again with a console page following the changes (60s for the documented figure); 0 runs the other scenarios." placeholder:"DURATION"`
+	Incident     time.Duration `help:"Run only the incident scenario: a view of --tenants tenants, then --incident-rate status changes a second (5,000) over the HTTP ingress for this long with no console open, as long again with a console page following the changes, and as long again with none (60s for the documented figure); 0 runs the other scenarios." placeholder:"DURATION"`
 	IncidentRate float64       `default:"5000" help:"Offered rate of the incident scenario, in status changes per second." placeholder:"N"`
 	Groups       int           `help:"Run only the groups scenario: GET /v1/groups's latency over a view of N tenants with a realistic spread of faults (1,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
 	Deadlines    int           `help:"Run only the deadlines scenario: how long after its deadline each stuck message reaches SUBSTATE_CHANGES while N tenants hold deadlines (100,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`

@@ -194,7 +194,7 @@ func TestBenchNATSURL(t *testing.T) {
 // when nothing was refused. It never judges the speed.
 func TestBenchIncident(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the pipeline with HTTP clients for two seconds")
+		t.Skip("runs the pipeline with HTTP clients for three seconds")
 	}
 	code, out, errOut := runCLIFor(t, 4*time.Minute, "bench", "--json", "--data-dir", t.TempDir(),
 		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
@@ -206,7 +206,7 @@ func TestBenchIncident(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
-	if len(rep.Phases) != 2 || rep.Tenants != 2000 || rep.Rate != bench.IncidentRate {
+	if len(rep.Phases) != 3 || rep.Tenants != 2000 || rep.Rate != bench.IncidentRate {
 		t.Fatalf("report %+v", rep)
 	}
 	refused := 0

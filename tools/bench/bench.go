@@ -35,7 +35,7 @@ type Config struct {
 	Flat       int           // run only the flat-cost scenario with this many events; 0 runs the others
 	FlatLimit  time.Duration // stop the flat-cost scenario after this long (0 = no limit)
 	Groups     int           // run only the groups scenario over a view of this many tenants; 0 runs the others
-	Incident   time.Duration // run only the incident scenario, each of its two phases this long; 0 runs the others
+	Incident   time.Duration // run only the incident scenario, each of its three phases this long; 0 runs the others
 	// IncidentRate is the incident's offered rate in events a second; 0
 	// means IncidentRate.
 	IncidentRate float64
