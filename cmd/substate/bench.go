@@ -25,6 +25,8 @@ type BenchCmd struct {
 	IncidentRate float64       `default:"5000" help:"Offered rate of the incident scenario, in status changes per second." placeholder:"N"`
 	Groups       int           `help:"Run only the groups scenario: GET /v1/groups's latency over a view of N tenants with a realistic spread of faults (1,000,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
 	Deadlines    int           `help:"Run only the deadlines scenario: how long after its deadline each stuck message reaches SUBSTATE_CHANGES while N tenants hold deadlines (100,000 for the documented figure); 0 runs the other scenarios." placeholder:"N"`
+	Steady       time.Duration `help:"Run only the steady scenario: a view of --tenants tenants on a worker in a child process (its evidence check every 5 s), then --steady-rate status changes a second (2,000) over its HTTP ingress for this long; reports the worker's CPU per event alone, evidence check included (60s for the documented figure); 0 runs the other scenarios." placeholder:"DURATION"`
+	SteadyRate   float64       `default:"2000" help:"Offered rate of the steady scenario, in status changes per second." placeholder:"N"`
 	worker.Flags `embed:""`
 }
 
@@ -43,7 +45,8 @@ func (c *BenchCmd) Run(ctx context.Context, m *Main) error {
 	err := bench.Run(ctx, bench.Config{
 		Events: c.Events, Tenants: c.Tenants, Rate: c.Rate, Duration: c.Duration,
 		JSON: c.JSON, Keep: c.Keep, Profile: c.Profile, MemProfile: c.MemProfile,
-		Flat: c.Flat, FlatLimit: c.FlatLimit, Groups: c.Groups, Deadlines: c.Deadlines, Incident: c.Incident, IncidentRate: c.IncidentRate, Flags: c.Flags,
+		Flat: c.Flat, FlatLimit: c.FlatLimit, Groups: c.Groups, Deadlines: c.Deadlines, Incident: c.Incident, IncidentRate: c.IncidentRate,
+		Steady: c.Steady, SteadyRate: c.SteadyRate, Flags: c.Flags,
 	}, m.Stdout, m.Stderr)
 	if errors.Is(err, bench.ErrWrongView) {
 		return exitError{1}

@@ -226,3 +226,34 @@ func TestBenchIncident(t *testing.T) {
 		t.Errorf("view: %s", rep.ViewCheck)
 	}
 }
+
+// TestBenchSteady runs the steady scenario for a second on a small view:
+// the worker in a child process takes every event over HTTP, applies and
+// checks it, and the report splits its CPU from the bench's. It never
+// judges the speed.
+func TestBenchSteady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a worker process with HTTP clients for a second")
+	}
+	code, out, errOut := runCLIFor(t, 4*time.Minute, "bench", "--json", "--data-dir", t.TempDir(),
+		"--nats-listen", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "warn",
+		"--steady", "1s", "--steady-rate", "500", "--tenants", "1000")
+	if code != 0 {
+		t.Fatalf("bench exited with %d: %s", code, errOut)
+	}
+	var rep bench.SteadyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	if rep.Tenants != 1000 || rep.Rate != 500 || rep.Offered != 500 || rep.Accepted+rep.Refused+rep.Behind != rep.Offered || rep.Accepted == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	// The worker's check verified the fill before the phase, and every
+	// accepted event in it.
+	if rep.EvidenceChecked < rep.Accepted || rep.WorkerCPUPerEvent <= 0 || rep.EvidenceCPUPerEvent <= 0 || rep.BenchCPUPerEvent <= 0 || rep.CommitsPerEvent <= 0 || rep.WorkerPeakRSSMiB <= 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if rep.Refused == 0 && rep.ViewCheck != "ok" {
+		t.Errorf("view: %s", rep.ViewCheck)
+	}
+}

@@ -40,6 +40,13 @@ type Config struct {
 	// means IncidentRate.
 	IncidentRate float64
 	Deadlines    int // run only the deadlines scenario with this many tenants holding deadlines; 0 runs the others
+	// Steady runs only the steady scenario for this long: a worker in a
+	// child process taking SteadyRate status changes a second over HTTP;
+	// 0 runs the others.
+	Steady time.Duration
+	// SteadyRate is the steady scenario's offered rate in events a
+	// second; 0 means SteadyRate.
+	SteadyRate float64
 
 	worker.Flags
 }
@@ -96,6 +103,9 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 	}
 	if c.Deadlines > 0 {
 		return b.runDeadlines(ctx, stdout, progress)
+	}
+	if c.Steady > 0 {
+		return b.runSteady(ctx, stdout, progress)
 	}
 	rep, err := b.run(ctx, progress)
 	if err != nil {
@@ -162,6 +172,8 @@ func (c *Config) validate() error {
 		return substate.Errorf(substate.EINVALID, "--batch-size must be positive")
 	case c.Incident < 0 || c.IncidentRate < 0:
 		return substate.Errorf(substate.EINVALID, "--incident and --incident-rate must not be negative")
+	case c.Steady < 0 || c.SteadyRate < 0:
+		return substate.Errorf(substate.EINVALID, "--steady and --steady-rate must not be negative")
 	case c.Groups < 0 || c.Groups > 10_000_000:
 		return substate.Errorf(substate.EINVALID, "--groups must be between 0 and 10,000,000")
 	case c.Deadlines < 0 || c.Deadlines > 10_000_000:

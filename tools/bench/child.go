@@ -49,7 +49,7 @@ type childWorker struct {
 // data under dir, and waits until its durable consumers are in place. It
 // connects as the worker identity: the embedded server's, or --nats-nkey's
 // on an external one.
-func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*childWorker, error) {
+func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string, extra ...string) (*childWorker, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
@@ -66,6 +66,7 @@ func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string) (*c
 	// would update them (the default 10m duplicate window over a shorter
 	// --dedupe-window), and measure what was not asked.
 	args = append(args, f.StreamFlags.Args()...)
+	args = append(args, extra...)
 	for _, o := range [...][2]string{{"--nats-creds", f.NATSCreds}, {"--nats-nkey", nkey}, {"--nats-tls-ca", f.NATSTLSCA}, {"--nats-tls-cert", f.NATSTLSCert}, {"--nats-tls-key", f.NATSTLSKey}} {
 		if o[1] != "" {
 			args = append(args, o[0], o[1])
@@ -136,7 +137,8 @@ func ConsumerInfo(ctx context.Context, js jetstream.JetStream, stream, name stri
 	return cons.Info(ctx)
 }
 
-// metrics reads counters of the worker's /metrics.
+// metrics reads counters of the worker's /metrics, each the sum of its
+// series (the outcomes of substate_evidence_events_total, say).
 func (c *childWorker) metrics(names ...string) (map[string]float64, error) {
 	resp, err := http.Get("http://" + c.http + "/metrics")
 	if err != nil {
@@ -150,9 +152,10 @@ func (c *childWorker) metrics(names ...string) (map[string]float64, error) {
 	}
 	out := make(map[string]float64, len(names))
 	for _, n := range names {
-		if f, ok := families[n]; ok && len(f.Metric) > 0 {
-			m := f.Metric[0]
-			out[n] = m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		if f, ok := families[n]; ok {
+			for _, m := range f.Metric {
+				out[n] += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+			}
 		}
 	}
 	return out, nil

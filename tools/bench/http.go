@@ -52,12 +52,18 @@ send:
 
 // post makes one delivery.
 func (p *benchPipeline) post(ctx context.Context, client *http.Client, url string, body []byte) error {
+	return postEvent(ctx, client, url, p.w.Flags.IngestAPIKey, body)
+}
+
+// postEvent posts one EventBridge event to the ingress at url with the
+// ingest key (none when ""), and fails unless it is accepted.
+func postEvent(ctx context.Context, client *http.Client, url, key string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if key := p.w.Flags.IngestAPIKey; key != "" {
+	if key != "" {
 		req.Header.Set(substate.HeaderAPIKey, key)
 	}
 	resp, err := client.Do(req)

@@ -89,7 +89,7 @@ func (b *benchRun) runIncident(ctx context.Context, stdout io.Writer, progress f
 		return termtext.WriteJSON(stdout, rep)
 	}
 	rep.print(stdout)
-	if rep.ViewCheck != "ok" && rep.Phases[0].Refused+rep.Phases[1].Refused == 0 {
+	if rep.ViewCheck != "ok" && refused(rep.Phases) == 0 {
 		return ErrWrongView
 	}
 	return nil
@@ -258,22 +258,31 @@ type pacedPost struct {
 	seconds           float64 // from the first request to the last answer
 }
 
-// paced posts the events to the EventBridge ingress, each at its time
-// (start + i/rate), from incidentClients keep-alive connections.
-// An event whose time comes while every client waits for an answer waits
-// too; those the phase's end finds unsent are not sent (Behind).
+// paced posts the events to the worker's EventBridge ingress at rate (see
+// pace), marking each sent for the probe.
 func (p *benchPipeline) paced(ctx context.Context, load benchLoad, events []benchEvent, rate float64) *pacedPost {
+	return pace(ctx, p.w.HTTP.URL(), p.w.Flags.IngestAPIKey, load, events, rate, func(e benchEvent) { p.probe.markSent(e.key(), time.Now()) })
+}
+
+// pace posts the events to the EventBridge ingress of the worker at url,
+// each at its time (start + i/rate), from incidentClients keep-alive
+// connections, calling sent (when set) before each request. An event
+// whose time comes while every client waits for an answer waits too;
+// those the phase's end finds unsent are not sent (Behind).
+func pace(ctx context.Context, url, key string, load benchLoad, events []benchEvent, rate float64, sent func(benchEvent)) *pacedPost {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: incidentClients, MaxConnsPerHost: incidentClients}}
 	defer client.CloseIdleConnections()
-	url := p.w.HTTP.URL() + "/v1/ingest/eventbridge"
+	url += "/v1/ingest/eventbridge"
 	out := &pacedPost{}
 	next := make(chan benchEvent)
 	var wg sync.WaitGroup
 	for range incidentClients {
 		wg.Go(func() {
 			for e := range next {
-				p.probe.markSent(e.key(), time.Now())
-				if p.post(ctx, client, url, load.raw(e, nil).Body) == nil {
+				if sent != nil {
+					sent(e)
+				}
+				if postEvent(ctx, client, url, key, load.raw(e, nil).Body) == nil {
 					out.accepted.Add(1)
 				} else {
 					out.refused.Add(1) // a 503 (backlog full) or a failed connection

@@ -97,7 +97,7 @@ func (b *benchRun) measureChild(ctx context.Context, child *childWorker, s *send
 // streams (the embedded server storing under the scenario's directory, or
 // --nats-url), and starts a worker in a child process on it. closeRun
 // kills the child, then releases the server and the directory.
-func (b *benchRun) openChildRun(ctx context.Context, name string) (srv *bus.Bus, child *childWorker, closeRun func() error, err error) {
+func (b *benchRun) openChildRun(ctx context.Context, name string, extra ...string) (srv *bus.Bus, child *childWorker, closeRun func() error, err error) {
 	dir := filepath.Join(b.root, name)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, nil, nil, err
@@ -112,7 +112,7 @@ func (b *benchRun) openChildRun(ctx context.Context, name string) (srv *bus.Bus,
 	if err := f.Topology().EnsureStreams(ctx, srv.JetStream); err != nil {
 		return nil, nil, nil, firstErr(err, free())
 	}
-	if child, err = b.startChild(ctx, srv, filepath.Join(dir, "worker")); err != nil {
+	if child, err = b.startChild(ctx, srv, filepath.Join(dir, "worker"), extra...); err != nil {
 		return nil, nil, nil, firstErr(err, free())
 	}
 	return srv, child, func() error { child.kill(); return free() }, nil
