@@ -84,12 +84,8 @@ func TestEventFeed(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	s, err := b.JetStream.Stream(context.Background(), substate.StreamEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info, err := s.Info(context.Background()); err != nil || info.State.Consumers != 0 {
-		t.Fatalf("consumers after the follows: %v %v", info.State.Consumers, err)
+	if n := consumerCount(t, b, substate.StreamEvents); n != 0 {
+		t.Fatalf("%d consumers after the follows, want 0", n)
 	}
 }
 

@@ -139,16 +139,8 @@ func TestReaderHoldsNoConsumer(t *testing.T) {
 	if got := seqs(t, r, "a", replay.Range{}); !equal(got, []uint64{1, 3, 5, 7, 9}) {
 		t.Fatalf("after 2000 reads: %v", got)
 	}
-	s, err := b.JetStream.Stream(context.Background(), substate.StreamEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Consumers != 0 {
-		t.Fatalf("%d consumers on %s after the reads, want 0", info.State.Consumers, substate.StreamEvents)
+	if n := consumerCount(t, b, substate.StreamEvents); n != 0 {
+		t.Fatalf("%d consumers on %s after the reads, want 0", n, substate.StreamEvents)
 	}
 }
 

@@ -132,16 +132,8 @@ func TestScanLeavesNoConsumer(t *testing.T) {
 		t.Fatalf("check counts %v, want 600 verified", res.Counts)
 	}
 	for _, stream := range []string{substate.StreamRaw, substate.StreamEvents} {
-		s, err := b.JetStream.Stream(context.Background(), stream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := s.Info(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Consumers != 0 {
-			t.Fatalf("%d consumers on %s after the scans, want 0", info.State.Consumers, stream)
+		if n := consumerCount(t, b, stream); n != 0 {
+			t.Fatalf("%d consumers on %s after the scans, want 0", n, stream)
 		}
 	}
 }
