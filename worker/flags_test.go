@@ -111,3 +111,26 @@ func TestStreamFlagsArgs(t *testing.T) {
 		t.Errorf("parsed %+v\nwant   %+v", got, want)
 	}
 }
+
+// A batch size below one and a batch linger of nothing, below nothing or
+// above a second are refused before anything opens.
+func TestCheckBatches(t *testing.T) {
+	for _, tc := range []struct {
+		size   int
+		linger time.Duration
+		ok     bool
+	}{
+		{512, 2 * time.Millisecond, true},
+		{1, time.Second, true},
+		{0, 2 * time.Millisecond, false},
+		{512, 0, false},
+		{512, -time.Millisecond, false},
+		{512, time.Second + 1, false},
+	} {
+		f := DefaultFlags()
+		f.BatchSize, f.BatchLinger = tc.size, tc.linger
+		if err := f.CheckBatches(); (err == nil) != tc.ok {
+			t.Errorf("--batch-size %d --batch-linger %s: %v, want ok %v", tc.size, tc.linger, err, tc.ok)
+		}
+	}
+}
