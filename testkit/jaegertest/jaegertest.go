@@ -179,16 +179,23 @@ func start(tb testing.TB, cmd *exec.Cmd, dir string) {
 	})
 }
 
-// waitReady waits until the query service answers.
+// waitReady waits until the query service answers and the OTLP/HTTP
+// receiver accepts connections: Jaeger starts them one after the other,
+// and a span exported to a receiver not yet listening is lost.
 func (s *Server) waitReady(tb testing.TB) {
 	tb.Helper()
 	deadline := time.Now().Add(60 * time.Second)
+	receiver := strings.TrimPrefix(s.OTLPHTTP, "http://")
 	for {
 		resp, err := s.client.Get(s.QueryURL + "/api/services")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
+			var c net.Conn
+			if c, err = net.DialTimeout("tcp", receiver, time.Second); err == nil {
+				c.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
 			}
 		}
 		if time.Now().After(deadline) {
