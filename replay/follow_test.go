@@ -10,6 +10,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // follow collects the sequences an event feed yields until it has n, or
@@ -84,7 +85,7 @@ func TestEventFeed(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := consumerCount(t, b, substate.StreamEvents); n != 0 {
+	if n := bustest.Consumers(t, b.JetStream, substate.StreamEvents); n != 0 {
 		t.Fatalf("%d consumers after the follows, want 0", n)
 	}
 }

@@ -195,17 +195,3 @@ func randomEvent(r *rand.Rand) substate.EventData {
 	d.Normalize()
 	return d
 }
-
-// consumerCount is how many consumers a stream of b has.
-func consumerCount(tb testing.TB, b *bus.Bus, stream string) int {
-	tb.Helper()
-	s, err := b.JetStream.Stream(context.Background(), stream)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return info.State.Consumers
-}

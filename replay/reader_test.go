@@ -8,6 +8,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // seqs returns the sequences an events read yields.
@@ -139,7 +140,7 @@ func TestReaderHoldsNoConsumer(t *testing.T) {
 	if got := seqs(t, r, "a", replay.Range{}); !equal(got, []uint64{1, 3, 5, 7, 9}) {
 		t.Fatalf("after 2000 reads: %v", got)
 	}
-	if n := consumerCount(t, b, substate.StreamEvents); n != 0 {
+	if n := bustest.Consumers(t, b.JetStream, substate.StreamEvents); n != 0 {
 		t.Fatalf("%d consumers on %s after the reads, want 0", n, substate.StreamEvents)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/replay"
+	"github.com/substatehq/substate/testkit/bustest"
 )
 
 // scanStream fills SUBSTATE_EVENTS for the scan tests: 1,500 messages on
@@ -132,7 +133,7 @@ func TestScanLeavesNoConsumer(t *testing.T) {
 		t.Fatalf("check counts %v, want 600 verified", res.Counts)
 	}
 	for _, stream := range []string{substate.StreamRaw, substate.StreamEvents} {
-		if n := consumerCount(t, b, stream); n != 0 {
+		if n := bustest.Consumers(t, b.JetStream, stream); n != 0 {
 			t.Fatalf("%d consumers on %s after the scans, want 0", n, stream)
 		}
 	}

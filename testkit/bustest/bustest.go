@@ -136,6 +136,16 @@ func Changes(tb testing.TB, js jetstream.JetStream) []FeedChange {
 
 // Count returns how many messages a stream holds.
 func Count(tb testing.TB, js jetstream.JetStream, stream string) uint64 {
+	return streamState(tb, js, stream).Msgs
+}
+
+// Consumers returns how many consumers a stream has.
+func Consumers(tb testing.TB, js jetstream.JetStream, stream string) int {
+	return streamState(tb, js, stream).Consumers
+}
+
+// streamState reads a stream's state, failing tb when it cannot.
+func streamState(tb testing.TB, js jetstream.JetStream, stream string) jetstream.StreamState {
 	tb.Helper()
 	s, err := js.Stream(context.Background(), stream)
 	if err != nil {
@@ -145,5 +155,5 @@ func Count(tb testing.TB, js jetstream.JetStream, stream string) uint64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return info.State.Msgs
+	return info.State
 }
