@@ -36,9 +36,30 @@ func chromiumPath(tb testing.TB) string {
 // newBrowser starts a headless Chromium with a fresh profile and returns
 // a tab's context at 1280×800; the browser is closed when the test ends.
 // Extra options are added to the defaults (a flag of Chromium's, say).
+//
+// On a loaded machine (CI runs the race detector beside other packages'
+// tests) Chromium can take longer than chromedp's default 20 s to print
+// its DevTools address, so the wait is 90 s, and a start that still fails
+// is tried once more with a new profile before the test fails.
 func newBrowser(tb testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	tb.Helper()
 	path := chromiumPath(tb)
+	var err error
+	for range 2 {
+		var ctx context.Context
+		if ctx, err = startBrowser(tb, path, extra); err == nil {
+			return ctx
+		}
+		tb.Logf("start %s: %v", path, err)
+	}
+	tb.Fatalf("start %s: %v", path, err)
+	return nil
+}
+
+// startBrowser starts one Chromium and its first tab; on success the test's
+// cleanup closes both and removes the profile, on failure they are closed
+// and removed before it returns.
+func startBrowser(tb testing.TB, path string, extra []chromedp.ExecAllocatorOption) (context.Context, error) {
 	// A fresh profile, removed after the browser: not t.TempDir, whose
 	// removal fails when a helper process of Chromium writes one last file.
 	profile, err := os.MkdirTemp("", "substate-chromium-")
@@ -47,6 +68,7 @@ func newBrowser(tb testing.TB, extra ...chromedp.ExecAllocatorOption) context.Co
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
+		chromedp.WSURLReadTimeout(90 * time.Second),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -64,15 +86,7 @@ func newBrowser(tb testing.TB, extra ...chromedp.ExecAllocatorOption) context.Co
 	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	if err := chromedp.Run(ctx); err != nil {
-		cancelTab()
-		cancelAlloc()
-		tb.Fatalf("start %s: %v", path, err)
-	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			logPage(tb, ctx)
-		}
+	stop := func() {
 		cancelTab()
 		cancelAlloc()
 		for range 10 {
@@ -81,8 +95,18 @@ func newBrowser(tb testing.TB, extra ...chromedp.ExecAllocatorOption) context.Co
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	if err := chromedp.Run(ctx); err != nil {
+		stop()
+		return nil, err
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			logPage(tb, ctx)
+		}
+		stop()
 	})
-	return ctx
+	return ctx, nil
 }
 
 // logPage logs what a failed test's page showed at its end: its address
