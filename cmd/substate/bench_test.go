@@ -256,4 +256,9 @@ func TestBenchSteady(t *testing.T) {
 	if rep.Refused == 0 && rep.ViewCheck != "ok" {
 		t.Errorf("view: %s", rep.ViewCheck)
 	}
+	// Every accepted status change changes its tenant's view, so the
+	// feed carries one change for each.
+	if l := rep.FeedLag; rep.Refused == 0 && (l.Samples != rep.Accepted || l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99) {
+		t.Errorf("feed lag %+v for %d accepted", l, rep.Accepted)
+	}
 }

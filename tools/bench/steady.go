@@ -54,7 +54,12 @@ type SteadyReport struct {
 	BenchCPUPerEvent float64 `json:"benchCpuMicrosecondsPerEvent"`
 	// CommitsPerEvent is the view's transactions per accepted event: at a
 	// moderate rate the batches are small.
-	CommitsPerEvent  float64 `json:"viewCommitsPerEvent"`
+	CommitsPerEvent float64 `json:"viewCommitsPerEvent"`
+	// FeedLag is the time from a status change's request to its change on
+	// the change feed, as a reader of SUBSTATE_CHANGES sees it: what the
+	// batch lingers of both stages, the view's commit and the feed's
+	// publish add up to.
+	FeedLag          latency `json:"feedLag"`
 	WorkerPeakRSSMiB float64 `json:"workerPeakRSSMiB"`
 	ViewCheck        string  `json:"viewCheck"`
 }
@@ -108,14 +113,19 @@ func (b *benchRun) steady(ctx context.Context, progress func(string)) (_ *Steady
 	if err != nil {
 		return nil, err
 	}
+	lag, err := watchFeed(srv.Conn, maxKey(events)+1)
+	if err != nil {
+		return nil, err
+	}
 	cpu0, mem := cpuTime(), sampleMemory(child.memory, 50*time.Millisecond)
-	post := pace(ctx, "http://"+child.http, b.IngestAPIKey, load, events, rate, nil)
+	post := pace(ctx, "http://"+child.http, b.IngestAPIKey, load, events, rate, lag.markSent)
 	n := int(post.accepted.Load())
 	err = child.waitApplied(ctx, uint64(len(fill)+n), benchIdle)
 	if err == nil {
 		err = child.waitChecked(ctx, uint64(len(fill)+n))
 	}
 	_, rss := mem.done()
+	feed := lag.stop(n)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +143,7 @@ func (b *benchRun) steady(ctx context.Context, progress func(string)) (_ *Steady
 		EvidenceChecked:     int(m1[metricEvidence] - m0[metricEvidence]),
 		BenchCPUPerEvent:    per(benchCPU.Seconds()),
 		CommitsPerEvent:     (m1[metricCommits] - m0[metricCommits]) / float64(max(n, 1)),
+		FeedLag:             feed,
 		WorkerPeakRSSMiB:    mib(rss),
 		ViewCheck:           "not checked: requests were refused, so which status change is a tenant's last is not known",
 	}
@@ -162,5 +173,15 @@ func (r *SteadyReport) print(w io.Writer) {
 	fmt.Fprintf(w, "offered %d, accepted %d (%s/s), refused %d, behind %d\n", r.Offered, r.Accepted, figure(r.AcceptedRate), r.Refused, r.Behind)
 	fmt.Fprintf(w, "worker CPU %.1f µs per accepted event, its evidence check's %.1f of it (%d events checked); the bench's (NATS server, HTTP clients) %.1f\n",
 		r.WorkerCPUPerEvent, r.EvidenceCPUPerEvent, r.EvidenceChecked, r.BenchCPUPerEvent)
+	fmt.Fprintf(w, "request → change feed: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d changes)\n", r.FeedLag.P50, r.FeedLag.P99, r.FeedLag.Max, r.FeedLag.Samples)
 	fmt.Fprintf(w, "view commits per event %.3f; worker peak RSS %.0f MiB; view: %s\n", r.CommitsPerEvent, r.WorkerPeakRSSMiB, r.ViewCheck)
+}
+
+// maxKey is the largest key of events, -1 for none.
+func maxKey(events []benchEvent) int {
+	k := -1
+	for _, e := range events {
+		k = max(k, e.key())
+	}
+	return k
 }
