@@ -22,7 +22,8 @@ type Forwarder struct {
 	DeadLetters substate.DeadLetterPublisher
 	Retry       Retry
 	BatchSize   int           // 0 means 100
-	Linger      time.Duration // 0 means 2 ms
+	Linger      time.Duration // a batch ends when this passes without a message; 0 means 2 ms
+	LingerMax   time.Duration // and at most this long after its first; 0 means 20 ms
 	Metrics     *Metrics
 	Logger      *slog.Logger
 
@@ -32,7 +33,7 @@ type Forwarder struct {
 // Run forwards until ctx is done, then finishes the batch in hand.
 func (f *Forwarder) Run(ctx context.Context) error {
 	f.dlq = stageDLQ{stage: substate.StageForward, pub: f.DeadLetters, retry: f.Retry, metrics: f.Metrics, log: f.logger()}
-	p := puller{consumer: f.Consumer, batchSize: cmp.Or(f.BatchSize, 100), linger: f.Linger, logger: f.logger()}
+	p := puller{consumer: f.Consumer, batchSize: cmp.Or(f.BatchSize, 100), linger: f.Linger, lingerMax: f.LingerMax, logger: f.logger()}
 	return p.run(ctx, f.handle)
 }
 

@@ -33,7 +33,8 @@ type Normalizer struct {
 	Unresolved substate.UnresolvedMemory
 	Retry      Retry
 	BatchSize  int           // messages per batch; 0 means 256
-	Linger     time.Duration // wait for more messages of a batch; 0 means 2 ms
+	Linger     time.Duration // a batch ends when this passes without a message; 0 means 2 ms
+	LingerMax  time.Duration // and at most this long after its first; 0 means 20 ms
 	Metrics    *Metrics
 	// Tracer, when set, makes the spans of each batch and event (nil: no
 	// tracing).
@@ -48,7 +49,7 @@ type Normalizer struct {
 func (n *Normalizer) Run(ctx context.Context) error {
 	n.dlq = stageDLQ{stage: substate.StageNormalize, pub: n.DeadLetters, retry: n.Retry, metrics: n.Metrics, log: n.logger()}
 	n.trace = traceStage(n.Consumer, tracing.TemplateRaw)
-	p := puller{consumer: n.Consumer, batchSize: n.BatchSize, linger: n.Linger, logger: n.logger()}
+	p := puller{consumer: n.Consumer, batchSize: n.BatchSize, linger: n.Linger, lingerMax: n.LingerMax, logger: n.logger()}
 	return p.run(ctx, n.handle)
 }
 

@@ -34,7 +34,8 @@ type Projector struct {
 	Store       substate.ViewStore
 	DeadLetters substate.DeadLetterPublisher
 	BatchSize   int           // 0 means 512
-	Linger      time.Duration // 0 means 2 ms
+	Linger      time.Duration // a batch ends when this passes without a message; 0 means 2 ms
+	LingerMax   time.Duration // and at most this long after its first; 0 means 20 ms
 	Metrics     *Metrics
 	// Tracer, when set, makes the spans of each batch and event (nil: no
 	// tracing).
@@ -84,7 +85,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		p.ackAll = info.Config.AckPolicy == jetstream.AckAllPolicy
 	}
 	p.trace = traceStage(p.Consumer, tracing.TemplateEvents)
-	pl := puller{consumer: p.Consumer, batchSize: cmp.Or(p.BatchSize, 512), linger: p.Linger, logger: p.logger()}
+	pl := puller{consumer: p.Consumer, batchSize: cmp.Or(p.BatchSize, 512), linger: p.Linger, lingerMax: p.LingerMax, logger: p.logger()}
 	if ds, ok := p.Store.(substate.DeadlineStore); ok {
 		p.progress = make(chan struct{}, 1)
 		p.noteApplied(cp)

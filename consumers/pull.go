@@ -13,8 +13,12 @@ import (
 
 // puller reads a durable pull consumer and hands its messages over in
 // batches: a batch starts with the first message to arrive and takes what
-// else arrives within Linger, up to BatchSize. Under load batches fill at
-// once; when traffic is light a message waits at most Linger.
+// else arrives until a whole linger passes without a message, or
+// lingerMax after its first, or it holds batchSize. Under load batches
+// fill at once. A message that arrives alone waits one or two lingers; a
+// steady flow of messages fills a batch for up to lingerMax, so at a
+// moderate rate one batch (one view commit, its fsyncs, its acks) serves
+// many events instead of the few a fixed short linger gathers.
 //
 // It reads with the client's Consume callback rather than its message
 // iterator: the iterator makes a timer, a heartbeat monitor and an option
@@ -24,9 +28,18 @@ import (
 type puller struct {
 	consumer  jetstream.Consumer
 	batchSize int
-	linger    time.Duration
+	linger    time.Duration // 0 means DefaultLinger
+	lingerMax time.Duration // 0 means DefaultLingerMax, and never below linger
 	logger    *slog.Logger
 }
+
+// DefaultLinger and DefaultLingerMax are a stage's batch lingers when
+// none is set: a batch ends 2 ms after its latest message, and at most
+// 20 ms after its first.
+const (
+	DefaultLinger    = 2 * time.Millisecond
+	DefaultLingerMax = 20 * time.Millisecond
+)
 
 // run pulls until ctx is done, then drains: messages already delivered to
 // this process are still handed to handle (with a context that is not
@@ -56,7 +69,8 @@ func (p *puller) run(ctx context.Context, handle func(context.Context, []jetstre
 		}
 	}()
 	work := context.WithoutCancel(ctx)
-	b := batcher{msgs: msgs, closed: cc.Closed(), linger: cmp.Or(p.linger, 2*time.Millisecond),
+	linger := cmp.Or(p.linger, DefaultLinger)
+	b := batcher{msgs: msgs, closed: cc.Closed(), linger: linger, lingerMax: max(cmp.Or(p.lingerMax, DefaultLingerMax), linger),
 		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, size)}
 	b.timer.Stop()
 	for {
@@ -93,17 +107,24 @@ func (p *puller) name() string {
 // batcher gathers the messages the consume callback passes on into
 // batches.
 type batcher struct {
-	msgs   <-chan jetstream.Msg
-	closed <-chan struct{} // consuming stopped: no message comes after those buffered
-	linger time.Duration
-	timer  *time.Timer // the linger of the batch being filled
-	batch  []jetstream.Msg
+	msgs      <-chan jetstream.Msg
+	closed    <-chan struct{} // consuming stopped: no message comes after those buffered
+	linger    time.Duration   // a batch ends when this passes without a message
+	lingerMax time.Duration   // a batch ends this long after its first message
+	timer     *time.Timer     // the linger of the batch being filled
+	batch     []jetstream.Msg
+	now       func() time.Time // nil means time.Now
 }
 
 // fill blocks for the first message of a batch, then adds what arrives
-// until the linger time after it has passed or the batch is full. It
-// reports whether consuming stopped and every message it delivered is in
-// a batch.
+// until a linger passes with no message, lingerMax has passed since the
+// first, or the batch is full. It reports whether consuming stopped and
+// every message it delivered is in a batch.
+//
+// The timer is not reset for every message: when a linger runs out, the
+// batch goes on for another (never past lingerMax) if any message came
+// during it. A batch thus ends between one and two lingers after its
+// last message.
 func (b *batcher) fill() bool {
 	select {
 	case m := <-b.msgs:
@@ -111,14 +132,26 @@ func (b *batcher) fill() bool {
 	case <-b.closed:
 		return b.rest()
 	}
-	b.timer.Reset(b.linger)
+	now := b.now
+	if now == nil {
+		now = time.Now
+	}
+	end := now().Add(b.lingerMax)
+	b.timer.Reset(min(b.linger, b.lingerMax))
 	defer b.timer.Stop()
+	came := false // a message arrived during the current linger
 	for len(b.batch) < cap(b.batch) {
 		select {
 		case m := <-b.msgs:
 			b.batch = append(b.batch, m)
+			came = true
 		case <-b.timer.C:
-			return false // linger over
+			left := end.Sub(now())
+			if !came || left <= 0 {
+				return false // quiet for a linger, or lingerMax over
+			}
+			came = false
+			b.timer.Reset(min(b.linger, left))
 		case <-b.closed:
 			return b.rest()
 		}

@@ -16,10 +16,10 @@ import (
 	"github.com/substatehq/substate/testkit/bustest"
 )
 
-// A steady trickle must not hold a batch open: the linger counts from the
-// batch's first message, so a message waits at most about the linger even
-// when the next one always arrives before it would have run out.
-func TestPullerLingerCountsFromTheFirstMessage(t *testing.T) {
+// A steady trickle must not hold a batch open: the longest linger counts
+// from the batch's first message, so a message waits at most about that
+// even when the next one always arrives before a linger runs out.
+func TestPullerLingerMaxCountsFromTheFirstMessage(t *testing.T) {
 	b := bustest.Open(t)
 	ctx := context.Background()
 	c, err := bus.EnsureConsumer(ctx, b.JetStream, substate.StreamEvents, bus.ConsumerConfig("trickle", time.Minute, 1))
@@ -39,7 +39,7 @@ func TestPullerLingerCountsFromTheFirstMessage(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	got := 0
-	p := puller{consumer: c, batchSize: 1000, linger: 20 * time.Millisecond, logger: slog.New(slog.DiscardHandler)}
+	p := puller{consumer: c, batchSize: 1000, linger: 5 * time.Millisecond, lingerMax: 20 * time.Millisecond, logger: slog.New(slog.DiscardHandler)}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -64,8 +64,8 @@ func TestPullerLingerCountsFromTheFirstMessage(t *testing.T) {
 		cancel()
 		t.Fatalf("received %d of %d messages", got, sent)
 	}
-	// 20 ms holds about 20 of these messages; a linger restarted by every
-	// message would have gathered all 300 in one batch.
+	// 20 ms holds about 20 of these messages; the 5 ms linger alone, never
+	// quiet for that long, would have gathered all 300 in one batch.
 	if sizes[0] >= sent/2 {
 		t.Fatalf("batch sizes %v: the first batch waited for the trickle to end", sizes)
 	}
@@ -184,7 +184,7 @@ func TestBatcherHandsOverWhatIsBuffered(t *testing.T) {
 			if tc.closed {
 				close(closed)
 			}
-			b := batcher{msgs: msgs, closed: closed, linger: 5 * time.Millisecond, timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 4)}
+			b := batcher{msgs: msgs, closed: closed, linger: 5 * time.Millisecond, lingerMax: 50 * time.Millisecond, timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 4)}
 			b.timer.Stop()
 			next := 0
 			for i, want := range tc.want {
@@ -204,5 +204,68 @@ func TestBatcherHandsOverWhatIsBuffered(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A batch goes on while messages keep coming within a linger of each
+// other: here one every 10 ms for twice the linger of 200 ms, so all of
+// them are in the first batch, which ends a quiet linger after the last.
+func TestBatcherGoesOnWhileMessagesCome(t *testing.T) {
+	const n = 40
+	msgs := make(chan jetstream.Msg, n)
+	go func() {
+		for i := range n {
+			msgs <- testMsg{n: i}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 200 * time.Millisecond, lingerMax: time.Hour,
+		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 100)}
+	b.timer.Stop()
+	if b.fill() {
+		t.Fatal("fill reported closed")
+	}
+	if len(b.batch) != n {
+		t.Fatalf("the first batch holds %d messages, want all %d: it ended while they still came", len(b.batch), n)
+	}
+}
+
+// Messages that keep coming do not hold a batch past lingerMax: the clock
+// here jumps past it at the first linger's end, while a message a
+// millisecond still flows, and the batch ends there, far from full.
+func TestBatcherEndsAtLingerMax(t *testing.T) {
+	msgs := make(chan jetstream.Msg)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case msgs <- testMsg{n: i}:
+			case <-stop:
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	calls := 0
+	clock := func() time.Time { // the batch's start, then two hours on
+		calls++
+		if calls == 1 {
+			return start
+		}
+		return start.Add(2 * time.Hour)
+	}
+	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 20 * time.Millisecond, lingerMax: time.Hour,
+		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 3000), now: clock}
+	b.timer.Stop()
+	if b.fill() {
+		t.Fatal("fill reported closed")
+	}
+	if calls < 2 {
+		t.Fatalf("the clock was read %d times: the batch ended before its first linger ran out", calls)
+	}
+	if len(b.batch) == cap(b.batch) {
+		t.Fatal("the batch filled: lingerMax did not end it")
 	}
 }

@@ -112,25 +112,30 @@ func TestStreamFlagsArgs(t *testing.T) {
 	}
 }
 
-// A batch size below one and a batch linger of nothing, below nothing or
-// above a second are refused before anything opens.
+// A batch size below one, a batch linger of nothing, below nothing or
+// above a second, and a longest linger below the linger or above a second
+// are refused before anything opens.
 func TestCheckBatches(t *testing.T) {
+	const ms = time.Millisecond
 	for _, tc := range []struct {
-		size   int
-		linger time.Duration
-		ok     bool
+		size         int
+		linger, most time.Duration
+		ok           bool
 	}{
-		{512, 2 * time.Millisecond, true},
-		{1, time.Second, true},
-		{0, 2 * time.Millisecond, false},
-		{512, 0, false},
-		{512, -time.Millisecond, false},
-		{512, time.Second + 1, false},
+		{512, 2 * ms, 20 * ms, true},
+		{1, time.Second, time.Second, true},
+		{512, 5 * ms, 5 * ms, true},
+		{0, 2 * ms, 20 * ms, false},
+		{512, 0, 20 * ms, false},
+		{512, -ms, 20 * ms, false},
+		{512, time.Second + 1, time.Second + 1, false},
+		{512, 5 * ms, 4 * ms, false},
+		{512, 2 * ms, time.Second + 1, false},
 	} {
 		f := DefaultFlags()
-		f.BatchSize, f.BatchLinger = tc.size, tc.linger
+		f.BatchSize, f.BatchLinger, f.BatchLingerMax = tc.size, tc.linger, tc.most
 		if err := f.CheckBatches(); (err == nil) != tc.ok {
-			t.Errorf("--batch-size %d --batch-linger %s: %v, want ok %v", tc.size, tc.linger, err, tc.ok)
+			t.Errorf("--batch-size %d --batch-linger %s --batch-linger-max %s: %v, want ok %v", tc.size, tc.linger, tc.most, err, tc.ok)
 		}
 	}
 }

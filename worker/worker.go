@@ -43,7 +43,8 @@ type Flags struct {
 	TenantRule           []string      `sep:"none" help:"Tenant resolution rule, repeatable, tried in order: input:<JSONPath on the execution input>, name:<regexp with a (?P<tenant>…) group on the execution name>, restate:key, engine:tenant. Default: input:$.tenantId, restate:key, engine:tenant." placeholder:"RULE"`
 	Instance             string        `help:"Name of this projector replica; each replica keeps its own view and durable consumer."`
 	BatchSize            int           `default:"512" help:"Messages per normalizer and projector batch."`
-	BatchLinger          time.Duration `default:"2ms" help:"How long a normalizer or projector batch waits for more messages after its first, unless it fills first: longer makes fewer, larger batches (a view commit, its fsyncs and the acknowledgements shared by more events) when traffic is moderate, and adds up to this much to each event's way through each stage."`
+	BatchLinger          time.Duration `default:"2ms" help:"How long a normalizer or projector batch waits for a next message: a batch ends when this passes without one (or at --batch-linger-max, or when full). An event that arrives alone waits one to two of these in each stage."`
+	BatchLingerMax       time.Duration `default:"20ms" help:"The longest a normalizer or projector batch waits after its first message while more keep coming: longer makes fewer, larger batches at moderate rates (a view commit, its fsyncs and the acknowledgements shared by more events), and adds up to this much to an event's way through each stage while messages flow. At least --batch-linger."`
 	MaxDeliveries        int           `default:"10" help:"Deliveries of a message that keeps failing before it is dead-lettered."`
 	AckWait              time.Duration `default:"30s" help:"How long a delivered message may stay unacknowledged before JetStream redelivers it (after a crash, what the dead process held comes back after this)."`
 	ReadAPIFlags         `embed:""`
@@ -155,14 +156,17 @@ func (w *Worker) Open(ctx context.Context) (err error) {
 // each event of a quiet tenant back for as long in each stage.
 const MaxBatchLinger = time.Second
 
-// CheckBatches refuses a batch size below one and a batch linger outside
-// (0, MaxBatchLinger].
+// CheckBatches refuses a batch size below one, a batch linger outside
+// (0, MaxBatchLinger], and a longest linger below the linger or above
+// MaxBatchLinger.
 func (f Flags) CheckBatches() error {
 	switch {
 	case f.BatchSize < 1:
 		return substate.Errorf(substate.EINVALID, "--batch-size must be at least 1, not %d", f.BatchSize)
 	case f.BatchLinger <= 0 || f.BatchLinger > MaxBatchLinger:
 		return substate.Errorf(substate.EINVALID, "--batch-linger must be above 0 and at most %s, not %s", MaxBatchLinger, f.BatchLinger)
+	case f.BatchLingerMax < f.BatchLinger || f.BatchLingerMax > MaxBatchLinger:
+		return substate.Errorf(substate.EINVALID, "--batch-linger-max must be at least --batch-linger (%s) and at most %s, not %s", f.BatchLinger, MaxBatchLinger, f.BatchLingerMax)
 	}
 	return nil
 }
@@ -278,7 +282,7 @@ func (w *Worker) openNormalizer(ctx context.Context) error {
 	w.Normalizer = &consumers.Normalizer{
 		Consumer: c, Mapper: w.Mapper, EventID: mapping.EventID, Events: pub, DeadLetters: pub,
 		Unresolved: &publishers.Unresolved{JS: w.Bus.JetStream}, Retry: consumers.Retry{MaxDeliveries: w.Flags.MaxDeliveries},
-		BatchSize: w.Flags.BatchSize, Linger: w.Flags.BatchLinger, Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "normalizer"),
+		BatchSize: w.Flags.BatchSize, Linger: w.Flags.BatchLinger, LingerMax: w.Flags.BatchLingerMax, Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "normalizer"),
 	}
 	return nil
 }
@@ -308,7 +312,7 @@ func (w *Worker) openProjector(ctx context.Context) error {
 		Consumer: c, Stream: stream, Store: w.View,
 		// A deadline waits for the normalizer, in this process or another.
 		Normalized:  &consumers.Normalized{Raw: raw, Consumer: bus.ConsumerNormalizer},
-		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize, Linger: w.Flags.BatchLinger,
+		DeadLetters: publishers.NewJetStream(w.Bus.JetStream), BatchSize: w.Flags.BatchSize, Linger: w.Flags.BatchLinger, LingerMax: w.Flags.BatchLingerMax,
 		Metrics: w.Metrics, Tracer: w.Tracer, Logger: w.Logger.With("component", "projector"),
 	}
 	if cp == 0 { // an empty view fills from what the stream holds: history

@@ -60,7 +60,7 @@ func (b *benchRun) startChild(ctx context.Context, srv *bus.Bus, dir string, ext
 		nkey = creds.SeedFile(bus.Worker)
 	}
 	args := []string{"run", "--nats-url", url, "--data-dir", dir, "--http-addr", addr, "--sfn-reconcile", "off",
-		"--batch-size", strconv.Itoa(f.BatchSize), "--batch-linger", f.BatchLinger.String(), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
+		"--batch-size", strconv.Itoa(f.BatchSize), "--batch-linger", f.BatchLinger.String(), "--batch-linger-max", f.BatchLingerMax.String(), "--log-format", f.LogFormat, "--log-level", f.LogLevel.String(),
 		"--replicas", strconv.Itoa(f.NATSReplicas)}
 	// The streams as the bench made them: a worker on other settings
 	// would update them (the default 10m duplicate window over a shorter
