@@ -23,7 +23,7 @@ type Forwarder struct {
 	Retry       Retry
 	BatchSize   int           // 0 means 100
 	Linger      time.Duration // a batch ends when this passes without a message; 0 means 2 ms
-	LingerMax   time.Duration // and at most this long after its first; 0 means 20 ms
+	LingerMax   time.Duration // a small batch waits at most this long after its first; 0 means 2 ms
 	Metrics     *Metrics
 	Logger      *slog.Logger
 

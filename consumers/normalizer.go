@@ -34,7 +34,7 @@ type Normalizer struct {
 	Retry      Retry
 	BatchSize  int           // messages per batch; 0 means 256
 	Linger     time.Duration // a batch ends when this passes without a message; 0 means 2 ms
-	LingerMax  time.Duration // and at most this long after its first; 0 means 20 ms
+	LingerMax  time.Duration // a small batch waits at most this long after its first; 0 means 2 ms
 	Metrics    *Metrics
 	// Tracer, when set, makes the spans of each batch and event (nil: no
 	// tracing).

@@ -13,12 +13,16 @@ import (
 
 // puller reads a durable pull consumer and hands its messages over in
 // batches: a batch starts with the first message to arrive and takes what
-// else arrives until a whole linger passes without a message, or
-// lingerMax after its first, or it holds batchSize. Under load batches
-// fill at once. A message that arrives alone waits one or two lingers; a
-// steady flow of messages fills a batch for up to lingerMax, so at a
-// moderate rate one batch (one view commit, its fsyncs, its acks) serves
-// many events instead of the few a fixed short linger gathers.
+// else arrives for a linger. Then it ends, unless messages still come and
+// it holds fewer than lingerEnough: such a batch goes on, a linger at a
+// time, until a linger passes without a message, lingerMax has passed
+// since its first, or it holds lingerEnough. It ends at once when it holds
+// batchSize. Under load batches fill at once, or hold enough after one
+// linger, as they always did; a message that arrives alone waits one
+// linger; at a moderate rate a batch gathers for up to lingerMax, so one
+// view commit, its fsyncs and acks serve tens of events, not the few one
+// linger brings. (A longer wait for large batches saves no CPU and, in a
+// closed loop, costs throughput: BenchmarkChanges.)
 //
 // It reads with the client's Consume callback rather than its message
 // iterator: the iterator makes a timer, a heartbeat monitor and an option
@@ -34,12 +38,20 @@ type puller struct {
 }
 
 // DefaultLinger and DefaultLingerMax are a stage's batch lingers when
-// none is set: a batch ends 2 ms after its latest message, and at most
-// 20 ms after its first.
+// none is set: a batch ends 2 ms after its first message, as it always
+// did. A longer lingerMax lets a small batch gather more at moderate
+// rates; it is the worker's --batch-linger-max, measured in
+// docs/performance.md (less CPU at a steady 2,000 events/s, less
+// throughput when saturated), so the default stays at the linger.
 const (
 	DefaultLinger    = 2 * time.Millisecond
-	DefaultLingerMax = 20 * time.Millisecond
+	DefaultLingerMax = DefaultLinger
 )
+
+// lingerEnough is the size at which a batch shares its commit and acks
+// among enough messages to stop waiting beyond one linger (or the batch
+// size, when smaller).
+const lingerEnough = 64
 
 // run pulls until ctx is done, then drains: messages already delivered to
 // this process are still handed to handle (with a context that is not
@@ -70,7 +82,7 @@ func (p *puller) run(ctx context.Context, handle func(context.Context, []jetstre
 	}()
 	work := context.WithoutCancel(ctx)
 	linger := cmp.Or(p.linger, DefaultLinger)
-	b := batcher{msgs: msgs, closed: cc.Closed(), linger: linger, lingerMax: max(cmp.Or(p.lingerMax, DefaultLingerMax), linger),
+	b := batcher{msgs: msgs, closed: cc.Closed(), linger: linger, lingerMax: max(cmp.Or(p.lingerMax, DefaultLingerMax), linger), enough: min(lingerEnough, size),
 		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, size)}
 	b.timer.Stop()
 	for {
@@ -111,20 +123,20 @@ type batcher struct {
 	closed    <-chan struct{} // consuming stopped: no message comes after those buffered
 	linger    time.Duration   // a batch ends when this passes without a message
 	lingerMax time.Duration   // a batch ends this long after its first message
+	enough    int             // a batch this large ends after one linger
 	timer     *time.Timer     // the linger of the batch being filled
 	batch     []jetstream.Msg
 	now       func() time.Time // nil means time.Now
 }
 
 // fill blocks for the first message of a batch, then adds what arrives
-// until a linger passes with no message, lingerMax has passed since the
-// first, or the batch is full. It reports whether consuming stopped and
-// every message it delivered is in a batch.
+// for a linger, and goes on a linger at a time while messages came during
+// the last one and the batch is below enough, never past lingerMax after
+// the first; it stops at once when the batch is full. It reports whether
+// consuming stopped and every message it delivered is in a batch.
 //
-// The timer is not reset for every message: when a linger runs out, the
-// batch goes on for another (never past lingerMax) if any message came
-// during it. A batch thus ends between one and two lingers after its
-// last message.
+// The timer is not reset for every message, so a batch that goes on ends
+// between one and two lingers after its last message.
 func (b *batcher) fill() bool {
 	select {
 	case m := <-b.msgs:
@@ -147,8 +159,8 @@ func (b *batcher) fill() bool {
 			came = true
 		case <-b.timer.C:
 			left := end.Sub(now())
-			if !came || left <= 0 {
-				return false // quiet for a linger, or lingerMax over
+			if !came || len(b.batch) >= b.enough || left <= 0 {
+				return false // quiet for a linger, large enough, or lingerMax over
 			}
 			came = false
 			b.timer.Reset(min(b.linger, left))

@@ -219,7 +219,7 @@ func TestBatcherGoesOnWhileMessagesCome(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 200 * time.Millisecond, lingerMax: time.Hour,
+	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 200 * time.Millisecond, lingerMax: time.Hour, enough: 1000,
 		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 100)}
 	b.timer.Stop()
 	if b.fill() {
@@ -256,7 +256,7 @@ func TestBatcherEndsAtLingerMax(t *testing.T) {
 		}
 		return start.Add(2 * time.Hour)
 	}
-	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 20 * time.Millisecond, lingerMax: time.Hour,
+	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 20 * time.Millisecond, lingerMax: time.Hour, enough: 1 << 30,
 		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 3000), now: clock}
 	b.timer.Stop()
 	if b.fill() {
@@ -267,5 +267,33 @@ func TestBatcherEndsAtLingerMax(t *testing.T) {
 	}
 	if len(b.batch) == cap(b.batch) {
 		t.Fatal("the batch filled: lingerMax did not end it")
+	}
+}
+
+// A batch that holds enough messages after a linger ends there, as
+// batches under load always did, though more keep coming and lingerMax is
+// far: waiting longer for a large batch would save nothing.
+func TestBatcherEndsWhenLargeEnough(t *testing.T) {
+	msgs := make(chan jetstream.Msg)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case msgs <- testMsg{n: i}:
+			case <-stop:
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 20 * time.Millisecond, lingerMax: time.Hour, enough: 3,
+		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 3000)}
+	b.timer.Stop()
+	if b.fill() {
+		t.Fatal("fill reported closed")
+	}
+	if len(b.batch) < 3 || len(b.batch) == cap(b.batch) {
+		t.Fatalf("the batch holds %d messages: want it to end at the first linger with at least 3", len(b.batch))
 	}
 }

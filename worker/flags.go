@@ -23,7 +23,7 @@ import (
 func DefaultFlags() Flags {
 	return Flags{
 		DataDir: "./data", HTTPAddr: "127.0.0.1:8080", HTTPMaxConns: 4096, HTTPMaxConnsPerIP: 256,
-		BatchSize: 512, BatchLinger: 2 * time.Millisecond, BatchLingerMax: 20 * time.Millisecond, MaxDeliveries: 10, AckWait: 30 * time.Second,
+		BatchSize: 512, BatchLinger: 2 * time.Millisecond, BatchLingerMax: 2 * time.Millisecond, MaxDeliveries: 10, AckWait: 30 * time.Second,
 		IngestMaxBacklog: 100000, IngestMaxInFlight: 4096,
 		OnStreamLoss: "rebuild", StreamCheckEvery: 5 * time.Second, ViewFailureTimeout: 2 * time.Minute,
 		ReadAPIFlags: ReadAPIFlags{EvidenceCheckInterval: time.Minute, EvidenceCheckBudget: 0.5},
