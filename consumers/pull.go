@@ -121,8 +121,8 @@ func (p *puller) name() string {
 type batcher struct {
 	msgs      <-chan jetstream.Msg
 	closed    <-chan struct{} // consuming stopped: no message comes after those buffered
-	linger    time.Duration   // a batch ends when this passes without a message
-	lingerMax time.Duration   // a batch ends this long after its first message
+	linger    time.Duration   // a batch takes what comes for this, then ends unless it may go on
+	lingerMax time.Duration   // a batch below enough may go on until this long after its first message
 	enough    int             // a batch this large ends after one linger
 	timer     *time.Timer     // the linger of the batch being filled
 	batch     []jetstream.Msg

@@ -230,13 +230,11 @@ func TestBatcherGoesOnWhileMessagesCome(t *testing.T) {
 	}
 }
 
-// Messages that keep coming do not hold a batch past lingerMax: the clock
-// here jumps past it at the first linger's end, while a message a
-// millisecond still flows, and the batch ends there, far from full.
-func TestBatcherEndsAtLingerMax(t *testing.T) {
+// flow passes a message a millisecond until the test ends.
+func flow(t *testing.T) <-chan jetstream.Msg {
 	msgs := make(chan jetstream.Msg)
 	stop := make(chan struct{})
-	defer close(stop)
+	t.Cleanup(func() { close(stop) })
 	go func() {
 		for i := 0; ; i++ {
 			select {
@@ -247,6 +245,14 @@ func TestBatcherEndsAtLingerMax(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
+	return msgs
+}
+
+// Messages that keep coming do not hold a batch past lingerMax: the clock
+// here jumps past it at the first linger's end, while a message a
+// millisecond still flows, and the batch ends there, far from full.
+func TestBatcherEndsAtLingerMax(t *testing.T) {
+	msgs := flow(t)
 	start := time.Now()
 	calls := 0
 	clock := func() time.Time { // the batch's start, then two hours on
@@ -274,19 +280,7 @@ func TestBatcherEndsAtLingerMax(t *testing.T) {
 // batches under load always did, though more keep coming and lingerMax is
 // far: waiting longer for a large batch would save nothing.
 func TestBatcherEndsWhenLargeEnough(t *testing.T) {
-	msgs := make(chan jetstream.Msg)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case msgs <- testMsg{n: i}:
-			case <-stop:
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
+	msgs := flow(t)
 	b := batcher{msgs: msgs, closed: make(chan struct{}), linger: 20 * time.Millisecond, lingerMax: time.Hour, enough: 3,
 		timer: time.NewTimer(time.Hour), batch: make([]jetstream.Msg, 0, 3000)}
 	b.timer.Stop()
