@@ -49,8 +49,11 @@ func TestRestateRealServerDefaultInterval(t *testing.T) {
 	r := newRealRestate(t)
 	rs := r.rs
 	r.poller.QPS = 0 // the sweeps' pace is not under test: their interval is
-	if r.poller.Interval != 15*time.Second {
-		t.Fatalf("the default interval is %s; this test is about 15 s", r.poller.Interval)
+	// Read before Run: each sweep fills the poller's unset settings, so
+	// reading them while it runs is a data race.
+	interval := r.poller.Interval
+	if interval != 15*time.Second {
+		t.Fatalf("the default interval is %s; this test is about 15 s", interval)
 	}
 	pipelinetest.RunInBackground(t, r.poller.Run)
 	type run struct {
@@ -91,7 +94,7 @@ func TestRestateRealServerDefaultInterval(t *testing.T) {
 		}
 	}
 	// The next sweep, at most an interval away, shows them all.
-	wait := time.Now().Add(2*r.poller.Interval + 10*time.Second)
+	wait := time.Now().Add(2*interval + 10*time.Second)
 	for _, x := range runs {
 		want := fmt.Sprintf("downstream unavailable (attempt %d)", x.c.attempt)
 		var v substate.TenantView
