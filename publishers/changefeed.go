@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -57,6 +58,9 @@ type ChangeFeed struct {
 	// fault, in tests, is called at each step of a round; an error
 	// abandons the round there, as a crash would.
 	fault func(step string, n int) error
+
+	ackOnce sync.Once
+	acks    *acks // on JetStream's connection
 }
 
 // Steps of a round that a test can fail at.
@@ -132,16 +136,21 @@ func onePerTenant(changes []substate.Change) []substate.Change {
 	return out
 }
 
-// publish sends the round asynchronously and returns the changes the
-// server acknowledged (stored or found a duplicate), with
+// publish sends the round, then awaits its acknowledgements, and returns
+// the changes the server acknowledged (stored or found a duplicate), with
 // the first error.
 func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]substate.Change, error) {
-	futures := make([]jetstream.PubAckFuture, 0, len(round))
+	a := f.changeAcks()
+	r, err := a.round(len(round))
+	if err != nil {
+		return nil, err
+	}
 	var spans tracing.Spans // one a change sent, when tracing is on
 	defer func() { spans.End(errNotAcked) }()
-	var sendErr error
+	sent, sendErr := 0, error(nil)
 	for i := range round {
 		if err := f.fail(stepPublishing, i); err != nil {
+			a.wait(ctx, r, 0, 0) // forget the round
 			return nil, err
 		}
 		m, err := ChangeMsg(&round[i], f.SchemaBase)
@@ -150,34 +159,38 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]su
 			break
 		}
 		spans = f.Tracer.PublishChange(spans, &round[i], m)
-		fut, err := f.JetStream.PublishMsgAsync(m)
-		if err != nil {
+		if err := a.publish(r, i, m); err != nil {
 			sendErr = unavailable(err, "publish change")
 			spans.EndAt(i, sendErr)
 			break
 		}
-		futures = append(futures, fut)
+		sent++
 	}
-	timeout := time.NewTimer(cmp.Or(f.AckTimeout, DefaultFeedAckTimeout))
-	defer timeout.Stop()
-	acked := make([]substate.Change, 0, len(futures))
+	timeout := cmp.Or(f.AckTimeout, DefaultFeedAckTimeout)
+	acked := make([]substate.Change, 0, sent)
 	var ackErr error
-	for i, fut := range futures {
-		select {
-		case <-fut.Ok():
+	for i, res := range a.wait(ctx, r, sent, timeout) {
+		switch {
+		case res.answered && res.Err == nil:
 			acked = append(acked, round[i])
 			spans.EndAt(i, nil)
-		case err := <-fut.Err():
-			ackErr = cmp.Or(ackErr, unavailable(err, "publish change"))
+		case res.answered:
+			ackErr = cmp.Or(ackErr, res.Err)
 			spans.EndAt(i, ackErr)
-		case <-timeout.C:
-			var late error = substate.Errorf(substate.EUNAVAILABLE, "publish change: no acknowledgement within %s", cmp.Or(f.AckTimeout, DefaultFeedAckTimeout))
-			return acked, cmp.Or(ackErr, late)
-		case <-ctx.Done():
+		case ctx.Err() != nil:
 			return acked, ctx.Err()
+		default:
+			var late error = substate.Errorf(substate.EUNAVAILABLE, "publish change: no acknowledgement within %s", timeout)
+			return acked, cmp.Or(ackErr, late)
 		}
 	}
 	return acked, cmp.Or(ackErr, sendErr)
+}
+
+// changeAcks returns the collector of the feed's acknowledgements.
+func (f *ChangeFeed) changeAcks() *acks {
+	f.ackOnce.Do(func() { f.acks = newAcks(f.JetStream.Conn()) })
+	return f.acks
 }
 
 // errNotAcked ends the span of a change whose publish was not

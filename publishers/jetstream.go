@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,9 +28,19 @@ type JetStream struct {
 	// SchemaBase is the worker's base URL (SchemaURL): events without a
 	// dataschema get the event schema there. Empty leaves them without.
 	SchemaBase string
+	// AckTimeout bounds the wait for a round of PublishEvents'
+	// acknowledgements; 0 means DefaultAckTimeout.
+	AckTimeout time.Duration
 
-	raw atomic.Pointer[jetstream.Stream] // SUBSTATE_RAW, looked up once by RawBody
+	raw     atomic.Pointer[jetstream.Stream] // SUBSTATE_RAW, looked up once by RawBody
+	ackOnce sync.Once
+	acks    *acks // PublishEvents' acknowledgements, on JS's connection
 }
+
+// DefaultAckTimeout is how long a publish waits for the server's
+// acknowledgement before it counts as failed (and is retried: its
+// Nats-Msg-Id makes the retry harmless).
+const DefaultAckTimeout = 10 * time.Second
 
 var (
 	_ substate.RawPublisher        = (*JetStream)(nil)
@@ -135,31 +146,70 @@ func (p *JetStream) rawMsg(ev substate.RawEvent) (*nats.Msg, error) {
 }
 
 // PublishEvents publishes canonical events as structured CloudEvents on
-// substate.events.<tenant>, asynchronously with at most MaxInFlight awaiting
-// an acknowledgement, and returns once every one is acknowledged.
+// substate.events.<tenant> in rounds of at most MaxInFlight, each sent
+// whole before its acknowledgements are awaited, and returns once every
+// one is acknowledged: stored, or found a duplicate of one stored.
 func (p *JetStream) PublishEvents(ctx context.Context, events []substate.Event) error {
 	limit := p.MaxInFlight
 	if limit <= 0 {
 		limit = 1024
 	}
-	pending := make([]jetstream.PubAckFuture, 0, min(limit, len(events)))
-	for i := range events {
-		if len(pending) == limit {
-			if err := awaitAll(ctx, pending); err != nil {
-				return err
-			}
-			pending = pending[:0]
-		}
-		f, err := p.publishEvent(&events[i])
-		if err != nil {
+	for len(events) > 0 {
+		n := min(limit, len(events))
+		if err := p.publishRound(ctx, events[:n]); err != nil {
 			return err
 		}
-		pending = append(pending, f)
+		events = events[n:]
 	}
-	return awaitAll(ctx, pending)
+	return nil
 }
 
-func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, error) {
+// publishRound sends events and awaits their acknowledgements.
+func (p *JetStream) publishRound(ctx context.Context, events []substate.Event) error {
+	a := p.eventAcks()
+	r, err := a.round(len(events))
+	if err != nil {
+		return err
+	}
+	sent, sendErr := 0, error(nil)
+	for i := range events {
+		m, err := p.eventMsg(&events[i])
+		if err == nil {
+			err = a.publish(r, i, m)
+			if err != nil {
+				err = unavailable(err, "publish event")
+			}
+		}
+		if err != nil {
+			sendErr = err
+			break
+		}
+		sent++
+	}
+	timeout := cmp.Or(p.AckTimeout, DefaultAckTimeout)
+	for _, res := range a.wait(ctx, r, sent, timeout) {
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case res.Err != nil:
+			return res.Err
+		case !res.answered:
+			return substate.Errorf(substate.EUNAVAILABLE, "publish event: no acknowledgement within %s", timeout)
+		}
+	}
+	return sendErr
+}
+
+// eventAcks returns the collector of PublishEvents' acknowledgements.
+func (p *JetStream) eventAcks() *acks {
+	p.ackOnce.Do(func() { p.acks = newAcks(p.JS.Conn()) })
+	return p.acks
+}
+
+// eventMsg is the message of a canonical event: the structured CloudEvent,
+// its id to deduplicate on, the raw evidence it was mapped from and the
+// hop's trace context.
+func (p *JetStream) eventMsg(e *substate.Event) (*nats.Msg, error) {
 	if e.DataSchema == "" {
 		e.DataSchema = substate.SchemaURL(p.SchemaBase, substate.EventSchema)
 	}
@@ -179,24 +229,7 @@ func (p *JetStream) publishEvent(e *substate.Event) (jetstream.PubAckFuture, err
 	if tp := cmp.Or(e.Hop, e.TraceParent); tp != "" {
 		b.set(substate.HeaderTraceParent, tp) // the hop's context; the body keeps the trace's start
 	}
-	f, err := p.JS.PublishMsgAsync(b.m)
-	if err != nil {
-		return nil, unavailable(err, "publish event")
-	}
-	return f, nil
-}
-
-func awaitAll(ctx context.Context, fs []jetstream.PubAckFuture) error {
-	for _, f := range fs {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return unavailable(err, "publish event")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return b.m, nil
 }
 
 // PublishDeadLetter stores d on substate.dlq.<stage> with its original

@@ -1,0 +1,188 @@
+package publishers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/testkit/bustest"
+)
+
+func TestParsePubAck(t *testing.T) {
+	for _, c := range []struct {
+		name, data string
+		header     nats.Header
+		seq        uint64
+		dup        bool
+		code       string // of the error, "" for none
+	}{
+		// As the server writes them (stream.go: the pubAck template and
+		// its duplicate suffix, with the space).
+		{name: "stored", data: `{"stream":"SUBSTATE_EVENTS","seq":42}`, seq: 42},
+		{name: "with domain", data: `{"stream":"S","domain":"hub","seq":7}`, seq: 7},
+		{name: "duplicate", data: `{"stream":"S","seq":9,"duplicate": true}`, seq: 9, dup: true},
+		{name: "duplicate without space", data: `{"stream":"S","seq":9,"duplicate":true}`, seq: 9, dup: true},
+		{name: "large seq", data: `{"stream":"S","seq":18446744073709551615}`, seq: 18446744073709551615},
+		{name: "error", data: `{"error":{"code":400,"err_code":10054,"description":"message size exceeds maximum allowed"},"stream":"S","seq":0}`, code: substate.EUNAVAILABLE},
+		{name: "no responders", header: nats.Header{statusHeader: {"503"}}, code: substate.EUNAVAILABLE},
+		{name: "no seq", data: `{"stream":"S"}`, code: substate.EUNAVAILABLE},
+		{name: "zero seq", data: `{"stream":"S","seq":0}`, code: substate.EUNAVAILABLE},
+		{name: "overflow", data: `{"stream":"S","seq":99999999999999999999}`, code: substate.EUNAVAILABLE},
+		{name: "not json", data: `garbage`, code: substate.EUNAVAILABLE},
+		{name: "broken error", data: `{"error":`, code: substate.EUNAVAILABLE},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := parsePubAck(&nats.Msg{Data: []byte(c.data), Header: c.header})
+			if c.code != "" {
+				if substate.ErrorCode(r.Err) != c.code {
+					t.Fatalf("got %+v, want a %s error", r, c.code)
+				}
+				return
+			}
+			if r.Err != nil || r.Seq != c.seq || r.Duplicate != c.dup {
+				t.Fatalf("got %+v, want seq %d duplicate %v", r, c.seq, c.dup)
+			}
+		})
+	}
+}
+
+func TestParsePubAckSaysWhatTheServerRefused(t *testing.T) {
+	r := parsePubAck(&nats.Msg{Data: []byte(`{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"}}`)})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "maximum messages exceeded") || !strings.Contains(r.Err.Error(), "10077") {
+		t.Fatalf("error %v does not carry the server's", r.Err)
+	}
+}
+
+func TestReplyIndex(t *testing.T) {
+	for _, c := range []struct {
+		tail  string
+		round uint64
+		index int
+		ok    bool
+	}{
+		{"1.0", 1, 0, true},
+		{"18446744073709551615.1023", 18446744073709551615, 1023, true},
+		{"1", 0, 0, false},
+		{"x.1", 0, 0, false},
+		{"1.x", 0, 0, false},
+		{"1.-1", 0, 0, false},
+		{"", 0, 0, false},
+	} {
+		round, index, ok := replyIndex(c.tail)
+		if ok != c.ok || ok && (round != c.round || index != c.index) {
+			t.Errorf("replyIndex(%q) = %d, %d, %v", c.tail, round, index, ok)
+		}
+	}
+}
+
+func FuzzParsePubAck(f *testing.F) {
+	f.Add([]byte(`{"stream":"S","seq":9,"duplicate": true}`))
+	f.Add([]byte(`{"error":{"code":400}}`))
+	f.Fuzz(func(t *testing.T, d []byte) {
+		r := parsePubAck(&nats.Msg{Data: d})
+		if r.Err == nil && r.Seq == 0 {
+			t.Fatalf("%q: no error and no sequence", d)
+		}
+		replyIndex(string(d))
+	})
+}
+
+// TestAcksAgainstTheServer publishes rounds to the real server and reads
+// each answer it gives: stored, duplicate, refused, no stream, none.
+func TestAcksAgainstTheServer(t *testing.T) {
+	b := bustest.Open(t)
+	ctx := context.Background()
+	if _, err := b.JetStream.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "ACKS", Subjects: []string{"substate.acks.>"}, Duplicates: time.Minute, MaxMsgSize: 64,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	silent, err := b.Conn.Subscribe("substate.silent", func(*nats.Msg) {}) // takes the message, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Unsubscribe()
+	a := newAcks(b.JetStream.Conn())
+	msg := func(subject, id, data string) *nats.Msg {
+		m := nats.NewMsg(subject)
+		m.Data = []byte(data)
+		if id != "" {
+			m.Header.Set(substate.HeaderMsgID, id)
+		}
+		return m
+	}
+	send := func(timeout time.Duration, ms ...*nats.Msg) []pubResult {
+		t.Helper()
+		r, err := a.round(len(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range ms {
+			if err := a.publish(r, i, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a.wait(ctx, r, len(ms), timeout)
+	}
+	got := send(10*time.Second,
+		msg("substate.acks.a", "one", "x"),
+		msg("substate.acks.a", "two", "x"),
+		msg("substate.acks.a", "one", "x"),
+		msg("substate.acks.a", "big", strings.Repeat("x", 100)),
+		msg("substate.nostream", "", "x"),
+	)
+	if r := got[0]; !r.answered || r.Err != nil || r.Seq != 1 || r.Duplicate {
+		t.Errorf("first: %+v, want stored at 1", r)
+	}
+	if r := got[1]; !r.answered || r.Err != nil || r.Seq != 2 || r.Duplicate {
+		t.Errorf("second: %+v, want stored at 2", r)
+	}
+	if r := got[2]; !r.answered || r.Err != nil || r.Seq != 1 || !r.Duplicate {
+		t.Errorf("repeat: %+v, want the duplicate of 1", r)
+	}
+	if r := got[3]; !r.answered || r.Err == nil || !strings.Contains(r.Err.Error(), "maximum") {
+		t.Errorf("too large: %+v, want the server's refusal", r)
+	}
+	if r := got[4]; !r.answered || r.Err != errNoStream {
+		t.Errorf("no stream: %+v, want %v", r, errNoStream)
+	}
+	late := send(200*time.Millisecond, msg("substate.acks.a", "three", "x"), msg("substate.silent", "", "x"))
+	if r := late[0]; !r.answered || r.Seq != 3 {
+		t.Errorf("before the silent one: %+v, want stored at 3", r)
+	}
+	if r := late[1]; r.answered {
+		t.Errorf("silent: %+v, want no answer", r)
+	}
+	if n := len(a.rounds); n != 0 {
+		t.Errorf("%d rounds still registered", n)
+	}
+}
+
+// TestAcksWaitsOnlyForWhatWasSent: a round cut short by a failed send
+// ends when the messages sent are answered, not at its timeout.
+func TestAcksWaitsOnlyForWhatWasSent(t *testing.T) {
+	b := bustest.Open(t)
+	a := newAcks(b.JetStream.Conn())
+	r, err := a.round(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(substate.EventsSubject("t"))
+	m.Data = []byte("{}")
+	if err := a.publish(r, 0, m); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got := a.wait(context.Background(), r, 1, time.Minute)
+	if len(got) != 1 || !got[0].answered || got[0].Err != nil {
+		t.Fatalf("got %+v", got)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("waited %s: for the unsent too", d)
+	}
+}
