@@ -148,18 +148,18 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]su
 	var spans tracing.Spans // one a change sent, when tracing is on
 	defer func() { spans.End(errNotAcked) }()
 	sent, sendErr := 0, error(nil)
+	var b msgBuilder // one message, sent before the next is built
 	for i := range round {
 		if err := f.fail(stepPublishing, i); err != nil {
 			a.wait(ctx, r, 0, 0) // forget the round
 			return nil, err
 		}
-		m, err := ChangeMsg(&round[i], f.SchemaBase)
-		if err != nil {
+		if err := b.change(&round[i], f.SchemaBase); err != nil {
 			sendErr = err
 			break
 		}
-		spans = f.Tracer.PublishChange(spans, &round[i], m)
-		if err := a.publish(r, i, m); err != nil {
+		spans = f.Tracer.PublishChange(spans, &round[i], b.m)
+		if err := a.publish(r, i, b.m); err != nil {
 			sendErr = unavailable(err, "publish change")
 			spans.EndAt(i, sendErr)
 			break
@@ -201,18 +201,27 @@ var errNotAcked = substate.Errorf(substate.EUNAVAILABLE, "publish change: not ac
 // CloudEvent on its ChangeSubject, with its sequence as Nats-Msg-Id and
 // the traceparent of the event that made it.
 func ChangeMsg(c *substate.Change, schemaBase string) (*nats.Msg, error) {
+	var b msgBuilder
+	if err := b.change(c, schemaBase); err != nil {
+		return nil, err
+	}
+	return b.m, nil
+}
+
+// change builds the change-feed message of c in b (see reuse).
+func (b *msgBuilder) change(c *substate.Change, schemaBase string) error {
 	e := substate.NewChangeEvent(*c, schemaBase) // as MarshalChangeEvent, keeping its id for the header
 	body, err := substate.EncodeChangeEvent(&e)
 	if err != nil {
-		return nil, substate.WrapError(substate.EINTERNAL, err, "encode change")
+		return substate.WrapError(substate.EINTERNAL, err, "encode change")
 	}
-	b := newMsg(substate.ChangeSubject(c), body, 3)
+	b.reuse(substate.ChangeSubject(c), body, 3)
 	b.set(substate.HeaderContentType, substate.CloudEventsMediaType)
 	b.set(substate.HeaderMsgID, e.ID)
 	if c.TraceParent != "" {
 		b.set(substate.HeaderTraceParent, c.TraceParent)
 	}
-	return b.m, nil
+	return nil
 }
 
 func (f *ChangeFeed) fail(step string, n int) error {

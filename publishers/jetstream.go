@@ -172,10 +172,11 @@ func (p *JetStream) publishRound(ctx context.Context, events []substate.Event) e
 		return err
 	}
 	sent, sendErr := 0, error(nil)
+	var b msgBuilder // one message, sent before the next is built
 	for i := range events {
-		m, err := p.eventMsg(&events[i])
+		err := p.eventMsg(&b, &events[i])
 		if err == nil {
-			err = a.publish(r, i, m)
+			err = a.publish(r, i, b.m)
 			if err != nil {
 				err = unavailable(err, "publish event")
 			}
@@ -206,18 +207,18 @@ func (p *JetStream) eventAcks() *acks {
 	return p.acks
 }
 
-// eventMsg is the message of a canonical event: the structured CloudEvent,
-// its id to deduplicate on, the raw evidence it was mapped from and the
-// hop's trace context.
-func (p *JetStream) eventMsg(e *substate.Event) (*nats.Msg, error) {
+// eventMsg builds in b (see reuse) the message of a canonical event: the
+// structured CloudEvent, its id to deduplicate on, the raw evidence it was
+// mapped from and the hop's trace context.
+func (p *JetStream) eventMsg(b *msgBuilder, e *substate.Event) error {
 	if e.DataSchema == "" {
 		e.DataSchema = substate.SchemaURL(p.SchemaBase, substate.EventSchema)
 	}
 	body, err := substate.MarshalEvent(*e)
 	if err != nil {
-		return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
+		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}
-	b := newMsg(substate.EventsSubject(e.Data.TenantID), body, 5)
+	b.reuse(substate.EventsSubject(e.Data.TenantID), body, 5)
 	b.set(substate.HeaderMsgID, e.ID)
 	b.set(substate.HeaderContentType, substate.CloudEventsMediaType)
 	if e.Raw.Seq > 0 {
@@ -229,7 +230,7 @@ func (p *JetStream) eventMsg(e *substate.Event) (*nats.Msg, error) {
 	if tp := cmp.Or(e.Hop, e.TraceParent); tp != "" {
 		b.set(substate.HeaderTraceParent, tp) // the hop's context; the body keeps the trace's start
 	}
-	return b.m, nil
+	return nil
 }
 
 // PublishDeadLetter stores d on substate.dlq.<stage> with its original

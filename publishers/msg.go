@@ -19,6 +19,20 @@ func newMsg(subject string, data []byte, n int) msgBuilder {
 	}
 }
 
+// reuse makes b build the next message on subject with data in the
+// message, header map and value array of the last one, which must have
+// been sent: nats.Conn.PublishMsg copies a message out before it
+// returns, so a sender of one message at a time needs one of each.
+func (b *msgBuilder) reuse(subject string, data []byte, n int) {
+	if b.m == nil {
+		*b = newMsg(subject, data, n)
+		return
+	}
+	clear(b.m.Header)
+	b.m.Subject, b.m.Reply, b.m.Data = subject, "", data
+	b.vals = b.vals[:0]
+}
+
 // set sets the header key to the single value v, as nats.Header.Set does
 // (case-sensitive, replacing any earlier value).
 func (b *msgBuilder) set(k, v string) {
