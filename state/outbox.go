@@ -81,7 +81,7 @@ func putOutbox(b *bolt.Bucket, c *substate.Change) error {
 // beside it. The JSON is the same as encoding the outboxEntry whole.
 func encodeOutbox(c *substate.Change) ([]byte, error) {
 	if c.Encoded == nil {
-		data, err := json.Marshal(c)
+		data, err := substate.EncodeChange(c)
 		if err != nil {
 			return nil, fmt.Errorf("encode change %d: %w", c.Seq, err)
 		}

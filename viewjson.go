@@ -1,0 +1,130 @@
+package substate
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// EncodeChange returns the JSON of a change's data (Seq, TenantID, Old
+// and New): the bytes json.Marshal writes for it, written field by field.
+// The projector encodes every change it commits, inside the view's write
+// transaction, and the reflective encoder spent about 4 % of the
+// pipeline's CPU there. A change json.Marshal would refuse (a string that
+// is not UTF-8, a time RFC 3339 cannot hold) is left to json.Marshal, so
+// the error is its own.
+func EncodeChange(c *Change) ([]byte, error) {
+	b, ok := c.appendJSON(make([]byte, 0, changeJSONRoom(c)))
+	if ok {
+		return b, nil
+	}
+	return json.Marshal(c)
+}
+
+// changeJSONRoom is about the length of a change's JSON.
+func changeJSONRoom(c *Change) int {
+	return 64 + len(c.TenantID) + viewJSONRoom(&c.Old) + viewJSONRoom(&c.New)
+}
+
+// viewJSONRoom is about the length of a view's JSON: its names and
+// times, and its strings as they are.
+func viewJSONRoom(v *TenantView) int {
+	return 720 + len(v.TenantID) + len(v.WorkflowType) + len(v.WorkflowExecutionID) + len(v.WorkflowErrorMessage) +
+		len(v.WorkflowErrorType) + len(v.WorkflowErrorFingerprint) + len(v.WorkflowStep) + len(v.ProviderState)
+}
+
+// appendJSON appends the JSON of the change's data; ok is false for a
+// change json.Marshal would refuse.
+func (c *Change) appendJSON(b []byte) (_ []byte, ok bool) {
+	b = strconv.AppendUint(append(b, `{"seq":`...), c.Seq, 10)
+	if b, ok = appendJSONString(append(b, `,"tenantId":`...), c.TenantID); !ok {
+		return b, false
+	}
+	if b, ok = c.Old.appendJSON(append(b, `,"old":`...)); !ok {
+		return b, false
+	}
+	if b, ok = c.New.appendJSON(append(b, `,"new":`...)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSON appends the JSON of the view, every field in the order of
+// the struct as json.Marshal writes it; ok is false for a view it would
+// refuse.
+func (v *TenantView) appendJSON(b []byte) ([]byte, bool) {
+	w := jsonWriter{b: append(b, '{'), ok: true}
+	w.str(`"tenantId":`, v.TenantID)
+	w.str(`,"workflowType":`, v.WorkflowType)
+	w.str(`,"workflowSubState":`, string(v.WorkflowSubState))
+	w.time(`,"workflowSubStateSince":`, v.WorkflowSubStateSince)
+	w.str(`,"workflowVerb":`, string(v.WorkflowVerb))
+	w.str(`,"workflowStatus":`, string(v.WorkflowStatus))
+	w.str(`,"workflowExecutionId":`, v.WorkflowExecutionID)
+	w.b = strconv.AppendInt(append(w.b, `,"workflowRetryCount":`...), int64(v.WorkflowRetryCount), 10)
+	w.time(`,"workflowNextRetryAt":`, v.WorkflowNextRetryAt)
+	w.str(`,"workflowErrorMessage":`, v.WorkflowErrorMessage)
+	w.str(`,"workflowErrorType":`, v.WorkflowErrorType)
+	w.str(`,"workflowErrorFingerprint":`, v.WorkflowErrorFingerprint)
+	w.str(`,"workflowStep":`, v.WorkflowStep)
+	w.str(`,"provider":`, string(v.Provider))
+	w.str(`,"providerState":`, v.ProviderState)
+	w.time(`,"updatedAt":`, v.UpdatedAt)
+	w.time(`,"lastEventAt":`, v.LastEventAt)
+	w.time(`,"deadline":`, v.Deadline)
+	w.str(`,"deadlineSlo":`, string(v.DeadlineSLO))
+	w.b = strconv.AppendBool(append(w.b, `,"stuck":`...), v.Stuck)
+	w.time(`,"stuckSince":`, v.StuckSince)
+	return append(w.b, '}'), w.ok
+}
+
+// jsonWriter appends members to b; ok turns false at the first value
+// json.Marshal would refuse, and nothing more is written.
+type jsonWriter struct {
+	b  []byte
+	ok bool
+}
+
+func (w *jsonWriter) str(name, s string) {
+	if w.ok {
+		w.b, w.ok = appendJSONString(append(w.b, name...), s)
+	}
+}
+
+func (w *jsonWriter) time(name string, t time.Time) {
+	if w.ok {
+		w.b, w.ok = appendJSONTime(append(w.b, name...), t)
+	}
+}
+
+// appendJSONString appends s quoted as the encoder quotes it (no HTML
+// escaping, the shortest form of each character); ok is false when s is
+// not valid UTF-8, which the encoder refuses.
+func appendJSONString(b []byte, s string) ([]byte, bool) {
+	b, err := jsontext.AppendQuote(b, s)
+	return b, err == nil
+}
+
+// appendJSONTime appends t as the encoder writes a time.Time: quoted
+// RFC 3339 with nanoseconds as needed. ok is false for a time RFC 3339
+// cannot hold (a year outside 0–9999, a zone of 24 hours or more, or one
+// with seconds), which the encoder refuses.
+func appendJSONTime(b []byte, t time.Time) ([]byte, bool) {
+	b = append(b, '"')
+	n0 := len(b)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	s := b[n0:]
+	if len(s) <= len("9999") || s[len("9999")] != '-' {
+		return b, false
+	}
+	if s[len(s)-1] != 'Z' {
+		c := s[len(s)-len("Z07:00")]
+		hh := int(s[len(s)-len("07:00")]-'0')*10 + int(s[len(s)-len("7:00")]-'0')
+		if ('0' <= c && c <= '9') || hh >= 24 {
+			return b, false
+		}
+	}
+	return append(b, '"'), true
+}

@@ -1,0 +1,113 @@
+package substate_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/substatehq/substate"
+)
+
+// fullChange is a change with every field of both views set.
+func fullChange() substate.Change {
+	at := time.Date(2026, 12, 1, 10, 4, 5, 123456789, time.UTC)
+	old := substate.TenantView{
+		TenantID: "tenant-1", WorkflowType: "provision-tenant", WorkflowSubState: substate.StateBackingOff,
+		WorkflowSubStateSince: at, WorkflowVerb: "backing off", WorkflowStatus: "running",
+		WorkflowExecutionID: "arn:aws:states:us-east-1:123456789012:execution:provision-tenant:e1", WorkflowRetryCount: 3,
+		WorkflowNextRetryAt: at.Add(2 * time.Second), WorkflowErrorMessage: `quota "exceeded" for <tenant> & co\n`,
+		WorkflowErrorType: "QuotaExceeded", WorkflowErrorFingerprint: "a1b2c3", WorkflowStep: "CreateAccount",
+		Provider: substate.ProviderStepFunctions, ProviderState: "RUNNING", UpdatedAt: at, LastEventAt: at.Add(-time.Second),
+		Deadline: at.Add(time.Hour), DeadlineSLO: "backing-off", Stuck: true, StuckSince: at.Add(time.Minute),
+	}
+	next := old
+	next.WorkflowSubState, next.Stuck, next.StuckSince, next.WorkflowRetryCount = substate.StateSucceeded, false, time.Time{}, 0
+	return substate.Change{Seq: 18446744073709551615, TenantID: "tenant-1", Old: old, New: next, TraceParent: "not data", Kind: substate.ChangeStuck}
+}
+
+func TestEncodeChangeIsWhatMarshalWrites(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(*substate.Change)
+	}{
+		{"every field", func(*substate.Change) {}},
+		{"zero views", func(c *substate.Change) { c.Old, c.New = substate.TenantView{}, substate.TenantView{} }},
+		{"escapes", func(c *substate.Change) {
+			c.TenantID = "a\"b\\c\x00\x1f\u2028\u2029<>&é😀"
+			c.New.WorkflowErrorMessage = "line\nbreak\ttab\r\x7f"
+		}},
+		{"zone", func(c *substate.Change) {
+			c.New.UpdatedAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("IST", 5*3600+1800))
+			c.Old.Deadline = time.Date(1, 1, 1, 0, 0, 0, 1, time.FixedZone("", -12*3600))
+		}},
+		{"negative retries", func(c *substate.Change) { c.New.WorkflowRetryCount = -4 }},
+		{"year 10000", func(c *substate.Change) { c.New.UpdatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"year before 0", func(c *substate.Change) { c.Old.LastEventAt = time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"zone of 24 hours", func(c *substate.Change) {
+			c.New.StuckSince = time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600))
+		}},
+		{"zone with seconds", func(c *substate.Change) {
+			c.New.StuckSince = time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3601))
+		}},
+		{"not utf-8", func(c *substate.Change) { c.New.ProviderState = "bad \xff byte" }},
+		{"not utf-8 in the id", func(c *substate.Change) { c.TenantID = "\xc3" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ch := fullChange()
+			c.change(&ch)
+			sameAsMarshal(t, &ch)
+		})
+	}
+}
+
+// sameAsMarshal fails unless EncodeChange writes what json.Marshal does,
+// or fails where it does.
+func sameAsMarshal(t *testing.T, c *substate.Change) {
+	t.Helper()
+	want, wantErr := json.Marshal(c)
+	got, err := substate.EncodeChange(c)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("error %v, json.Marshal's %v", err, wantErr)
+	}
+	if err == nil && !bytes.Equal(got, want) {
+		t.Fatalf("encoded\n%s\njson.Marshal\n%s", got, want)
+	}
+}
+
+func FuzzEncodeChange(f *testing.F) {
+	f.Add("tenant-1", "quota \"exceeded\"", int64(1764583445123456789), 3600, -1, true)
+	f.Add("\xff", "", int64(0), 0, 0, false)
+	f.Add("a", "b", int64(-62135596800000000000/1000), 86400, 7, false)
+	f.Fuzz(func(t *testing.T, id, msg string, nanos int64, offset, retries int, stuck bool) {
+		c := fullChange()
+		c.TenantID, c.New.TenantID, c.New.WorkflowErrorMessage = id, id, msg
+		c.New.UpdatedAt = time.Unix(0, nanos).In(time.FixedZone("", offset%(200*3600)))
+		c.Old.Deadline = time.Unix(nanos/7, nanos%1000).UTC()
+		c.New.WorkflowRetryCount, c.New.Stuck = retries, stuck
+		sameAsMarshal(t, &c)
+	})
+}
+
+// BenchmarkEncodeChange compares the change's encoder with json.Marshal,
+// which it replaces on the projector's path.
+func BenchmarkEncodeChange(b *testing.B) {
+	c := fullChange()
+	b.Run("EncodeChange", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := substate.EncodeChange(&c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(&c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
