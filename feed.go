@@ -1,12 +1,10 @@
 package substate
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // StreamChanges is the durable change feed: one message for every real
@@ -141,31 +139,20 @@ func MarshalChangeEvent(c Change, schemaBase string) ([]byte, error) {
 
 // EncodeChangeEvent encodes a change's CloudEvent. When the change has
 // its data encoded already (Change.Encoded), those bytes are the event's
-// data as they are: the envelope is encoded alone and the data appended,
-// the same JSON without encoding the two views again (a jsontext.Value
-// would be parsed again, which costs as much).
+// data as they are: the envelope is written alone, field by field as
+// json.Marshal writes it, and the data appended, the same JSON without
+// encoding the two views again.
 func EncodeChangeEvent(e *ChangeEvent) ([]byte, error) {
 	data := e.Data.Encoded
 	if data == nil {
 		return json.Marshal(e)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, envelopeRoom+len(data)))
-	err := json.MarshalWrite(buf, &CloudEvent[jsontext.Value]{
-		SpecVersion: e.SpecVersion, ID: e.ID, Source: e.Source, Type: e.Type, Subject: e.Subject,
-		Time: e.Time, DataContentType: e.DataContentType, DataSchema: e.DataSchema,
-		TraceParent: e.TraceParent, Data: jsontext.Value(dataPlaceholder[:4]),
-	})
-	out := buf.Bytes()
-	if err != nil || !bytes.HasSuffix(out, dataPlaceholder) {
-		return json.Marshal(e) // Data is the envelope's last member: not reached
+	w := jsonWriter{b: make([]byte, 0, envelopeRoom+len(data)), ok: true}
+	if envelope(&w, e); !w.ok {
+		return json.Marshal(e) // its error
 	}
-	out = append(out[:len(out)-len(dataPlaceholder)], data...)
-	return append(out, '}'), nil
+	return append(append(w.b, data...), '}'), nil
 }
-
-// dataPlaceholder ends an envelope encoded with null data: data is the
-// last member of a CloudEvent, so the change's encoded data replaces it.
-var dataPlaceholder = []byte("null}")
 
 // envelopeRoom is room enough for a change's envelope without its data.
 const envelopeRoom = 512

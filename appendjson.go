@@ -128,3 +128,74 @@ func appendJSONTime(b []byte, t time.Time) ([]byte, bool) {
 	}
 	return append(b, '"'), true
 }
+
+// appendJSON appends the structured CloudEvent of e as json.Marshal
+// writes it; ok is false for an event it would refuse.
+func (e *Event) appendJSON(b []byte) ([]byte, bool) {
+	w := jsonWriter{b: b, ok: true}
+	envelope(&w, &e.CloudEvent)
+	d := &e.Data
+	w.str(`{"tenantId":`, d.TenantID)
+	w.str(`,"provider":`, string(d.Provider))
+	w.str(`,"executionId":`, d.ExecutionID)
+	w.str(`,"workflow":`, d.Workflow)
+	w.str(`,"subState":`, string(d.SubState))
+	w.str(`,"verb":`, string(d.Verb))
+	w.str(`,"status":`, string(d.Status))
+	w.b = strconv.AppendInt(append(w.b, `,"retryCount":`...), int64(d.RetryCount), 10)
+	w.b = strconv.AppendBool(append(w.b, `,"retryCountKnown":`...), d.RetryCountKnown)
+	if !d.NextRetryAt.IsZero() {
+		w.time(`,"nextRetryAt":`, d.NextRetryAt)
+	}
+	w.str(`,"errorMessage":`, d.ErrorMessage)
+	w.str(`,"errorType":`, d.ErrorType)
+	if d.ErrorFingerprint != "" {
+		w.str(`,"errorFingerprint":`, d.ErrorFingerprint)
+	}
+	w.str(`,"providerState":`, d.ProviderState)
+	if d.Step != "" {
+		w.str(`,"step":`, d.Step)
+	}
+	w.time(`,"occurredAt":`, d.OccurredAt)
+	w.time(`,"executionStartedAt":`, d.ExecutionStartedAt)
+	w.b = strconv.AppendUint(append(w.b, `,"revision":`...), uint64(d.Revision), 10)
+	if d.MappingVersion != 0 {
+		w.b = strconv.AppendInt(append(w.b, `,"mappingVersion":`...), int64(d.MappingVersion), 10)
+	}
+	w.b = strconv.AppendBool(append(w.b, `,"terminal":`...), d.Terminal)
+	return append(w.b, '}', '}'), w.ok
+}
+
+// eventJSONRoom is about the length of an event's JSON.
+func eventJSONRoom(e *Event) int {
+	d := &e.Data
+	return 640 + len(e.ID) + len(e.Source) + len(e.Type) + len(e.Subject) + len(e.DataSchema) + len(e.TraceParent) +
+		len(d.TenantID) + len(d.ExecutionID) + len(d.Workflow) + len(d.ErrorMessage) + len(d.ErrorType) +
+		len(d.ErrorFingerprint) + len(d.ProviderState) + len(d.Step)
+}
+
+// appendTimestamp appends t quoted as Timestamp.MarshalJSONTo writes it:
+// nothing in EventTimeLayout's output needs escaping.
+func appendTimestamp(b []byte, t Timestamp) []byte {
+	return append(t.UTC().AppendFormat(append(b, '"'), EventTimeLayout), '"')
+}
+
+// envelope appends a CloudEvent's members up to its data, from the
+// opening brace to `"data":`, as json.Marshal writes them.
+func envelope[T any](w *jsonWriter, e *CloudEvent[T]) {
+	w.b = append(w.b, '{')
+	w.str(`"specversion":`, e.SpecVersion)
+	w.str(`,"id":`, e.ID)
+	w.str(`,"source":`, e.Source)
+	w.str(`,"type":`, e.Type)
+	w.str(`,"subject":`, e.Subject)
+	w.b = appendTimestamp(append(w.b, `,"time":`...), e.Time)
+	w.str(`,"datacontenttype":`, e.DataContentType)
+	if e.DataSchema != "" {
+		w.str(`,"dataschema":`, e.DataSchema)
+	}
+	if e.TraceParent != "" {
+		w.str(`,"traceparent":`, e.TraceParent)
+	}
+	w.b = append(w.b, `,"data":`...)
+}

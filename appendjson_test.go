@@ -74,6 +74,18 @@ func sameAsMarshal(t *testing.T, c *substate.Change) {
 	if err == nil && !bytes.Equal(got, want) {
 		t.Fatalf("encoded\n%s\njson.Marshal\n%s", got, want)
 	}
+	if err != nil {
+		return
+	}
+	// Its CloudEvent, the envelope written by hand around those bytes.
+	e := substate.NewChangeEvent(*c, "https://substate.example")
+	e.Data.Encoded = nil
+	want, wantErr = json.Marshal(&e)
+	e.Data.Encoded = got
+	got, err = substate.EncodeChangeEvent(&e)
+	if (err != nil) != (wantErr != nil) || err == nil && !bytes.Equal(got, want) {
+		t.Fatalf("change event\n%s (%v)\njson.Marshal\n%s (%v)", got, err, want, wantErr)
+	}
 }
 
 func FuzzEncodeChange(f *testing.F) {
@@ -109,5 +121,84 @@ func BenchmarkEncodeChange(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// fullEvent is a canonical event with every field set.
+func fullEvent() substate.Event {
+	at := time.Date(2026, 12, 1, 10, 4, 5, 123456789, time.UTC)
+	d := substate.EventData{
+		TenantID: "tenant-1", Provider: substate.ProviderStepFunctions, ExecutionID: "arn:aws:states:us-east-1:1:execution:p:e1",
+		Workflow: "provision-tenant", SubState: substate.StateBackingOff, RetryCount: 2, RetryCountKnown: true,
+		NextRetryAt: at.Add(time.Second), ErrorMessage: "quota \"exceeded\" <&>", ErrorType: "QuotaExceeded",
+		ErrorFingerprint: "stepfunctions/QuotaExceeded/quota", ProviderState: "RUNNING", Step: "CreateAccount",
+		OccurredAt: at, ExecutionStartedAt: at.Add(-time.Minute), Revision: 1<<63 + 5, MappingVersion: 5,
+	}
+	d.Normalize()
+	e := substate.NewEvent("0123456789abcdef", d)
+	e.DataSchema, e.TraceParent = "https://substate.example/schemas/event.json", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	e.Raw, e.Hop = substate.RawRef{Seq: 9, ID: "raw"}, "not data"
+	return e
+}
+
+func TestMarshalEventIsWhatMarshalWrites(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		event func(*substate.Event)
+	}{
+		{"every field", func(*substate.Event) {}},
+		{"optional fields unset", func(e *substate.Event) {
+			e.DataSchema, e.TraceParent = "", ""
+			e.Data.NextRetryAt, e.Data.ErrorFingerprint, e.Data.Step, e.Data.MappingVersion = time.Time{}, "", "", 0
+		}},
+		{"zero event", func(e *substate.Event) { *e = substate.Event{} }},
+		{"escapes", func(e *substate.Event) { e.Data.ErrorMessage, e.Subject = "a\"b\\c\x00\x1f\u2028<>&😀\n", "t\tx" }},
+		{"zones", func(e *substate.Event) {
+			e.Time = substate.Timestamp{Time: time.Date(2026, 1, 2, 3, 4, 5, 999999999, time.FixedZone("", -7*3600))}
+			e.Data.OccurredAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("", 5*3600+1800))
+		}},
+		{"negative numbers", func(e *substate.Event) { e.Data.RetryCount, e.Data.MappingVersion = -1, -2 }},
+		{"year 10000", func(e *substate.Event) { e.Data.ExecutionStartedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"envelope year 10000", func(e *substate.Event) {
+			e.Time = substate.Timestamp{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
+		}},
+		{"not utf-8", func(e *substate.Event) { e.Data.ErrorMessage = "\xff" }},
+		{"not utf-8 in the envelope", func(e *substate.Event) { e.ID = "\xc3(" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := fullEvent()
+			c.event(&e)
+			sameEventAsMarshal(t, e)
+		})
+	}
+}
+
+// sameEventAsMarshal fails unless MarshalEvent writes what json.Marshal
+// does, or fails where it does.
+func sameEventAsMarshal(t *testing.T, e substate.Event) {
+	t.Helper()
+	want, wantErr := json.Marshal(&e)
+	got, err := substate.MarshalEvent(e)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("error %v, json.Marshal's %v", err, wantErr)
+	}
+	if err == nil && !bytes.Equal(got, want) {
+		t.Fatalf("encoded\n%s\njson.Marshal\n%s", got, want)
+	}
+}
+
+func FuzzMarshalEvent(f *testing.F) {
+	f.Add("tenant-1", "quota \"exceeded\"", "", int64(1764583445123456789), 3600, -1, 0)
+	f.Add("\xff", "", "step", int64(0), 0, 0, 5)
+	f.Fuzz(func(t *testing.T, id, msg, step string, nanos int64, offset, retries, version int) {
+		e := fullEvent()
+		e.ID, e.Subject, e.Data.TenantID, e.Data.ErrorMessage, e.Data.Step = id, id, id, msg, step
+		e.Time = substate.Timestamp{Time: time.Unix(0, nanos)}
+		e.Data.OccurredAt = time.Unix(0, nanos).In(time.FixedZone("", offset%(200*3600)))
+		if nanos%3 == 0 {
+			e.Data.NextRetryAt = time.Time{}
+		}
+		e.Data.RetryCount, e.Data.MappingVersion = retries, version
+		sameEventAsMarshal(t, e)
 	})
 }
