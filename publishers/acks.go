@@ -22,22 +22,19 @@ import (
 //
 // nats.go's PublishMsgAsync does the same job with a future, two
 // channels, a reply subject and a timer per message and decodes every
-// acknowledgement with encoding/json: about 35 allocations a message, on
-// the two publishes every canonical event makes (docs/performance.md). A
-// round here registers once, and an acknowledgement's stream sequence and
-// duplicate flag are read off its bytes; only an error answer is decoded
-// as JSON. What a round reports is what the server answered for each
-// message: stored (or a duplicate), refused with its error, or nothing
-// yet when the round's wait ends.
+// acknowledgement with encoding/json; on the normalizer's and the change
+// feed's publishes that was about 32 allocations an event
+// (docs/performance.md). A round here registers once, and an
+// acknowledgement's stream sequence and duplicate flag are read off its
+// bytes; only an error answer is decoded as JSON. What a round reports is
+// what the server answered for each message: stored (or a duplicate),
+// refused with its error, or nothing yet when the round's wait ends.
 type acks struct {
 	nc *nats.Conn
 
-	once   sync.Once
-	prefix string // <inbox>. : a round's replies are <prefix><round>.<index>
-	sub    *nats.Subscription
-	err    error
-
 	mu     sync.Mutex
+	prefix string             // <inbox>. : a round's replies are <prefix><round>.<index>; set before sub
+	sub    *nats.Subscription // nil until the first round subscribes
 	next   uint64
 	rounds map[uint64]*ackRound
 }
@@ -46,23 +43,32 @@ type acks struct {
 // first use.
 func newAcks(nc *nats.Conn) *acks { return &acks{nc: nc} }
 
-// start subscribes to the collector's inbox once.
+// start subscribes to the collector's inbox on first use. A subscription
+// that fails (the connection closed) is not kept: the next round tries
+// again.
 func (a *acks) start() error {
-	a.once.Do(func() {
-		if a.nc == nil {
-			a.err = substate.Errorf(substate.EUNAVAILABLE, "publish: no nats connection")
-			return
-		}
-		a.prefix = a.nc.NewInbox() + "."
-		a.rounds = map[uint64]*ackRound{}
-		a.sub, a.err = a.nc.Subscribe(a.prefix+"*.*", a.receive)
-		if a.err == nil {
-			// The round's size bounds what is in flight; the defaults'
-			// 512k messages would only hide a stuck handler.
-			a.err = a.sub.SetPendingLimits(-1, 64<<20)
-		}
-	})
-	return a.err
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sub != nil {
+		return nil
+	}
+	if a.nc == nil {
+		return substate.Errorf(substate.EUNAVAILABLE, "publish: no nats connection")
+	}
+	a.prefix = a.nc.NewInbox() + "."
+	a.rounds = map[uint64]*ackRound{}
+	sub, err := a.nc.Subscribe(a.prefix+"*.*", a.receive)
+	if err != nil {
+		return err
+	}
+	// The round's size bounds what is in flight; the defaults' 512k
+	// messages would only hide a stuck handler.
+	if err := sub.SetPendingLimits(-1, 64<<20); err != nil {
+		_ = sub.Unsubscribe()
+		return err
+	}
+	a.sub = sub
+	return nil
 }
 
 // ackRound is the acknowledgements of one round of n messages.

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/bus"
 	"github.com/substatehq/substate/testkit/bustest"
 )
 
@@ -184,5 +185,27 @@ func TestAcksWaitsOnlyForWhatWasSent(t *testing.T) {
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("waited %s: for the unsent too", d)
+	}
+}
+
+// TestAcksOnAClosedConnection: a round on a connection that is gone is
+// an EUNAVAILABLE error, every time it is tried, and so is PublishEvents.
+func TestAcksOnAClosedConnection(t *testing.T) {
+	b := bustest.Open(t)
+	nc := bustest.Connect(t, b, bus.Worker)
+	nc.Close()
+	a := newAcks(nc)
+	for range 2 {
+		if _, err := a.round(1); substate.ErrorCode(err) != substate.EUNAVAILABLE {
+			t.Fatalf("round on a closed connection: %v, want EUNAVAILABLE", err)
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := substate.NewEvent("e1", substate.EventData{TenantID: "t", Provider: substate.ProviderEngine, ExecutionID: "x", SubState: substate.StateRunning})
+	if err := NewJetStream(js).PublishEvents(context.Background(), []substate.Event{ev}); substate.ErrorCode(err) != substate.EUNAVAILABLE {
+		t.Fatalf("PublishEvents on a closed connection: %v, want EUNAVAILABLE", err)
 	}
 }
