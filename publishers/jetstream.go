@@ -29,12 +29,12 @@ type JetStream struct {
 	// dataschema get the event schema there. Empty leaves them without.
 	SchemaBase string
 	// AckTimeout bounds the wait for a round of PublishEvents'
-	// acknowledgements; 0 means DefaultAckTimeout.
+	// acknowledgements, and for StoreRaw's; 0 means DefaultAckTimeout.
 	AckTimeout time.Duration
 
 	raw     atomic.Pointer[jetstream.Stream] // SUBSTATE_RAW, looked up once by RawBody
 	ackOnce sync.Once
-	acks    *acks // PublishEvents' acknowledgements, on JS's connection
+	acks    *acks // PublishEvents' and StoreRaw's acknowledgements, on JS's connection
 }
 
 // DefaultAckTimeout is how long a publish waits for the server's
@@ -57,30 +57,38 @@ func NewJetStream(js jetstream.JetStream) *JetStream {
 // the provider's event id as Nats-Msg-Id. A payload whose id the server
 // already holds is acknowledged as a duplicate and stored once.
 func (p *JetStream) PublishRaw(ctx context.Context, ev substate.RawEvent) error {
-	m, err := p.rawMsg(ev)
-	if err != nil {
-		return err
-	}
-	if _, err := p.JS.PublishMsg(ctx, m); err != nil {
-		return unavailable(err, "publish raw event")
-	}
-	return nil
+	_, _, err := p.StoreRaw(ctx, ev)
+	return err
 }
 
 // StoreRaw publishes a raw event as PublishRaw does and returns the
 // sequence of SUBSTATE_RAW that holds its id, and whether that message was
 // there already: JetStream dropped this one as a duplicate (within the
 // duplicate window) and answered with the sequence of the first.
+//
+// The answer is awaited on the connection's acknowledgement collector (a
+// round of one), as PublishEvents awaits its rounds, not with a request
+// of its own: the ingress stores every accepted delivery this way.
 func (p *JetStream) StoreRaw(ctx context.Context, ev substate.RawEvent) (uint64, bool, error) {
 	m, err := p.rawMsg(ev)
 	if err != nil {
 		return 0, false, err
 	}
-	ack, err := p.JS.PublishMsg(ctx, m)
+	a := p.eventAcks()
+	r, err := a.round(1)
 	if err != nil {
+		return 0, false, err
+	}
+	sent := 1
+	if err := a.publish(r, 0, m); err != nil {
+		a.wait(ctx, r, 0, 0) // forget the round
 		return 0, false, unavailable(err, "publish raw event")
 	}
-	return ack.Sequence, ack.Duplicate, nil
+	res := a.wait(ctx, r, sent, p.ackTimeout())
+	if err := p.settled(ctx, res, "publish raw event"); err != nil {
+		return 0, false, err
+	}
+	return res[0].Seq, res[0].Duplicate, nil
 }
 
 // RawBody returns the body of the message at seq in SUBSTATE_RAW. The
@@ -114,20 +122,62 @@ func (p *JetStream) rawStream(ctx context.Context) (jetstream.Stream, error) {
 	return s, nil
 }
 
-// PublishRawAsync publishes a raw payload as PublishRaw does without
-// waiting: the stored event is acknowledged on the returned future. A
-// caller that keeps many raw events in flight (a load generator, a bulk
-// import) awaits the futures in turn.
-func (p *JetStream) PublishRawAsync(ev substate.RawEvent) (jetstream.PubAckFuture, error) {
-	m, err := p.rawMsg(ev)
+// RawRound is a round of raw publishes awaited together: a caller that
+// keeps many raw events in flight (a load generator, a bulk import)
+// publishes each without waiting and then awaits them all at once, on the
+// connection's acknowledgement collector as StoreRaw is. A round is used by
+// one goroutine.
+type RawRound struct {
+	p    *JetStream
+	a    *acks
+	r    *ackRound
+	sent int
+}
+
+// NewRawRound starts a round of at most n raw publishes.
+func (p *JetStream) NewRawRound(n int) (*RawRound, error) {
+	a := p.eventAcks()
+	r, err := a.round(n)
 	if err != nil {
 		return nil, err
 	}
-	f, err := p.JS.PublishMsgAsync(m)
-	if err != nil {
-		return nil, unavailable(err, "publish raw event")
+	return &RawRound{p: p, a: a, r: r}, nil
+}
+
+// Len is how many raw events the round has sent.
+func (rr *RawRound) Len() int { return rr.sent }
+
+// Publish sends ev as PublishRaw does, without waiting for its answer. An
+// event past the round's size is an EINVALID error.
+func (rr *RawRound) Publish(ev substate.RawEvent) error {
+	if rr.sent >= len(rr.r.results) {
+		return substate.Errorf(substate.EINVALID, "raw round: full at %d events", rr.sent)
 	}
-	return f, nil
+	m, err := rr.p.rawMsg(ev)
+	if err != nil {
+		return err
+	}
+	if err := rr.a.publish(rr.r, rr.sent, m); err != nil {
+		return unavailable(err, "publish raw event")
+	}
+	rr.sent++
+	return nil
+}
+
+// Wait awaits the answers to every event sent, and returns how many were
+// duplicates of one stored before: an error when any was refused or left
+// without an answer. A round is waited for once.
+func (rr *RawRound) Wait(ctx context.Context) (duplicates int, err error) {
+	res := rr.a.wait(ctx, rr.r, rr.sent, rr.p.ackTimeout())
+	if err := rr.p.settled(ctx, res, "publish raw event"); err != nil {
+		return 0, err
+	}
+	for _, r := range res {
+		if r.Duplicate {
+			duplicates++
+		}
+	}
+	return duplicates, nil
 }
 
 // rawMsg is the message of a raw event: its body, its evidence headers, the
@@ -187,21 +237,34 @@ func (p *JetStream) publishRound(ctx context.Context, events []substate.Event) e
 		}
 		sent++
 	}
-	timeout := cmp.Or(p.AckTimeout, DefaultAckTimeout)
-	for _, res := range a.wait(ctx, r, sent, timeout) {
+	if err := p.settled(ctx, a.wait(ctx, r, sent, p.ackTimeout()), "publish event"); err != nil {
+		return err
+	}
+	return sendErr
+}
+
+// ackTimeout is how long a round waits for its acknowledgements.
+func (p *JetStream) ackTimeout() time.Duration { return cmp.Or(p.AckTimeout, DefaultAckTimeout) }
+
+// settled returns nil when the server stored every message of results
+// (or found it a duplicate), otherwise the first refusal, ctx's error, or
+// an EUNAVAILABLE error for a message left without an answer.
+func (p *JetStream) settled(ctx context.Context, results []pubResult, op string) error {
+	for _, res := range results {
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case res.Err != nil:
 			return res.Err
 		case !res.answered:
-			return substate.Errorf(substate.EUNAVAILABLE, "publish event: no acknowledgement within %s", timeout)
+			return substate.Errorf(substate.EUNAVAILABLE, "%s: no acknowledgement within %s", op, p.ackTimeout())
 		}
 	}
-	return sendErr
+	return nil
 }
 
-// eventAcks returns the collector of PublishEvents' acknowledgements.
+// eventAcks returns the collector of the acknowledgements of
+// PublishEvents and StoreRaw.
 func (p *JetStream) eventAcks() *acks {
 	p.ackOnce.Do(func() { p.acks = newAcks(p.JS.Conn()) })
 	return p.acks

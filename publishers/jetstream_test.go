@@ -2,11 +2,12 @@ package publishers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/publishers"
@@ -56,29 +57,30 @@ func TestPublishRawNeedsID(t *testing.T) {
 	}
 }
 
-func TestPublishRawAsync(t *testing.T) {
+func TestRawRound(t *testing.T) {
 	b := bustest.Open(t)
 	p := publishers.NewJetStream(b.JetStream)
+	ctx := context.Background()
 	raw := substate.RawEvent{Kind: substate.RawEngine, ID: "exec-1/1", Body: []byte(`{"id":"exec-1/1"}`),
 		Header: map[string]string{"Webhook-Id": "msg_1"}}
-	var acks []*jetstream.PubAck
-	for range 2 { // the second is a redelivery of the same id
-		f, err := p.PublishRawAsync(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case ack := <-f.Ok():
-			acks = append(acks, ack)
-		case err := <-f.Err():
+	other := substate.RawEvent{Kind: substate.RawEngine, ID: "exec-1/2", Body: []byte(`{"id":"exec-1/2"}`)}
+	r, err := p.NewRawRound(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []substate.RawEvent{raw, other, raw} { // the third is a redelivery of the first
+		if err := r.Publish(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if acks[0].Duplicate || !acks[1].Duplicate {
-		t.Fatalf("duplicate flags %v, %v: want the second only", acks[0].Duplicate, acks[1].Duplicate)
+	if err := r.Publish(other); substate.ErrorCode(err) != substate.EINVALID {
+		t.Fatalf("a fourth event in a round of three: %v, want EINVALID", err)
 	}
-	s, _ := b.JetStream.Stream(context.Background(), substate.StreamRaw)
-	m, err := s.GetMsg(context.Background(), acks[0].Sequence)
+	if dup, err := r.Wait(ctx); err != nil || dup != 1 || r.Len() != 3 {
+		t.Fatalf("round: %d duplicates of %d, %v; want 1 of 3", dup, r.Len(), err)
+	}
+	s, _ := b.JetStream.Stream(ctx, substate.StreamRaw)
+	m, err := s.GetMsg(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +92,49 @@ func TestPublishRawAsync(t *testing.T) {
 			t.Errorf("header %s missing: %v", h, m.Header)
 		}
 	}
-	if _, err := p.PublishRawAsync(substate.RawEvent{Kind: substate.RawEngine}); substate.ErrorCode(err) != substate.EINVALID {
+	if info, _ := s.Info(ctx); info.State.Msgs != 2 {
+		t.Errorf("%d messages stored, want 2", info.State.Msgs)
+	}
+	r, _ = p.NewRawRound(1)
+	if err := r.Publish(substate.RawEvent{Kind: substate.RawEngine}); substate.ErrorCode(err) != substate.EINVALID {
 		t.Fatalf("no id: got %v, want EINVALID", err)
+	}
+	if dup, err := r.Wait(ctx); err != nil || dup != 0 {
+		t.Fatalf("a round with nothing sent: %d, %v", dup, err)
+	}
+}
+
+// TestStoreRawRefused shows StoreRaw reports what the server answered
+// when it stores nothing: no stream for the subject, and a message over
+// the stream's size limit.
+func TestStoreRawRefused(t *testing.T) {
+	b := bustest.Open(t)
+	ctx := context.Background()
+	p := publishers.NewJetStream(b.JetStream)
+	s, err := b.JetStream.Stream(ctx, substate.StreamRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.MaxMsgSize = 512
+	if _, err := b.JetStream.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	big := substate.RawEvent{Kind: substate.RawEngine, ID: "big", Body: []byte(`{"x":"` + strings.Repeat("a", 1024) + `"}`)}
+	if _, _, err := p.StoreRaw(ctx, big); substate.ErrorCode(err) != substate.EUNAVAILABLE || !strings.Contains(err.Error(), "message size exceeds maximum") {
+		t.Fatalf("over the stream's size: %v, want the server's refusal", err)
+	}
+	if err := b.JetStream.DeleteStream(ctx, substate.StreamRaw); err != nil {
+		t.Fatal(err)
+	}
+	small := substate.RawEvent{Kind: substate.RawEngine, ID: "small", Body: []byte(`{}`)}
+	if _, _, err := p.StoreRaw(ctx, small); substate.ErrorCode(err) != substate.EUNAVAILABLE {
+		t.Fatalf("no stream: %v, want EUNAVAILABLE", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := p.StoreRaw(cctx, small); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled context: %v", err)
 	}
 }
 

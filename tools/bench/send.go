@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/publishers"
@@ -32,7 +30,9 @@ type sender struct {
 	toView     int64 // events sent that reach the view (not dropped as duplicates)
 	duplicates int   // publishes JetStream acknowledged as duplicates
 	bytes      int64 // raw bytes sent
-	pending    []jetstream.PubAckFuture
+	// The publishes awaiting their acknowledgement, in two rounds of up
+	// to inflight/2: the one being sent and the one sent before it.
+	current, previous *publishers.RawRound
 }
 
 // send publishes the events in order and returns once every publish is
@@ -42,32 +42,63 @@ func (s *sender) send(ctx context.Context, events []benchEvent, stop <-chan time
 	for i, e := range events {
 		select {
 		case <-stop:
-			return i, s.flush(ctx, 0)
+			return i, s.flush(ctx)
 		default:
 		}
 		if err := s.wait(ctx, i, start); err != nil {
+			return i, err
+		}
+		if err := s.turn(ctx); err != nil {
 			return i, err
 		}
 		raw := s.load.raw(e, make([]byte, 0, 1024)) // the client may keep it to resend
 		if s.probe != nil {
 			s.probe.markSent(e.key(), time.Now())
 		}
-		f, err := s.pub.PublishRawAsync(raw)
-		if err != nil {
+		if err := s.current.Publish(raw); err != nil {
 			return i, err
 		}
-		s.pending = append(s.pending, f)
 		s.bytes += int64(len(raw.Body))
 		if !e.sameID || e.redelivery == 0 {
 			s.toView++
 		}
-		if len(s.pending) >= s.inflight {
-			if err := s.flush(ctx, s.inflight/2); err != nil {
-				return i, err
-			}
-		}
 	}
-	return len(events), s.flush(ctx, 0)
+	return len(events), s.flush(ctx)
+}
+
+// roundSize is how many publishes one round holds: half of what may be
+// in flight, so one round is sent while the one before is answered.
+func (s *sender) roundSize() int { return max(s.inflight/2, 1) }
+
+// turn makes room for the next publish: once the current round is full,
+// it awaits the round before it and starts a new one.
+func (s *sender) turn(ctx context.Context) error {
+	if s.current != nil && s.current.Len() < s.roundSize() {
+		return nil
+	}
+	if err := s.settle(ctx, s.previous); err != nil {
+		return err
+	}
+	s.previous = s.current
+	r, err := s.pub.NewRawRound(s.roundSize())
+	if err != nil {
+		return err
+	}
+	s.current = r
+	return nil
+}
+
+// settle awaits round r's acknowledgements and counts its duplicates.
+func (s *sender) settle(ctx context.Context, r *publishers.RawRound) error {
+	if r == nil {
+		return nil
+	}
+	dup, err := r.Wait(ctx)
+	if err != nil {
+		return substate.WrapError(substate.EUNAVAILABLE, err, "bench: publish raw event")
+	}
+	s.duplicates += dup
+	return nil
 }
 
 // wait holds the i-th send back while the window is full or, with a rate,
@@ -92,21 +123,12 @@ func (s *sender) wait(ctx context.Context, i int, start time.Time) error {
 	return nil
 }
 
-// flush awaits the oldest acknowledgements until at most keep are pending.
-func (s *sender) flush(ctx context.Context, keep int) error {
-	n := max(len(s.pending)-keep, 0)
-	for _, f := range s.pending[:n] {
-		select {
-		case ack := <-f.Ok():
-			if ack.Duplicate {
-				s.duplicates++
-			}
-		case err := <-f.Err():
-			return substate.WrapError(substate.EUNAVAILABLE, err, "bench: publish raw event")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+// flush awaits every publish still unanswered.
+func (s *sender) flush(ctx context.Context) error {
+	previous, current := s.previous, s.current
+	s.previous, s.current = nil, nil
+	if err := s.settle(ctx, previous); err != nil {
+		return err
 	}
-	s.pending = append(s.pending[:0], s.pending[n:]...)
-	return nil
+	return s.settle(ctx, current)
 }
