@@ -179,7 +179,10 @@ func yamlMessage(le *yaml.LoadError) string {
 // entry's key, *, unquoted, which YAML reads as an alias.
 func starHint(src []byte, line int) string {
 	lines := bytes.Split(src, []byte("\n"))
-	for _, l := range lines[max(line-2, 0):min(line+1, len(lines))] {
+	// YAML also ends a line at a lone \r, so its line can lie past the
+	// last \n: the window is clamped to the lines there are.
+	end := min(line+1, len(lines))
+	for _, l := range lines[min(max(line-2, 0), end):end] {
 		if bytes.HasPrefix(bytes.TrimSpace(l), []byte("*")) {
 			return `; write the default entry's key quoted, as "*":`
 		}
