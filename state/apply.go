@@ -114,7 +114,7 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 		lastID: d.seqID,
 	}
 	err := d.view(func(tx *bolt.Tx) error {
-		tenants := tx.Bucket(bucketTenants)
+		tenants := keyedOf(tx.Bucket(bucketTenants))
 		for i := range batch {
 			s := &batch[i]
 			if s.Seq <= w.last {
@@ -122,7 +122,7 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 				continue
 			}
 			w.last, w.lastID = s.Seq, s.ID
-			rec, err := w.load(tenants, d.pending, s.Event.TenantID)
+			rec, err := w.load(&tenants, d.pending, s.Event.TenantID)
 			if err != nil {
 				return err
 			}
@@ -136,7 +136,7 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 
 // load returns the tenant's newest record: from this batch, else the
 // pending one, else the stored one (the zero Record when there is none).
-func (w *work) load(tenants *bolt.Bucket, pending map[string]Record, id string) (*Record, error) {
+func (w *work) load(tenants *keyed, pending map[string]Record, id string) (*Record, error) {
 	if rec, ok := w.next[id]; ok {
 		return rec, nil
 	}
@@ -241,7 +241,7 @@ func (d *DB) commit(w *work, seq uint64, id string) (uint64, error) {
 			}
 		}
 		next = firstDeadline(tx)
-		if err := putCheckpointEvent(b.meta, id); err != nil {
+		if err := putCheckpointEvent(b.meta.Bucket, id); err != nil {
 			return err
 		}
 		return b.meta.Put(keyCheckpoint, binary.BigEndian.AppendUint64(nil, seq))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -168,13 +169,13 @@ func decodeRecord(id string, b []byte) (Record, error) {
 	v := &r.View
 	v.TenantID = id
 	v.WorkflowSubState = subStateOf(d.byte())
-	v.WorkflowVerb = substate.Verb(d.string())
-	v.WorkflowStatus = substate.Status(d.string())
+	v.WorkflowVerb = substate.Verb(d.shared())
+	v.WorkflowStatus = substate.Status(d.shared())
 	v.WorkflowExecutionID = d.string()
 	v.WorkflowRetryCount = d.int()
 	v.WorkflowErrorMessage = d.string()
-	v.Provider = substate.Provider(d.string())
-	v.ProviderState = d.string()
+	v.Provider = substate.Provider(d.shared())
+	v.ProviderState = d.shared()
 	v.UpdatedAt = d.time()
 	v.LastEventAt = d.time()
 	r.ExecutionID = v.WorkflowExecutionID
@@ -206,10 +207,10 @@ func decodeRecord(id string, b []byte) (Record, error) {
 func decodeAdded(d *decoder, r *Record, flags byte) {
 	v := &r.View
 	if flags&flagWorkflowType != 0 {
-		v.WorkflowType = d.string()
+		v.WorkflowType = d.shared()
 	}
 	if flags&flagErrorKind != 0 {
-		v.WorkflowErrorType = d.string()
+		v.WorkflowErrorType = d.shared()
 		v.WorkflowErrorFingerprint = d.string()
 	}
 	if flags&flagSince != 0 {
@@ -311,6 +312,50 @@ func (d *decoder) string() string {
 	}
 	s := string(d.b[:n])
 	d.b = d.b[n:]
+	return s
+}
+
+// shared is string for a field whose few values most records repeat
+// (verb, status, provider and its state, workflow and error type): a
+// value decoded before is returned from the interned cache.
+func (d *decoder) shared() string {
+	n := d.uvarint()
+	if d.err || n > uint64(len(d.b)) {
+		d.err = true
+		return ""
+	}
+	s := intern(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// interned is a direct-mapped cache of short strings: each slot holds the
+// last string that hashed to it. It is bounded (internSlots strings of at
+// most internMax bytes), safe for concurrent decoders, and a miss costs
+// what string(b) costs, so a view of many distinct workflow types only
+// misses more often.
+var interned [internSlots]atomic.Pointer[string]
+
+const (
+	internSlots = 1024
+	internMax   = 48
+)
+
+// intern returns string(b), from the cache when a slot holds it.
+func intern(b []byte) string {
+	if len(b) == 0 || len(b) > internMax {
+		return string(b)
+	}
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := &interned[h%internSlots]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
 	return s
 }
 

@@ -91,19 +91,19 @@ func deadlineUnder(slos *substate.SLOs, rec *Record) (time.Time, substate.SLO) {
 
 // deadlineKey is v's key in the timer index, nil when it has none there
 // (no deadline, or stuck).
-func deadlineKey(v *substate.TenantView) []byte {
+func (b *buckets) deadlineKey(v *substate.TenantView) []byte {
 	if v.Deadline.IsZero() || v.Stuck {
 		return nil
 	}
-	return append(appendSince(make([]byte, 0, sinceLen+len(v.TenantID)), v.Deadline), v.TenantID...)
+	return b.cut(append(appendSince(b.arena, v.Deadline), v.TenantID...))
 }
 
 // stuckKey is v's key in the stuck index, nil when it is not stuck.
-func stuckKey(v *substate.TenantView) []byte {
+func (b *buckets) stuckKey(v *substate.TenantView) []byte {
 	if !v.Stuck {
 		return nil
 	}
-	return append(appendSince(make([]byte, 0, sinceLen+len(v.TenantID)), v.StuckSince), v.TenantID...)
+	return b.cut(append(appendSince(b.arena, v.StuckSince), v.TenantID...))
 }
 
 // stuckCountKey is the stuck-counts key of a stuck view.
@@ -125,9 +125,9 @@ func (b *buckets) trackDeadlines(old, next *Record) error {
 	}
 	var fromD, fromS []byte
 	if ov != nil {
-		fromD, fromS = deadlineKey(ov), stuckKey(ov)
+		fromD, fromS = b.deadlineKey(ov), b.stuckKey(ov)
 	}
-	if toD := deadlineKey(nv); !bytes.Equal(fromD, toD) || (toD != nil && ov.DeadlineSLO != nv.DeadlineSLO) {
+	if toD := b.deadlineKey(nv); !bytes.Equal(fromD, toD) || (toD != nil && ov.DeadlineSLO != nv.DeadlineSLO) {
 		if fromD != nil {
 			if err := b.deadlines.Delete(fromD); err != nil {
 				return err
@@ -139,7 +139,7 @@ func (b *buckets) trackDeadlines(old, next *Record) error {
 			}
 		}
 	}
-	if err := move(b.stuck, fromS, stuckKey(nv)); err != nil {
+	if err := move(&b.stuck, fromS, b.stuckKey(nv)); err != nil {
 		return err
 	}
 	var from, to string

@@ -27,11 +27,15 @@ var (
 )
 
 func updatedKey(v *substate.TenantView) []byte {
+	return appendUpdatedKey(make([]byte, 0, 8+len(v.TenantID)), v)
+}
+
+func appendUpdatedKey(b []byte, v *substate.TenantView) []byte {
 	ns := uint64(0)
 	if !v.UpdatedAt.IsZero() && v.UpdatedAt.UnixNano() > 0 {
 		ns = uint64(v.UpdatedAt.UnixNano())
 	}
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(v.TenantID)), ns), v.TenantID...)
+	return append(binary.BigEndian.AppendUint64(b, ns), v.TenantID...)
 }
 
 // trackDerived moves next's by-updated key from where old had it, and
@@ -40,9 +44,9 @@ func (b *buckets) trackDerived(old, next *Record) error {
 	var from []byte
 	var oldCode byte
 	if old != nil {
-		from, oldCode = updatedKey(&old.View), subStateCode(old.View.WorkflowSubState)
+		from, oldCode = b.cut(appendUpdatedKey(b.arena, &old.View)), subStateCode(old.View.WorkflowSubState)
 	}
-	if err := move(b.updated, from, updatedKey(&next.View)); err != nil {
+	if err := move(&b.updated, from, b.cut(appendUpdatedKey(b.arena, &next.View))); err != nil {
 		return err
 	}
 	if newCode := subStateCode(next.View.WorkflowSubState); newCode != oldCode {

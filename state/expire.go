@@ -44,7 +44,7 @@ func (d *DB) ExpireDeadlines(ctx context.Context, upTo time.Time, limit int) (re
 		cut = utc(upTo)
 	}
 	err = d.view(func(tx *bolt.Tx) error {
-		tenants := tx.Bucket(bucketTenants)
+		tenants := keyedOf(tx.Bucket(bucketTenants))
 		c := tx.Bucket(bucketDeadlines).Cursor()
 		n := 0
 		for k, _ := c.First(); k != nil && dueBefore(k, cut); k, _ = c.Next() {
@@ -57,7 +57,7 @@ func (d *DB) ExpireDeadlines(ctx context.Context, upTo time.Time, limit int) (re
 			if !ok {
 				return fmt.Errorf("timer index key %x names no tenant", k)
 			}
-			rec, err := w.load(tenants, d.pending, id)
+			rec, err := w.load(&tenants, d.pending, id)
 			if err != nil {
 				return err
 			}

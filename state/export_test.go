@@ -70,7 +70,7 @@ func verifyIndexes(tx *bolt.Tx) error {
 		if err != nil {
 			return fmt.Errorf("tenant %q: %w", k, err)
 		}
-		ks := keysOf(&rec.View)
+		ks := new(buckets).keysOf(&rec.View)
 		want[string(bucketSubState)] = append(want[string(bucketSubState)], ks.subState)
 		want[string(bucketRetry)] = append(want[string(bucketRetry)], ks.retry)
 		if ks.errorKey != nil {
@@ -285,13 +285,13 @@ func verifyDeadlines(tx *bolt.Tx) error {
 		if view.WorkflowSubState.Terminal() && !view.Deadline.IsZero() {
 			return fmt.Errorf("terminal tenant %q holds deadline %s", k, view.Deadline)
 		}
-		if dk := deadlineKey(view); dk != nil {
+		if dk := new(buckets).deadlineKey(view); dk != nil {
 			want[string(bucketDeadlines)][string(dk)] = true
 			if v := tx.Bucket(bucketDeadlines).Get(dk); len(v) != 1 || v[0] != deadlineByte(view) {
 				return fmt.Errorf("timer index entry of %q says SLO %x, the record %q", k, v, view.DeadlineSLO)
 			}
 		}
-		if sk := stuckKey(view); sk != nil {
+		if sk := new(buckets).stuckKey(view); sk != nil {
 			want[string(bucketStuck)][string(sk)] = true
 			counts[stuckCountKey(view)]++
 		}

@@ -62,7 +62,7 @@ func (g *groupBuild) save(b *buckets) error {
 		}
 	}
 	for ref, n := range g.values {
-		if err := putValue(b.values, ref.dim, ref.id, g.names[ref], n); err != nil {
+		if err := putValue(&b.values, ref.dim, ref.id, g.names[ref], n); err != nil {
 			return err
 		}
 	}

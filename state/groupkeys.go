@@ -153,7 +153,10 @@ func cellPrefix(dim byte, id valueID, c cell) []byte {
 
 // memberKey is the group-members key of a tenant at p in dim.
 func memberKey(dim byte, p place, tenant string) []byte {
-	b := make([]byte, 0, memberHead+len(tenant))
+	return appendMemberKey(make([]byte, 0, memberHead+len(tenant)), dim, p, tenant)
+}
+
+func appendMemberKey(b []byte, dim byte, p place, tenant string) []byte {
 	b = append(b, dim)
 	b = binary.BigEndian.AppendUint64(b, uint64(p.id))
 	b = append(b, p.c.ss, p.c.prov, p.c.err)

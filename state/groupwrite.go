@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/substatehq/substate"
 )
 
@@ -59,13 +57,13 @@ func (b *buckets) trackGroups(old, next *Record) error {
 			continue
 		}
 		if hadFrom {
-			if err := b.members.Delete(memberKey(dim, from, old.View.TenantID)); err != nil {
+			if err := b.members.Delete(b.cut(appendMemberKey(b.arena, dim, from, old.View.TenantID))); err != nil {
 				return err
 			}
 			b.groups.add(dim, from, -1)
 		}
 		if hasTo {
-			if err := b.members.Put(memberKey(dim, to, next.View.TenantID), nil); err != nil {
+			if err := b.members.Put(b.cut(appendMemberKey(b.arena, dim, to, next.View.TenantID)), nil); err != nil {
 				return err
 			}
 			b.groups.add(dim, to, +1)
@@ -125,7 +123,7 @@ func (b *buckets) resolve(dim byte, value string) (valueID, error) {
 			return 0, err
 		}
 		id = valueID(seq)
-		if err := putValue(b.values, dim, id, value, 0); err != nil {
+		if err := putValue(&b.values, dim, id, value, 0); err != nil {
 			return 0, err
 		}
 	}
@@ -134,7 +132,7 @@ func (b *buckets) resolve(dim byte, value string) (valueID, error) {
 }
 
 // putValue stores the two entries of a value with its tenants.
-func putValue(values *bolt.Bucket, dim byte, id valueID, value string, n int64) error {
+func putValue(values *keyed, dim byte, id valueID, value string, n int64) error {
 	if err := values.Put(nameKey(dim, value), binary.BigEndian.AppendUint64(nil, uint64(id))); err != nil {
 		return err
 	}
@@ -168,7 +166,7 @@ func (b *buckets) saveGroups() error {
 		}
 	}
 	for ref, d := range g.values {
-		if err := addToValue(b.values, ref, d); err != nil {
+		if err := addToValue(&b.values, ref, d); err != nil {
 			return err
 		}
 	}
@@ -176,7 +174,7 @@ func (b *buckets) saveGroups() error {
 	// away in the same transaction) is removed too.
 	for key, id := range g.ids {
 		if _, ok := g.values[dimID{key.dim, id}]; !ok {
-			if err := addToValue(b.values, dimID{key.dim, id}, 0); err != nil {
+			if err := addToValue(&b.values, dimID{key.dim, id}, 0); err != nil {
 				return err
 			}
 		}
@@ -185,7 +183,7 @@ func (b *buckets) saveGroups() error {
 }
 
 // addToValue adds d to a value's tenants, deleting it at none.
-func addToValue(values *bolt.Bucket, ref dimID, d int64) error {
+func addToValue(values *keyed, ref dimID, d int64) error {
 	k := idKey(ref.dim, ref.id)
 	v := values.Get(k)
 	if len(v) < 8 {

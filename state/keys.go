@@ -75,11 +75,19 @@ func subStateOf(code byte) substate.SubState {
 }
 
 func subStateKey(s substate.SubState, id string) []byte {
-	return append(append(make([]byte, 0, 1+len(id)), subStateCode(s)), id...)
+	return appendSubStateKey(make([]byte, 0, 1+len(id)), s, id)
+}
+
+func appendSubStateKey(b []byte, s substate.SubState, id string) []byte {
+	return append(append(b, subStateCode(s)), id...)
 }
 
 func retryKey(n int, id string) []byte {
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(id)), uint64(max(n, 0))), id...)
+	return appendRetryKey(make([]byte, 0, 8+len(id)), n, id)
+}
+
+func appendRetryKey(b []byte, n int, id string) []byte {
+	return append(binary.BigEndian.AppendUint64(b, uint64(max(n, 0))), id...)
 }
 
 // indexKeys are the keys a record has in the three indexes; errorKey is
@@ -88,63 +96,79 @@ type indexKeys struct {
 	subState, errorKey, retry []byte
 }
 
-func keysOf(v *substate.TenantView) indexKeys {
+func (b *buckets) keysOf(v *substate.TenantView) indexKeys {
 	k := indexKeys{
-		subState: subStateKey(v.WorkflowSubState, v.TenantID),
-		retry:    retryKey(v.WorkflowRetryCount, v.TenantID),
+		subState: b.cut(appendSubStateKey(b.arena, v.WorkflowSubState, v.TenantID)),
+		retry:    b.cut(appendRetryKey(b.arena, v.WorkflowRetryCount, v.TenantID)),
 	}
 	if v.WorkflowErrorMessage != "" {
-		k.errorKey = []byte(v.TenantID)
+		k.errorKey = b.cut(append(b.arena, v.TenantID...))
 	}
 	return k
 }
 
+// cut returns the key just appended to b.arena (key is that append) and
+// keeps it there, capped so that the next key appended cannot write over
+// it. The arena holds the keys of one tenant's put (see put); an append
+// that outgrew it copied it, and the keys cut before keep the array they
+// are in.
+func (b *buckets) cut(key []byte) []byte {
+	start := len(b.arena)
+	b.arena = key
+	return key[start:len(key):len(key)]
+}
+
 // buckets are the write transaction's handles on the view's buckets.
 type buckets struct {
-	tenants, subState, errors, retry, meta *bolt.Bucket
-	updated                                *bolt.Bucket      // see derived.go
+	tenants, subState, errors, retry, meta keyed
+	updated                                keyed             // see derived.go
 	moved                                  [codeFailed]int64 // count changes by sub-state, not saved yet (saveCounts)
-	values, counts, members                *bolt.Bucket      // see groupkeys.go
+	values, counts, members                keyed             // see groupkeys.go
 	groups                                 *groupWork        // group count changes, not saved yet (saveGroups)
-	deadlines, stuck, stuckCounts          *bolt.Bucket      // see deadline.go
+	deadlines, stuck, stuckCounts          keyed             // see deadline.go
 	stuckMoved                             map[string]int64  // stuck count changes, not saved yet (saveStuckCounts)
+	// arena holds the index keys of the put under way: bbolt copies a key
+	// it stores and only searches with one it deletes, so a put's keys
+	// can share one buffer, and the next put reuses it.
+	arena []byte
 }
 
 func bucketsOf(tx *bolt.Tx) buckets {
 	return buckets{
-		tenants:     tx.Bucket(bucketTenants),
-		subState:    tx.Bucket(bucketSubState),
-		errors:      tx.Bucket(bucketError),
-		retry:       tx.Bucket(bucketRetry),
-		meta:        tx.Bucket(bucketMeta),
-		updated:     tx.Bucket(bucketUpdated),
-		values:      tx.Bucket(bucketGroupValues),
-		counts:      tx.Bucket(bucketGroupCounts),
-		members:     tx.Bucket(bucketGroupMembers),
-		deadlines:   tx.Bucket(bucketDeadlines),
-		stuck:       tx.Bucket(bucketStuck),
-		stuckCounts: tx.Bucket(bucketStuckCounts),
+		tenants:     keyedOf(tx.Bucket(bucketTenants)),
+		subState:    keyedOf(tx.Bucket(bucketSubState)),
+		errors:      keyedOf(tx.Bucket(bucketError)),
+		retry:       keyedOf(tx.Bucket(bucketRetry)),
+		meta:        keyedOf(tx.Bucket(bucketMeta)),
+		updated:     keyedOf(tx.Bucket(bucketUpdated)),
+		values:      keyedOf(tx.Bucket(bucketGroupValues)),
+		counts:      keyedOf(tx.Bucket(bucketGroupCounts)),
+		members:     keyedOf(tx.Bucket(bucketGroupMembers)),
+		deadlines:   keyedOf(tx.Bucket(bucketDeadlines)),
+		stuck:       keyedOf(tx.Bucket(bucketStuck)),
+		stuckCounts: keyedOf(tx.Bucket(bucketStuckCounts)),
 	}
 }
 
 // put stores next and moves its index entries from where old had them; old
 // is nil for a tenant not stored yet.
 func (b *buckets) put(old *Record, next *Record) error {
-	if err := b.tenants.Put([]byte(next.View.TenantID), encodeRecord(next)); err != nil {
+	b.arena = b.arena[:0]
+	if err := b.tenants.Put(b.cut(append(b.arena, next.View.TenantID...)), encodeRecord(next)); err != nil {
 		return err
 	}
-	nk := keysOf(&next.View)
+	nk := b.keysOf(&next.View)
 	var ok indexKeys
 	if old != nil {
-		ok = keysOf(&old.View)
+		ok = b.keysOf(&old.View)
 	}
-	if err := move(b.subState, ok.subState, nk.subState); err != nil {
+	if err := move(&b.subState, ok.subState, nk.subState); err != nil {
 		return err
 	}
-	if err := move(b.errors, ok.errorKey, nk.errorKey); err != nil {
+	if err := move(&b.errors, ok.errorKey, nk.errorKey); err != nil {
 		return err
 	}
-	if err := move(b.retry, ok.retry, nk.retry); err != nil {
+	if err := move(&b.retry, ok.retry, nk.retry); err != nil {
 		return err
 	}
 	if err := b.trackDerived(old, next); err != nil {
@@ -157,7 +181,7 @@ func (b *buckets) put(old *Record, next *Record) error {
 }
 
 // move replaces index key from with to; either may be nil.
-func move(b *bolt.Bucket, from, to []byte) error {
+func move(b *keyed, from, to []byte) error {
 	if bytes.Equal(from, to) {
 		return nil
 	}

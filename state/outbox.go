@@ -263,7 +263,7 @@ func (d *DB) removeNow() error {
 // deleteRemoved deletes the changes the feed removed from the outbox
 // bucket. d.pmu must be held for writing.
 func (d *DB) deleteRemoved(tx *bolt.Tx) error {
-	b := tx.Bucket(bucketOutbox)
+	b := keyedOf(tx.Bucket(bucketOutbox))
 	var k [8]byte
 	for s := range d.removed {
 		binary.BigEndian.PutUint64(k[:], s)

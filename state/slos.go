@@ -153,7 +153,7 @@ func (d *DB) recomputeBatch(slos *substate.SLOs, after []byte) (int, []byte, err
 	var last []byte
 	n := 0
 	err := d.view(func(tx *bolt.Tx) error {
-		tenants := tx.Bucket(bucketTenants)
+		tenants := keyedOf(tx.Bucket(bucketTenants))
 		c := tx.Bucket(bucketSubState).Cursor()
 		k, _ := c.Seek([]byte{firstActiveCode})
 		if after != nil {
@@ -167,7 +167,7 @@ func (d *DB) recomputeBatch(slos *substate.SLOs, after []byte) (int, []byte, err
 				return nil
 			}
 			n++
-			rec, err := w.load(tenants, d.pending, string(k[1:]))
+			rec, err := w.load(&tenants, d.pending, string(k[1:]))
 			if err != nil {
 				return err
 			}
