@@ -72,15 +72,28 @@ const (
 )
 
 // EventTypeFor returns the CloudEvents type of a canonical event that
-// reports sub-state s: io.substate.execution.<subState>.v1.
-func EventTypeFor(s SubState) string { return EventTypePrefix + string(s) + EventTypeSuffix }
+// reports sub-state s: io.substate.execution.<subState>.v1, made once for
+// each sub-state (every event is typed, and decoded ones checked).
+func EventTypeFor(s SubState) string {
+	for i, k := range SubStates {
+		if k == s {
+			return eventTypes[i]
+		}
+	}
+	return eventType(s)
+}
+
+func eventType(s SubState) string { return EventTypePrefix + string(s) + EventTypeSuffix }
+
+// eventTypes are the types of SubStates, in their order.
+var eventTypes = EventTypes()
 
 // EventTypes are the CloudEvents types of canonical events, one per
 // sub-state.
 func EventTypes() []string {
 	out := make([]string, 0, len(SubStates))
 	for _, s := range SubStates {
-		out = append(out, EventTypeFor(s))
+		out = append(out, eventType(s))
 	}
 	return out
 }

@@ -141,3 +141,27 @@ func BenchmarkUnmarshalEvent(b *testing.B) {
 		}
 	}
 }
+
+// Each sub-state's event type is its own, spelled as the contract says,
+// and a sub-state outside the list is typed the same way.
+func TestEventTypeFor(t *testing.T) {
+	for _, tt := range []struct {
+		s    substate.SubState
+		want string
+	}{
+		{substate.StateRunning, "io.substate.execution.running.v1"},
+		{substate.StateWaiting, "io.substate.execution.waiting.v1"},
+		{substate.StateBackingOff, "io.substate.execution.backing-off.v1"},
+		{substate.StateError, "io.substate.execution.error.v1"},
+		{substate.StateSucceeded, "io.substate.execution.succeeded.v1"},
+		{substate.StateFailed, "io.substate.execution.failed.v1"},
+		{"paused", "io.substate.execution.paused.v1"},
+	} {
+		if got := substate.EventTypeFor(tt.s); got != tt.want {
+			t.Errorf("EventTypeFor(%q) = %q, want %q", tt.s, got, tt.want)
+		}
+	}
+	if got := substate.EventTypes(); len(got) != len(substate.SubStates) || got[2] != "io.substate.execution.backing-off.v1" {
+		t.Errorf("EventTypes() = %q", got)
+	}
+}
