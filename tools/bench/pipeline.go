@@ -96,6 +96,11 @@ func (p *benchPipeline) waitNormalized(ctx context.Context, n uint64, idle time.
 // gives up when it did not move for idle; what names the count in the
 // error.
 func waitCount(ctx context.Context, n uint64, idle time.Duration, what string, count func() (uint64, bool, error)) error {
+	return waitCountEvery(ctx, n, idle, 5*time.Millisecond, what, count)
+}
+
+// waitCountEvery is waitCount asking count every so often.
+func waitCountEvery(ctx context.Context, n uint64, idle, every time.Duration, what string, count func() (uint64, bool, error)) error {
 	last, since := uint64(0), time.Now()
 	for {
 		got, settled, err := count()
@@ -110,7 +115,7 @@ func waitCount(ctx context.Context, n uint64, idle time.Duration, what string, c
 		} else if time.Since(since) > idle {
 			return fmt.Errorf("bench: %s %d of %d events and nothing for %s", what, got, n, idle)
 		}
-		if err := timex.Sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := timex.Sleep(ctx, every); err != nil {
 			return err
 		}
 	}
