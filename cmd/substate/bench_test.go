@@ -250,7 +250,7 @@ func TestBenchSteady(t *testing.T) {
 	}
 	// The worker's check verified the fill before the phase, and every
 	// accepted event in it.
-	if rep.EvidenceChecked < rep.Accepted || rep.WorkerCPUPerEvent <= 0 || rep.EvidenceCPUPerEvent <= 0 || rep.BenchCPUPerEvent <= 0 || rep.CommitsPerEvent <= 0 || rep.WorkerPeakRSSMiB <= 0 {
+	if rep.EvidenceChecked < rep.Accepted || rep.WorkerCPUPerEvent <= 0 || rep.EvidenceCPUPerEvent <= 0 || rep.BenchCPUPerEvent <= 0 || rep.CommitsPerEvent <= 0 || rep.BytesPerEvent <= 0 || rep.WorkerPeakRSSMiB <= 0 {
 		t.Errorf("report %+v", rep)
 	}
 	if rep.Refused == 0 && rep.ViewCheck != "ok" {

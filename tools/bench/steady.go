@@ -55,6 +55,9 @@ type SteadyReport struct {
 	// CommitsPerEvent is the view's transactions per accepted event: at a
 	// moderate rate the batches are small.
 	CommitsPerEvent float64 `json:"viewCommitsPerEvent"`
+	// BytesPerEvent is what the view's commits wrote to its file per
+	// accepted event: the pages the batch's changes dirtied.
+	BytesPerEvent float64 `json:"viewBytesWrittenPerEvent"`
 	// FeedLag is the time from a status change's request to its change on
 	// the change feed, as a reader of SUBSTATE_CHANGES sees it: what the
 	// batch lingers of both stages, the view's commit and the feed's
@@ -108,7 +111,7 @@ func (b *benchRun) steady(ctx context.Context, progress func(string)) (_ *Steady
 		return nil, err
 	}
 	progress(fmt.Sprintf("steady: %.0f events/s over HTTP for %s", rate, b.Steady))
-	names := []string{metricCPU, metricEvidence, metricEvidenceSeconds, metricCommits}
+	names := []string{metricCPU, metricEvidence, metricEvidenceSeconds, metricCommits, metricWritten}
 	m0, err := child.metrics(names...)
 	if err != nil {
 		return nil, err
@@ -143,6 +146,7 @@ func (b *benchRun) steady(ctx context.Context, progress func(string)) (_ *Steady
 		EvidenceChecked:     int(m1[metricEvidence] - m0[metricEvidence]),
 		BenchCPUPerEvent:    per(benchCPU.Seconds()),
 		CommitsPerEvent:     (m1[metricCommits] - m0[metricCommits]) / float64(max(n, 1)),
+		BytesPerEvent:       (m1[metricWritten] - m0[metricWritten]) / float64(max(n, 1)),
 		FeedLag:             feed,
 		WorkerPeakRSSMiB:    mib(rss),
 		ViewCheck:           "not checked: requests were refused, so which status change is a tenant's last is not known",
@@ -178,7 +182,7 @@ func (r *SteadyReport) print(w io.Writer) {
 	fmt.Fprintf(w, "worker CPU %.1f µs per accepted event, its evidence check's %.1f of it (%d events checked); the bench's (NATS server, HTTP clients) %.1f\n",
 		r.WorkerCPUPerEvent, r.EvidenceCPUPerEvent, r.EvidenceChecked, r.BenchCPUPerEvent)
 	fmt.Fprintf(w, "request → change feed: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d changes)\n", r.FeedLag.P50, r.FeedLag.P99, r.FeedLag.Max, r.FeedLag.Samples)
-	fmt.Fprintf(w, "view commits per event %.3f; worker peak RSS %.0f MiB; view: %s\n", r.CommitsPerEvent, r.WorkerPeakRSSMiB, r.ViewCheck)
+	fmt.Fprintf(w, "view commits per event %.3f, bytes written per event %s; worker peak RSS %.0f MiB; view: %s\n", r.CommitsPerEvent, figure(r.BytesPerEvent), r.WorkerPeakRSSMiB, r.ViewCheck)
 }
 
 // maxKey is the largest key of events, -1 for none.
