@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,54 +9,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/httpapi"
 	"github.com/substatehq/substate/internal/httpx"
 )
-
-// decodeChange reads one change-feed message, a CloudEvent around the
-// change. It is the one place that knows the feed's payload. It decodes
-// only what a page reads apart from the new view, which it keeps as the
-// feed encoded it: a change reaches the pages without being decoded and
-// encoded again.
-func decodeChange(data []byte) (liveChange, error) {
-	var e struct {
-		SpecVersion string `json:"specversion"`
-		Source      string `json:"source"`
-		Data        struct {
-			Seq      uint64 `json:"seq"`
-			TenantID string `json:"tenantId"`
-			Old      struct {
-				SubState substate.SubState `json:"workflowSubState"`
-			} `json:"old"`
-			New jsontext.Value `json:"new"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(data, &e, feedDecoding); err != nil {
-		return liveChange{}, substate.WrapError(substate.EINVALID, err, "decode change event")
-	}
-	if e.SpecVersion != substate.CloudEventsSpecVersion || e.Source != substate.ChangeSource {
-		return liveChange{}, substate.Errorf(substate.EINVALID, "not a substate change (specversion %q, source %q)", e.SpecVersion, e.Source)
-	}
-	d := e.Data
-	if bytes.ContainsAny(d.New, "\r\n") { // an SSE frame's data is one line
-		if err := d.New.Compact(); err != nil {
-			return liveChange{}, substate.WrapError(substate.EINVALID, err, "decode change event")
-		}
-	}
-	ch := liveChange{seq: d.Seq, tenantID: d.TenantID, oldSubState: d.Old.SubState, new: d.New}
-	if ch.tenantID == "" { // a change of a feed older than its tenantId
-		var v struct {
-			TenantID string `json:"tenantId"`
-		}
-		_ = json.Unmarshal(d.New, &v)
-		ch.tenantID = v.TenantID
-	}
-	return ch, nil
-}
 
 // feedDecoding decodes change-feed messages, which the projector encodes
 // with each member once: checking for names given twice would cost a
