@@ -74,10 +74,6 @@ func subStateOf(code byte) substate.SubState {
 	return substate.SubStates[code-1]
 }
 
-func subStateKey(s substate.SubState, id string) []byte {
-	return appendSubStateKey(make([]byte, 0, 1+len(id)), s, id)
-}
-
 func appendSubStateKey(b []byte, s substate.SubState, id string) []byte {
 	return append(append(b, subStateCode(s)), id...)
 }
