@@ -304,29 +304,23 @@ func (d *decoder) int() int {
 	return int(x)
 }
 
-func (d *decoder) string() string {
-	n := d.uvarint()
-	if d.err || n > uint64(len(d.b)) {
-		d.err = true
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
-}
+func (d *decoder) string() string { return string(d.text()) }
 
 // shared is string for a field whose few values most records repeat
 // (verb, status, provider and its state, workflow and error type): a
 // value decoded before is returned from the interned cache.
-func (d *decoder) shared() string {
+func (d *decoder) shared() string { return intern(d.text()) }
+
+// text reads a length-prefixed string's bytes, a part of the record.
+func (d *decoder) text() []byte {
 	n := d.uvarint()
 	if d.err || n > uint64(len(d.b)) {
 		d.err = true
-		return ""
+		return nil
 	}
-	s := intern(d.b[:n])
+	b := d.b[:n]
 	d.b = d.b[n:]
-	return s
+	return b
 }
 
 // interned is a direct-mapped cache of short strings: each slot holds the

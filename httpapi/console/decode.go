@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +57,6 @@ func decodeChange(data []byte) (liveChange, error) {
 var (
 	feedDecoders = sync.Pool{New: func() any { return jsontext.NewDecoder(noInput, feedDecoding) }}
 	noInput      = bytes.NewReader(nil)
-	errNotChange = errors.New("not a substate change")
 )
 
 // readChange reads the envelope: its specversion and source, which must be
@@ -81,10 +81,10 @@ func readChange(d *jsontext.Decoder) (liveChange, error) {
 		return ch, err
 	}
 	if _, err := d.ReadToken(); err != io.EOF {
-		return ch, cmpErr(err, errors.New("data after the change event"))
+		return ch, cmp.Or(err, errors.New("data after the change event"))
 	}
 	if spec != substate.CloudEventsSpecVersion || source != substate.ChangeSource {
-		return ch, fmt.Errorf("%w (specversion %q, source %q)", errNotChange, spec, source)
+		return ch, fmt.Errorf("not a substate change (specversion %q, source %q)", spec, source)
 	}
 	return ch, nil
 }
@@ -203,11 +203,4 @@ func readUint(d *jsontext.Decoder, old uint64) (uint64, error) {
 		return old, errors.New("want a JSON number")
 	}
 	return strconv.ParseUint(string(v), 10, 64)
-}
-
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
