@@ -1,6 +1,10 @@
 package mapping_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/substatehq/substate"
@@ -142,5 +146,63 @@ func TestEventID(t *testing.T) {
 		if o == a {
 			t.Errorf("EventID collides: %q", o)
 		}
+	}
+}
+
+// An event id is the hex SHA-256 of the raw kind, the raw id, the index
+// and the mapping version, NUL-separated: ids stored by any earlier build
+// are asked again by the evidence check, so the bytes hashed never change.
+// Version 0 (events from before they carried it) is version 1.
+func TestEventIDPinned(t *testing.T) {
+	for _, tt := range []struct {
+		raw            substate.RawEvent
+		index, version int
+		want           string
+	}{
+		{substate.RawEvent{Kind: substate.RawEventBridge, ID: "ev-1"}, 0, 5, "4377c1e394c2a3bb96a3071d83d7630e4ba9aebdf3d973dde3d071878e006b7d"},
+		{substate.RawEvent{Kind: substate.RawRestate, ID: "inv_1abc"}, 2, 0, "246beccae5c1ed50a86445a4839928cca8f0fe4dbe74c982fa6138724243dcef"},
+		{substate.RawEvent{Kind: substate.RawRestate, ID: "inv_1abc"}, 2, 1, "246beccae5c1ed50a86445a4839928cca8f0fe4dbe74c982fa6138724243dcef"},
+	} {
+		if got := mapping.EventIDOf(tt.raw, tt.index, tt.version); got != tt.want {
+			t.Errorf("EventIDOf(%q, %q, %d, %d) = %s, want %s", tt.raw.Kind, tt.raw.ID, tt.index, tt.version, got, tt.want)
+		}
+	}
+}
+
+// FuzzEventID holds EventIDOf to the streaming hash it replaced, for ids
+// short enough to hash on the stack and long ones alike.
+func FuzzEventID(f *testing.F) {
+	f.Add("stepfunctions.eventbridge", "ev-1", 0, 5)
+	f.Add("restate.invocation", strings.Repeat("x", 300), -1, -7)
+	f.Add("", "", 1<<40, 1<<62)
+	f.Fuzz(func(t *testing.T, kind, id string, index, version int) {
+		raw := substate.RawEvent{Kind: substate.RawKind(kind), ID: id}
+		if got, want := mapping.EventIDOf(raw, index, version), streamedEventID(raw, index, version); got != want {
+			t.Fatalf("EventIDOf(%q, %q, %d, %d) = %s, the streamed hash %s", kind, id, index, version, got, want)
+		}
+	})
+}
+
+// streamedEventID is EventIDOf as it was first written: a streaming
+// hash.Hash written part by part.
+func streamedEventID(raw substate.RawEvent, index, version int) string {
+	version = max(version, 1)
+	h := sha256.New()
+	h.Write([]byte(raw.Kind))
+	h.Write([]byte{0})
+	h.Write([]byte(raw.ID))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, int64(index), 10))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, int64(version), 10))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// BenchmarkEventID is the normalizer's cost of naming each canonical event.
+func BenchmarkEventID(b *testing.B) {
+	raw := substate.RawEvent{Kind: substate.RawEventBridge, ID: "6a7e8feb-b491-4cf7-a9f1-bf3703467718"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = mapping.EventID(raw, 0)
 	}
 }
