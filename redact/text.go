@@ -31,19 +31,30 @@ func Text(s string) string {
 	if strings.Contains(s, "://") {
 		s = urlPassword.ReplaceAllString(s, "${1}"+Redacted+"@")
 	}
-	var b strings.Builder
+	var b strings.Builder // empty until the first secret: most texts have none
 	for i := 0; i < len(s); {
 		w, end := wordAt(s, i)
 		if w == "" {
-			b.WriteByte(s[i])
+			if b.Len() > 0 {
+				b.WriteByte(s[i])
+			}
 			i++
 			continue
 		}
-		b.WriteString(w)
+		if b.Len() > 0 {
+			b.WriteString(w)
+		}
 		i = end
 		if strong, weak := secretWord(w); strong || weak {
+			if b.Len() == 0 {
+				b.Grow(len(s) + len(Redacted))
+				b.WriteString(s[:end]) // what was kept up to here: s itself
+			}
 			i = redactValue(&b, s, i, strong)
 		}
+	}
+	if b.Len() == 0 {
+		return s
 	}
 	return b.String()
 }
@@ -58,6 +69,20 @@ var authSchemes = map[string]bool{"bearer": true, "basic": true, "digest": true,
 // secretWord reports whether a word names a secret: strong when one of
 // SecretName's parts is in it, weak when it is one of its words only.
 func secretWord(w string) (strong, weak bool) {
+	if !isASCII(w) {
+		return secretWordOf(w)
+	}
+	for _, part := range secretParts {
+		if containsFold(w, part) {
+			return true, false
+		}
+	}
+	return false, asciiSecretWord(w)
+}
+
+// secretWordOf is secretWord for any text: it lowers the word as Unicode
+// does (the Kelvin sign lowers to k) before looking at its parts.
+func secretWordOf(w string) (strong, weak bool) {
 	lower := strings.ToLower(w)
 	for _, part := range secretParts {
 		if strings.Contains(lower, part) {
@@ -70,6 +95,87 @@ func secretWord(w string) (strong, weak bool) {
 		}
 	}
 	return false, false
+}
+
+// isASCII reports whether s has no byte above 0x7f.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFold reports whether the ASCII text s contains the lower-case
+// ASCII part in any case.
+func containsFold(s, part string) bool {
+	for i := 0; i+len(part) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(part)], part) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiSecretWord reports whether one of the words of the ASCII text s,
+// split as words splits them, is one of secretWords.
+func asciiSecretWord(s string) bool {
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if start >= 0 && (i == len(s) || wordBreak(s, i)) {
+			if isSecretWord(s[start:i]) {
+				return true
+			}
+			start = -1
+		}
+		if i < len(s) && isLetter(s[i]) && start < 0 {
+			start = i
+		}
+	}
+	return false
+}
+
+// wordBreak reports whether a word of s that has begun ends before s[i]:
+// at a byte that is not a letter, or at a capital after a small letter
+// or before one (dbPass, APIKey).
+func wordBreak(s string, i int) bool {
+	c := s[i]
+	if !isLetter(c) {
+		return true
+	}
+	if c < 'A' || c > 'Z' {
+		return false
+	}
+	prevLower := s[i-1] >= 'a' && s[i-1] <= 'z'
+	prevUpper := s[i-1] >= 'A' && s[i-1] <= 'Z'
+	nextLower := i+1 < len(s) && s[i+1] >= 'a' && s[i+1] <= 'z'
+	return prevLower || prevUpper && nextLower
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// isSecretWord looks the ASCII word w up in secretWords in lower case,
+// on the stack.
+func isSecretWord(w string) bool {
+	var buf [maxSecretWord]byte
+	if len(w) > len(buf) {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		buf[i] = lowerASCII(w[i])
+	}
+	return secretWords[string(buf[:len(w)])]
+}
+
+// maxSecretWord is the length of the longest of secretWords.
+const maxSecretWord = 7
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // redactValue writes what follows a secret word at s[i:]: the separator
