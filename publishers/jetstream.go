@@ -70,10 +70,12 @@ func (p *JetStream) PublishRaw(ctx context.Context, ev substate.RawEvent) error 
 // round of one), as PublishEvents awaits its rounds, not with a request
 // of its own: the ingress stores every accepted delivery this way.
 func (p *JetStream) StoreRaw(ctx context.Context, ev substate.RawEvent) (uint64, bool, error) {
-	m, err := p.rawMsg(ev)
-	if err != nil {
+	b := rawBuilders.Get().(*msgBuilder)
+	defer putRawBuilder(b)
+	if err := p.rawMsg(b, ev); err != nil {
 		return 0, false, err
 	}
+	m := b.m
 	a := p.eventAcks()
 	r, err := a.round(1)
 	if err != nil {
@@ -132,6 +134,7 @@ type RawRound struct {
 	a    *acks
 	r    *ackRound
 	sent int
+	b    msgBuilder // each message is sent before the next is built
 }
 
 // NewRawRound starts a round of at most n raw publishes.
@@ -153,11 +156,10 @@ func (rr *RawRound) Publish(ev substate.RawEvent) error {
 	if rr.sent >= len(rr.r.results) {
 		return substate.Errorf(substate.EINVALID, "raw round: full at %d events", rr.sent)
 	}
-	m, err := rr.p.rawMsg(ev)
-	if err != nil {
+	if err := rr.p.rawMsg(&rr.b, ev); err != nil {
 		return err
 	}
-	if err := rr.a.publish(rr.r, rr.sent, m); err != nil {
+	if err := rr.a.publish(rr.r, rr.sent, rr.b.m); err != nil {
 		return unavailable(err, "publish raw event")
 	}
 	rr.sent++
@@ -180,19 +182,33 @@ func (rr *RawRound) Wait(ctx context.Context) (duplicates int, err error) {
 	return duplicates, nil
 }
 
-// rawMsg is the message of a raw event: its body, its evidence headers, the
-// id to deduplicate on and the time it was received.
-func (p *JetStream) rawMsg(ev substate.RawEvent) (*nats.Msg, error) {
+// rawMsg builds in b (see reuse) the message of a raw event: its body,
+// its evidence headers, the id to deduplicate on and the time it was
+// received.
+func (p *JetStream) rawMsg(b *msgBuilder, ev substate.RawEvent) error {
 	if ev.ID == "" {
-		return nil, substate.Errorf(substate.EINVALID, "raw event has no id")
+		return substate.Errorf(substate.EINVALID, "raw event has no id")
 	}
-	b := newMsg(substate.RawSubject(ev.Kind), ev.Body, len(ev.Header)+2)
+	b.reuse(substate.RawSubject(ev.Kind), ev.Body, len(ev.Header)+2)
 	for k, v := range ev.Header {
 		b.set(k, v)
 	}
 	b.set(substate.HeaderMsgID, ev.ID)
 	b.set(substate.HeaderReceivedAt, p.Now().UTC().Format(time.RFC3339Nano))
-	return b.m, nil
+	return nil
+}
+
+// rawBuilders keep the messages of StoreRaw, which every ingress request
+// calls, between calls: a message is sent before StoreRaw waits for its
+// answer, so it is free again when StoreRaw returns.
+var rawBuilders = sync.Pool{New: func() any { return new(msgBuilder) }}
+
+// putRawBuilder returns b to rawBuilders holding none of its last event.
+func putRawBuilder(b *msgBuilder) {
+	if b.m != nil {
+		b.reuse("", nil, 0)
+	}
+	rawBuilders.Put(b)
 }
 
 // PublishEvents publishes canonical events as structured CloudEvents on

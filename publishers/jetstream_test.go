@@ -95,6 +95,25 @@ func TestRawRound(t *testing.T) {
 	if info, _ := s.Info(ctx); info.State.Msgs != 2 {
 		t.Errorf("%d messages stored, want 2", info.State.Msgs)
 	}
+	// The round builds each message in the last one's place: the second
+	// carries its own body and id and none of the first's headers; so
+	// does a StoreRaw after it, whose messages are pooled.
+	if _, _, err := p.StoreRaw(ctx, raw); err != nil {
+		t.Fatal(err)
+	}
+	third := substate.RawEvent{Kind: substate.RawEngine, ID: "exec-1/3", Body: []byte(`{"id":"exec-1/3"}`)}
+	if _, _, err := p.StoreRaw(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	for seq, ev := range map[uint64]substate.RawEvent{2: other, 3: third} {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Data) != string(ev.Body) || m.Header.Get(substate.HeaderMsgID) != ev.ID || m.Header.Get("Webhook-Id") != "" {
+			t.Errorf("message %d: %s, headers %v; want %s with id %s alone", seq, m.Data, m.Header, ev.Body, ev.ID)
+		}
+	}
 	r, _ = p.NewRawRound(1)
 	if err := r.Publish(substate.RawEvent{Kind: substate.RawEngine}); substate.ErrorCode(err) != substate.EINVALID {
 		t.Fatalf("no id: got %v, want EINVALID", err)
