@@ -17,34 +17,62 @@ const (
 // eventBridgeEvent is an EventBridge event carrying a Step Functions
 // execution status change. Only the fields mapping reads are declared.
 type eventBridgeEvent struct {
-	ID         string          `json:"id"`
-	DetailType string          `json:"detail-type"`
-	Source     string          `json:"source"`
-	Time       time.Time       `json:"time"`
-	ReplayName string          `json:"replay-name"` // set on events replayed from an archive
-	Detail     *sfnStatusEvent `json:"detail"`
+	ID         string         `json:"id"`
+	DetailType string         `json:"detail-type"`
+	Source     string         `json:"source"`
+	Time       time.Time      `json:"time"`
+	ReplayName string         `json:"replay-name"` // set on events replayed from an archive
+	Detail     sfnStatusEvent `json:"detail"`      // zero when absent or null
 }
 
 // sfnStatusEvent is the detail of a status change; every field after output
 // is optional.
 type sfnStatusEvent struct {
-	ExecutionARN    string       `json:"executionArn"`
-	StateMachineARN string       `json:"stateMachineArn"`
-	Name            string       `json:"name"`
-	Status          string       `json:"status"`
-	StartDate       epochMillis  `json:"startDate"`
-	StopDate        epochMillis  `json:"stopDate"`
-	Input           *string      `json:"input"`
-	InputDetails    *dataDetails `json:"inputDetails"`
-	RedriveCount    int          `json:"redriveCount"`
-	RedriveDate     epochMillis  `json:"redriveDate"`
-	Error           string       `json:"error"`
-	Cause           string       `json:"cause"`
+	ExecutionARN    string      `json:"executionArn"`
+	StateMachineARN string      `json:"stateMachineArn"`
+	Name            string      `json:"name"`
+	Status          string      `json:"status"`
+	StartDate       epochMillis `json:"startDate"`
+	StopDate        epochMillis `json:"stopDate"`
+	Input           string      `json:"input"`
+	InputDetails    dataDetails `json:"inputDetails"`
+	RedriveCount    int         `json:"redriveCount"`
+	RedriveDate     epochMillis `json:"redriveDate"`
+	Error           string      `json:"error"`
+	Cause           string      `json:"cause"`
 }
 
 // dataDetails says whether input or output was included in an event.
+// The decoded types are values, not pointers: each pointer was an
+// allocation per event, and absent, null and zero read the same.
 type dataDetails struct {
-	Included *bool `json:"included"`
+	Included included `json:"included"`
+}
+
+// included is a payload's "included" flag: unknown when the event does
+// not say (absent or null).
+type included uint8
+
+const (
+	includedUnknown included = iota
+	includedTrue
+	includedFalse
+)
+
+// UnmarshalJSON implements json.Unmarshaler: true, false or null, and
+// anything else is refused as it is for a *bool.
+func (v *included) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*v = includedTrue
+	case "false":
+		*v = includedFalse
+	case "null":
+		*v = includedUnknown
+	default:
+		return substate.Errorf(substate.EINVALID, "included: want a JSON boolean, got %.20s", b)
+	}
+	return nil
 }
 
 // MapEventBridge maps an EventBridge "Step Functions Execution Status
@@ -59,8 +87,8 @@ func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
 			"eventbridge event %q is not a step functions status change (source %q, detail-type %q)",
 			ev.ID, ev.Source, ev.DetailType)
 	}
-	d := ev.Detail
-	if d == nil || d.ExecutionARN == "" || d.Status == "" {
+	d := &ev.Detail
+	if d.ExecutionARN == "" || d.Status == "" {
 		return substate.EventData{}, substate.Errorf(substate.EINVALID,
 			"eventbridge event %q: detail has no executionArn or status", ev.ID)
 	}
@@ -112,14 +140,11 @@ func sfnOccurredAt(terminal bool, stop, redrive, start, fallback time.Time) time
 
 // sfnInput returns the execution input JSON text, or nil when it was
 // excluded or absent.
-func sfnInput(input *string, details *dataDetails) []byte {
-	if input == nil || *input == "" {
+func sfnInput(input string, details dataDetails) []byte {
+	if input == "" || details.Included == includedFalse {
 		return nil
 	}
-	if details != nil && details.Included != nil && !*details.Included {
-		return nil
-	}
-	return []byte(*input)
+	return []byte(input)
 }
 
 // stateMachineName returns the state machine's name from its ARN

@@ -28,8 +28,8 @@ type describeExecution struct {
 	StartDate       EpochSeconds `json:"startDate"`
 	StopDate        EpochSeconds `json:"stopDate"`
 	RedriveDate     EpochSeconds `json:"redriveDate"`
-	Input           *string      `json:"input"`
-	InputDetails    *dataDetails `json:"inputDetails"`
+	Input           string       `json:"input"`
+	InputDetails    dataDetails  `json:"inputDetails"`
 	Error           string       `json:"error"`
 	Cause           string       `json:"cause"`
 	RedriveCount    int          `json:"redriveCount"`
