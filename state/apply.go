@@ -107,9 +107,9 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 		debug:  debug,
 		now:    utc(d.Now()),
 		slos:   d.slos.Load(),
-		orig:   make(map[string]*Record),
-		next:   make(map[string]*Record),
-		dirty:  make(map[string]bool),
+		orig:   make(map[string]*Record, len(batch)),
+		next:   make(map[string]*Record, len(batch)),
+		dirty:  make(map[string]bool, len(batch)),
 		last:   d.seq,
 		lastID: d.seqID,
 	}
@@ -140,15 +140,18 @@ func (w *work) load(tenants *keyed, pending map[string]Record, id string) (*Reco
 	if rec, ok := w.next[id]; ok {
 		return rec, nil
 	}
-	var orig *Record
+	var orig, rec *Record
 	if v := tenants.Get([]byte(id)); v != nil {
 		r, err := decodeRecord(id, v)
 		if err != nil {
 			return nil, fmt.Errorf("tenant %q: %w", id, err)
 		}
-		orig = &r
+		pair := &[2]Record{r} // the stored record and the one the batch makes of it, one allocation
+		orig, rec = &pair[0], &pair[1]
+	} else {
+		rec = new(Record)
 	}
-	rec := &Record{View: substate.TenantView{TenantID: id}}
+	rec.View.TenantID = id
 	if p, ok := pending[id]; ok {
 		*rec = p
 	} else if orig != nil {
