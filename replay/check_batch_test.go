@@ -3,14 +3,13 @@ package replay_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/cputime"
 	"github.com/substatehq/substate/internal/fixtures"
 	"github.com/substatehq/substate/publishers"
 	"github.com/substatehq/substate/replay"
@@ -80,7 +79,7 @@ func BenchmarkCheck(b *testing.B) {
 	publishRaw(b, bs, n)
 	c := newChecker(b, bs, prometheus.NewRegistry())
 	b.ReportAllocs()
-	events, cpu := 0, processCPU()
+	events, cpu := 0, cputime.Process()
 	for b.Loop() {
 		res := check(b, c)
 		if res.Counts[replay.CheckVerified] != n {
@@ -90,15 +89,5 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
-	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(events), "cpu-µs/event")
-}
-
-// processCPU is the CPU time the process (the check and the embedded
-// server answering it) has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(events), "cpu-µs/event")
 }

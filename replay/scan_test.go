@@ -12,6 +12,7 @@ import (
 
 	"github.com/substatehq/substate"
 	"github.com/substatehq/substate/bus"
+	"github.com/substatehq/substate/internal/cputime"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/testkit/bustest"
 )
@@ -152,7 +153,7 @@ func BenchmarkScan(b *testing.B) {
 			msgs func(ctx context.Context, stream, subject string, rg replay.Range) iter.Seq2[replay.Message, error]
 		}{{"direct", r.Messages}, {"scan", r.Scan}} {
 			b.Run(read.name+"/"+stream, func(b *testing.B) {
-				msgs, cpu := 0, processCPU()
+				msgs, cpu := 0, cputime.Process()
 				for b.Loop() {
 					for _, err := range read.msgs(context.Background(), stream, "", replay.Range{}) {
 						if err != nil {
@@ -164,7 +165,7 @@ func BenchmarkScan(b *testing.B) {
 				if msgs != n*b.N {
 					b.Fatalf("read %d messages, want %d", msgs, n*b.N)
 				}
-				b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(msgs), "cpu-ns/msg")
+				b.ReportMetric(float64((cputime.Process()-cpu).Nanoseconds())/float64(msgs), "cpu-ns/msg")
 			})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/cputime"
 	"github.com/substatehq/substate/state"
 )
 
@@ -292,7 +293,7 @@ func BenchmarkApplySmallBatches(b *testing.B) {
 		drain()
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	written0, cpu0 := db.Stats().BytesWritten, cpuTime()
+	written0, cpu0 := db.Stats().BytesWritten, cputime.Process()
 	events, batch := 0, make([]substate.EventData, batchSize)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -305,5 +306,5 @@ func BenchmarkApplySmallBatches(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 	b.ReportMetric(float64(db.Stats().BytesWritten-written0)/float64(events), "bytes/event")
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(events), "cpu-µs/event")
+	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(events), "cpu-µs/event")
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/cputime"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/replay"
 	"github.com/substatehq/substate/worker"
@@ -271,11 +272,11 @@ type timer struct {
 	cpu   time.Duration
 }
 
-func startTimer() timer { return timer{time.Now(), cpuTime()} }
+func startTimer() timer { return timer{time.Now(), cputime.Process()} }
 
 // stage returns the figures of n events since the timer started.
 func (t timer) stage(name string, n int) StageResult {
-	d, cpu := time.Since(t.start), cpuTime()-t.cpu
+	d, cpu := time.Since(t.start), cputime.Process()-t.cpu
 	return StageResult{Stage: name, Events: n, Seconds: d.Seconds(), EventsPerSecond: float64(n) / d.Seconds(),
 		CPUPerEvent: float64(cpu.Microseconds()) / float64(n)}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/cputime"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/internal/timex"
 	"github.com/substatehq/substate/replay"
@@ -226,7 +227,7 @@ func (b *benchRun) burst(ctx context.Context, p *benchPipeline, load benchLoad, 
 	}
 	p.probe.counts() // start over
 	before := p.probe.events.Load()
-	cpu0, verified0, other0, busy0 := cpuTime(), check.verified.Load(), check.other.Load(), check.busy.Load()
+	cpu0, verified0, other0, busy0 := cputime.Process(), check.verified.Load(), check.other.Load(), check.busy.Load()
 	mem := sampleMemory(readMemory, 50*time.Millisecond)
 	post := p.paced(ctx, load, events, rate)
 	err := p.probe.waitEvents(ctx, before+post.accepted.Load(), benchIdle)
@@ -239,7 +240,7 @@ func (b *benchRun) burst(ctx context.Context, p *benchPipeline, load benchLoad, 
 	ph := &IncidentPhase{
 		Offered: len(events), Accepted: int(n), Refused: int(post.refused.Load()), Behind: len(events) - int(post.sent),
 		Rate: float64(n) / post.seconds, LagP99: lat.P99, LagMax: lat.Max,
-		CPUPerEvent: float64((cpuTime() - cpu0).Microseconds()) / float64(max(n, 1)),
+		CPUPerEvent: float64((cputime.Process() - cpu0).Microseconds()) / float64(max(n, 1)),
 		PeakRSSMiB:  mib(rss), PeakAnonMiB: mib(anon),
 		EvidenceVerified: check.verified.Load() - verified0, EvidenceOther: check.other.Load() - other0,
 		EvidenceBusy: time.Duration(check.busy.Load() - busy0).Seconds(),

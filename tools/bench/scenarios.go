@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/cputime"
 	"github.com/substatehq/substate/replay"
 )
 
@@ -131,7 +132,7 @@ func noopBurst(events []benchEvent, n int) []benchEvent {
 func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, load benchLoad, events []benchEvent, d drive) (*ScenarioResult, error) {
 	p.probe.counts() // start over
 	logs0 := b.logMark()
-	st0, allocs0, cpu0 := p.view.Stats(), mallocs(), cpuTime()
+	st0, allocs0, cpu0 := p.view.Stats(), mallocs(), cputime.Process()
 	mem := sampleMemory(readMemory, 50*time.Millisecond)
 	start := time.Now()
 	s := p.sender(load, d.window)
@@ -156,7 +157,7 @@ func (b *benchRun) measure(ctx context.Context, p *benchPipeline, name string, l
 		Name: name, Events: sent, Seconds: elapsed.Seconds(), EventsPerSecond: n / elapsed.Seconds(),
 		Latency: latencyOf(c.latencies), Duplicates: s.duplicates, Unchanged: c.unchanged, Stale: c.stale,
 		Commits: st.Commits - st0.Commits, AllocsPerEvent: float64(mallocs()-allocs0) / n,
-		CPUPerEvent: float64((cpuTime() - cpu0).Microseconds()) / n,
+		CPUPerEvent: float64((cputime.Process() - cpu0).Microseconds()) / n,
 		PeakAnonMiB: mib(anon), PeakRSSMiB: mib(rss), ViewFileMiB: mib(uint64(p.viewFileSize())),
 		RawBytes: float64(s.bytes) / n, IdleBatches: c.idleBatches, IdleCommits: c.idleCommits, Worker: "in process",
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/substatehq/substate/internal/cputime"
 	"github.com/substatehq/substate/internal/termtext"
 	"github.com/substatehq/substate/publishers"
 )
@@ -120,7 +121,7 @@ func (b *benchRun) steady(ctx context.Context, progress func(string)) (_ *Steady
 	if err != nil {
 		return nil, err
 	}
-	cpu0, mem := cpuTime(), sampleMemory(child.memory, 50*time.Millisecond)
+	cpu0, mem := cputime.Process(), sampleMemory(child.memory, 50*time.Millisecond)
 	post := pace(ctx, "http://"+child.http, b.IngestAPIKey, load, events, rate, lag.markSent)
 	n := int(post.accepted.Load())
 	err = child.waitApplied(ctx, uint64(len(fill)+n), benchIdle)
@@ -132,7 +133,7 @@ func (b *benchRun) steady(ctx context.Context, progress func(string)) (_ *Steady
 	if err != nil {
 		return nil, err
 	}
-	benchCPU := cpuTime() - cpu0
+	benchCPU := cputime.Process() - cpu0
 	m1, err := child.metrics(names...)
 	if err != nil {
 		return nil, err

@@ -1,14 +1,14 @@
 //go:build unix
 
-package state_test
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time, user and system, the process used so far.
-func cpuTime() time.Duration {
+// Process returns the CPU time, user and system, the process used so far.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
