@@ -203,9 +203,12 @@ func (p *JetStream) rawMsg(b *msgBuilder, ev substate.RawEvent) error {
 // answer, so it is free again when StoreRaw returns.
 var rawBuilders = sync.Pool{New: func() any { return new(msgBuilder) }}
 
-// putRawBuilder returns b to rawBuilders holding none of its last event.
+// putRawBuilder returns b to rawBuilders holding none of its last event:
+// neither its body nor its header values (evidence headers can carry a
+// provider's signature).
 func putRawBuilder(b *msgBuilder) {
 	if b.m != nil {
+		clear(b.vals[:cap(b.vals)])
 		b.reuse("", nil, 0)
 	}
 	rawBuilders.Put(b)

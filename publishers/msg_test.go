@@ -2,6 +2,7 @@ package publishers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/substatehq/substate"
 )
@@ -56,5 +57,26 @@ func TestMsgBuilderReuseForgetsTheLastMessage(t *testing.T) {
 	}
 	if got := b.m.Header.Get(substate.HeaderMsgID); got != "e2" {
 		t.Fatalf("second event's id %q", got)
+	}
+}
+
+// A raw builder goes back to the pool holding nothing of its event: no
+// body, no header value (a webhook's signature is one).
+func TestPutRawBuilderForgetsTheEvent(t *testing.T) {
+	p := &JetStream{Now: time.Now}
+	var b msgBuilder
+	ev := substate.RawEvent{Kind: substate.RawRestate, ID: "msg_1", Body: []byte(`{"id":"inv_1"}`),
+		Header: map[string]string{"Webhook-Signature": "v1,secret"}}
+	if err := p.rawMsg(&b, ev); err != nil {
+		t.Fatal(err)
+	}
+	putRawBuilder(&b)
+	if b.m.Data != nil || len(b.m.Header) != 0 {
+		t.Fatalf("pooled message keeps %q, headers %v", b.m.Data, b.m.Header)
+	}
+	for i, v := range b.vals[:cap(b.vals)] {
+		if v != "" {
+			t.Fatalf("pooled header value %d is %q", i, v)
+		}
 	}
 }
