@@ -2,8 +2,8 @@ package redact
 
 import "testing"
 
-// No secret word is longer than maxSecretWord, or asciiWords would never
-// offer it.
+// No secret word is longer than maxSecretWord, or isSecretWord would
+// never find it.
 func TestMaxSecretWord(t *testing.T) {
 	for w := range secretWords {
 		if len(w) > maxSecretWord {

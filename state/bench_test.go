@@ -38,17 +38,9 @@ func benchApply(b *testing.B, sync bool, mix string, outbox, deadlines bool) {
 	if deadlines {
 		db.SetSLOs(testSLOs(b))
 	}
-	ctx := context.Background()
 	drain := func() {
-		if !outbox {
-			return
-		}
-		pending, err := db.PendingChanges(ctx, batchSize)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := db.RemoveChanges(ctx, pending); err != nil {
-			b.Fatal(err)
+		if outbox {
+			drainOutbox(b, db, batchSize)
 		}
 	}
 	s := newStream(b, db)
@@ -258,7 +250,6 @@ func faultPopulationFast(tb testing.TB, db *state.DB, n int) {
 func BenchmarkApplySmallBatches(b *testing.B) {
 	const tenants, batchSize = 100000, 8
 	db := openDB(b, func(db *state.DB) { db.ChangeOutbox = true })
-	ctx := context.Background()
 	s := newStream(b, db)
 	revs := make([]substate.Revision, tenants)
 	ids := make([]string, tenants)
@@ -275,15 +266,7 @@ func BenchmarkApplySmallBatches(b *testing.B) {
 		}
 		return e
 	}
-	drain := func() {
-		pending, err := db.PendingChanges(ctx, 1<<16)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := db.RemoveChanges(ctx, pending); err != nil {
-			b.Fatal(err)
-		}
-	}
+	drain := func() { drainOutbox(b, db, 1<<16) }
 	for lo := 0; lo < tenants; lo += 5000 {
 		evs := make([]substate.EventData, 0, 5000)
 		for i := lo; i < lo+5000; i++ {
@@ -307,4 +290,17 @@ func BenchmarkApplySmallBatches(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 	b.ReportMetric(float64(db.Stats().BytesWritten-written0)/float64(events), "bytes/event")
 	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(events), "cpu-µs/event")
+}
+
+// drainOutbox takes up to n changes out of the outbox as the change feed
+// does once the stream has them.
+func drainOutbox(b *testing.B, db *state.DB, n int) {
+	ctx := context.Background()
+	pending, err := db.PendingChanges(ctx, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := db.RemoveChanges(ctx, pending); err != nil {
+		b.Fatal(err)
+	}
 }
