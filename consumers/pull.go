@@ -168,7 +168,19 @@ func (b *batcher) fill() bool {
 			return b.rest()
 		}
 	}
-	return false
+	return b.stopped()
+}
+
+// stopped reports, for a batch that filled up, whether consuming has
+// stopped with no message left behind it, so a full last batch ends the
+// stage without another empty fill.
+func (b *batcher) stopped() bool {
+	select {
+	case <-b.closed:
+		return len(b.msgs) == 0
+	default:
+		return false
+	}
 }
 
 // rest adds the messages still buffered after consuming stopped, as many
