@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/intern"
 )
 
 // Record versions, the first byte of every stored record. Version 1
@@ -308,8 +308,8 @@ func (d *decoder) string() string { return string(d.text()) }
 
 // shared is string for a field whose few values most records repeat
 // (verb, status, provider and its state, workflow and error type): a
-// value decoded before is returned from the interned cache.
-func (d *decoder) shared() string { return intern(d.text()) }
+// value decoded before is returned from the shared cache (package intern).
+func (d *decoder) shared() string { return intern.Bytes(d.text()) }
 
 // text reads a length-prefixed string's bytes, a part of the record.
 func (d *decoder) text() []byte {
@@ -321,36 +321,6 @@ func (d *decoder) text() []byte {
 	b := d.b[:n]
 	d.b = d.b[n:]
 	return b
-}
-
-// interned is a direct-mapped cache of short strings: each slot holds the
-// last string that hashed to it. It is bounded (internSlots strings of at
-// most internMax bytes), safe for concurrent decoders, and a miss costs
-// what string(b) costs, so a view of many distinct workflow types only
-// misses more often.
-var interned [internSlots]atomic.Pointer[string]
-
-const (
-	internSlots = 1024
-	internMax   = 48
-)
-
-// intern returns string(b), from the cache when a slot holds it.
-func intern(b []byte) string {
-	if len(b) == 0 || len(b) > internMax {
-		return string(b)
-	}
-	h := uint32(2166136261) // FNV-1a
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	slot := &interned[h%internSlots]
-	if p := slot.Load(); p != nil && *p == string(b) {
-		return *p
-	}
-	s := string(b)
-	slot.Store(&s)
-	return s
 }
 
 func (d *decoder) time() time.Time {
