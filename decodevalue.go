@@ -1,0 +1,294 @@
+package substate
+
+import (
+	"bytes"
+	"math"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/substatehq/substate/internal/intern"
+)
+
+// The readers of decodeEvent's values, each as json.Unmarshal reads its
+// Go type: a JSON null leaves the zero value, another kind is an error.
+
+// object reads a JSON object, calling member with each name (valid until
+// the next read) to read its value; null is no object and no error.
+func (x *eventDecoder) object(member func(name []byte) error) error {
+	switch x.d.PeekKind() {
+	case 'n':
+		_, err := x.d.ReadToken()
+		return err
+	case '{':
+	default:
+		if _, err := x.d.ReadValue(); err != nil {
+			return err
+		}
+		return errWantObject
+	}
+	if _, err := x.d.ReadToken(); err != nil {
+		return err
+	}
+	for x.d.PeekKind() != '}' {
+		v, err := x.d.ReadValue()
+		if err != nil {
+			return err
+		}
+		name := v[1 : len(v)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if x.name, err = jsontext.AppendUnquote(x.name[:0], v); err != nil {
+				return err
+			}
+			name = x.name
+		}
+		if err := member(name); err != nil {
+			return err
+		}
+	}
+	_, err := x.d.ReadToken()
+	return err
+}
+
+// str reads a JSON string's raw value (quoted, valid until the next read),
+// or nil for null.
+func (x *eventDecoder) str() (jsontext.Value, error) {
+	v, err := x.d.ReadValue()
+	switch {
+	case err != nil:
+		return nil, err
+	case v.Kind() == 'n':
+		return nil, nil
+	case v.Kind() != '"':
+		return nil, errWantString
+	}
+	return v, nil
+}
+
+// unquoted is the unquoted text of the string value v: a part of it when it
+// has no escapes, else a copy in x.name.
+func (x *eventDecoder) unquoted(v jsontext.Value) ([]byte, error) {
+	t := v[1 : len(v)-1]
+	if bytes.IndexByte(t, '\\') < 0 {
+		return t, nil
+	}
+	var err error
+	x.name, err = jsontext.AppendUnquote(x.name[:0], v)
+	return x.name, err
+}
+
+// unique reads a string for field f that few other events share: its
+// text joins the event's one string.
+func (x *eventDecoder) unique(f textField) error {
+	v, err := x.str()
+	if err != nil || v == nil {
+		return err
+	}
+	start := len(x.text)
+	if t := v[1 : len(v)-1]; bytes.IndexByte(t, '\\') < 0 {
+		x.text = append(x.text, t...)
+	} else if x.text, err = jsontext.AppendUnquote(x.text, v); err != nil {
+		return err
+	}
+	x.pend(f, start)
+	return nil
+}
+
+// pend makes the text from start to the end of x.text field f's value.
+func (x *eventDecoder) pend(f textField, start int) {
+	if start == len(x.text) {
+		return // the empty string, as the field already is
+	}
+	x.pending[x.n] = pendingText{field: f, start: start, end: len(x.text)}
+	x.n++
+}
+
+// known reads a string for field f, which is one of known as a rule: that
+// one is the field's value, any other a unique text.
+func (x *eventDecoder) known(f textField, e *Event, known []string) error {
+	v, err := x.str()
+	if err != nil || v == nil {
+		return err
+	}
+	t, err := x.unquoted(v)
+	if err != nil {
+		return err
+	}
+	for _, k := range known {
+		if string(t) == k {
+			*textOf(e, f) = k
+			return nil
+		}
+	}
+	start := len(x.text)
+	x.text = append(x.text, t...)
+	x.pend(f, start)
+	return nil
+}
+
+// shared reads a string whose few values many events repeat, from the
+// shared cache.
+func (x *eventDecoder) shared() (string, error) {
+	v, err := x.str()
+	if err != nil || v == nil {
+		return "", err
+	}
+	t, err := x.unquoted(v)
+	if err != nil {
+		return "", err
+	}
+	return intern.Bytes(t), nil
+}
+
+// subState reads a sub-state as its UnmarshalText does, without a copy
+// for one written as the contract spells it.
+func (x *eventDecoder) subState(s *SubState) error {
+	v, err := x.str()
+	if err != nil || v == nil {
+		return err
+	}
+	t, err := x.unquoted(v)
+	if err != nil {
+		return err
+	}
+	for _, k := range knownSubStates {
+		if string(t) == k {
+			*s = SubState(k)
+			return nil
+		}
+	}
+	return s.UnmarshalText(t)
+}
+
+// readBool reads a JSON boolean.
+func (x *eventDecoder) readBool() (bool, error) {
+	v, err := x.d.ReadValue()
+	switch {
+	case err != nil:
+		return false, err
+	case v.Kind() == 't':
+		return true, nil
+	case v.Kind() == 'f', v.Kind() == 'n':
+		return false, nil
+	}
+	return false, errWantBool
+}
+
+// readInt reads a JSON number that is an integer in an int.
+func (x *eventDecoder) readInt() (int, error) {
+	v, err := x.number()
+	if err != nil || v == nil {
+		return 0, err
+	}
+	neg := v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	n, err := parseDigits(v)
+	switch {
+	case err != nil:
+		return 0, err
+	case neg && n > -math.MinInt, !neg && n > math.MaxInt:
+		return 0, errIntegerOverflow
+	case neg:
+		return int(-n), nil
+	}
+	return int(n), nil
+}
+
+// readUint reads a JSON number that is an unsigned integer.
+func (x *eventDecoder) readUint() (uint64, error) {
+	v, err := x.number()
+	if err != nil || v == nil {
+		return 0, err
+	}
+	return parseDigits(v)
+}
+
+// number reads a JSON number's text, or nil for null.
+func (x *eventDecoder) number() ([]byte, error) {
+	v, err := x.d.ReadValue()
+	switch {
+	case err != nil:
+		return nil, err
+	case v.Kind() == 'n':
+		return nil, nil
+	case v.Kind() != '0':
+		return nil, errWantNumber
+	}
+	return v, nil
+}
+
+// parseDigits parses a number of decimal digits only (no sign, fraction
+// or exponent) into a uint64.
+func parseDigits(b []byte) (uint64, error) {
+	if len(b) == 0 {
+		return 0, errIntegerSyntax
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, errIntegerSyntax
+		}
+		if n > (math.MaxUint64-uint64(c-'0'))/10 {
+			return 0, errIntegerOverflow
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, nil
+}
+
+// readTime reads an RFC 3339 time as json.Unmarshal reads a time.Time: the
+// time package's strict parse, and the checks of the grammar it leaves to
+// its caller (a two-digit hour, a period before the fraction, an offset
+// in range).
+func (x *eventDecoder) readTime() (time.Time, error) {
+	v, err := x.str()
+	if err != nil || v == nil {
+		return time.Time{}, err
+	}
+	b, err := x.unquoted(v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var t time.Time
+	if err := t.UnmarshalText(b); err != nil {
+		return time.Time{}, err
+	}
+	switch {
+	case b[len("2006-01-02T")+1] == ':':
+		return time.Time{}, errTimeGrammar
+	case b[len("2006-01-02T15:04:05")] == ',':
+		return time.Time{}, errTimeGrammar
+	case b[len(b)-1] != 'Z' && (dec2(b[len(b)-len("07:00"):]) >= 24 || dec2(b[len(b)-len("00"):]) >= 60):
+		return time.Time{}, errTimeGrammar
+	}
+	return t, nil
+}
+
+// dec2 is the two-digit number b begins with.
+func dec2(b []byte) int { return int(b[0]-'0')*10 + int(b[1]-'0') }
+
+// timestamp reads the envelope's time as Timestamp.UnmarshalJSONFrom
+// does (time.Parse with RFC3339Nano), without its copy of the text for a
+// time the time package's strict parse takes, which time.Parse reads the
+// same.
+func (x *eventDecoder) timestamp() (Timestamp, error) {
+	v, err := x.d.ReadValue()
+	if err != nil {
+		return Timestamp{}, err
+	}
+	if v.Kind() != '"' {
+		return Timestamp{}, errWantString
+	}
+	b, err := x.unquoted(v)
+	if err != nil {
+		return Timestamp{}, err
+	}
+	var t time.Time
+	if t.UnmarshalText(b) == nil {
+		return Timestamp{t}, nil
+	}
+	t, err = time.Parse(time.RFC3339Nano, string(b))
+	return Timestamp{t}, err
+}
