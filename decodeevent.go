@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // decodeEvent reads a canonical event's structured CloudEvents JSON: the
@@ -55,7 +57,6 @@ var eventDecoders = sync.Pool{New: func() any {
 type eventDecoder struct {
 	d       *jsontext.Decoder
 	in      bytes.Buffer
-	name    []byte // an escaped member name, unquoted
 	text    []byte
 	pending [textFields]pendingText
 	n       int
@@ -90,7 +91,9 @@ const (
 	textFields
 )
 
-// textOf is the field f names in e.
+// textOf is the field f names in e. A pending text holds the field's name
+// rather than a pointer to it, which would move every decoded event to the
+// heap.
 func textOf(e *Event, f textField) *string {
 	d := &e.Data
 	switch f {
@@ -130,15 +133,13 @@ func textOf(e *Event, f textField) *string {
 var (
 	knownSpecVersions  = []string{CloudEventsSpecVersion}
 	knownContentTypes  = []string{EventContentType}
-	knownSources       = []string{"/substate/" + string(ProviderStepFunctions), "/substate/" + string(ProviderRestate), "/substate/" + string(ProviderEngine)}
-	knownProviders     = []string{string(ProviderStepFunctions), string(ProviderRestate), string(ProviderEngine)}
+	knownSources       = stringsOf(Providers, func(p Provider) string { return "/substate/" + string(p) })
+	knownProviders     = stringsOf(Providers, Provider.String)
 	knownTypes         = append(EventTypes(), EventType)
 	knownSubStates     = stringsOf(SubStates, func(s SubState) string { return string(s) })
 	knownVerbs         = stringsOf(SubStates, func(s SubState) string { return string(s.Verb()) })
 	knownStatuses      = stringsOf(SubStates, func(s SubState) string { return string(s.Status()) })
 	errTrailingEvent   = errors.New("data after the event")
-	errWantObject      = errors.New("want a JSON object")
-	errWantString      = errors.New("want a JSON string")
 	errWantNumber      = errors.New("want a JSON number")
 	errWantBool        = errors.New("want a JSON boolean")
 	errIntegerSyntax   = errors.New("want an integer")
@@ -156,7 +157,7 @@ func stringsOf[T any](vs []T, f func(T) string) []string {
 
 // event reads the envelope; nothing may follow it.
 func (x *eventDecoder) event(e *Event) error {
-	err := x.object(func(name []byte) error {
+	err := jsonx.ReadObject(x.d, func(name []byte) error {
 		switch string(name) {
 		case "specversion":
 			return x.known(fieldSpecVersion, e, knownSpecVersions)
@@ -179,7 +180,7 @@ func (x *eventDecoder) event(e *Event) error {
 		case "traceparent":
 			return x.unique(fieldTraceParent)
 		case "data":
-			return x.object(func(name []byte) error { return x.data(name, e) })
+			return jsonx.ReadObject(x.d, func(name []byte) error { return x.data(name, e) })
 		}
 		return x.d.SkipValue()
 	})

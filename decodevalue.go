@@ -1,104 +1,36 @@
 package substate
 
 import (
-	"bytes"
 	"math"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/substatehq/substate/internal/intern"
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // The readers of decodeEvent's values, each as json.Unmarshal reads its
 // Go type: a JSON null leaves the zero value, another kind is an error.
 
-// object reads a JSON object, calling member with each name (valid until
-// the next read) to read its value; null is no object and no error.
-func (x *eventDecoder) object(member func(name []byte) error) error {
-	switch x.d.PeekKind() {
-	case 'n':
-		_, err := x.d.ReadToken()
-		return err
-	case '{':
-	default:
-		if _, err := x.d.ReadValue(); err != nil {
-			return err
-		}
-		return errWantObject
-	}
-	if _, err := x.d.ReadToken(); err != nil {
-		return err
-	}
-	for x.d.PeekKind() != '}' {
-		v, err := x.d.ReadValue()
-		if err != nil {
-			return err
-		}
-		name := v[1 : len(v)-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
-			if x.name, err = jsontext.AppendUnquote(x.name[:0], v); err != nil {
-				return err
-			}
-			name = x.name
-		}
-		if err := member(name); err != nil {
-			return err
-		}
-	}
-	_, err := x.d.ReadToken()
-	return err
-}
-
-// str reads a JSON string's raw value (quoted, valid until the next read),
-// or nil for null.
-func (x *eventDecoder) str() (jsontext.Value, error) {
-	v, err := x.d.ReadValue()
-	switch {
-	case err != nil:
-		return nil, err
-	case v.Kind() == 'n':
-		return nil, nil
-	case v.Kind() != '"':
-		return nil, errWantString
-	}
-	return v, nil
-}
-
-// unquoted is the unquoted text of the string value v: a part of it when it
-// has no escapes, else a copy in x.name.
-func (x *eventDecoder) unquoted(v jsontext.Value) ([]byte, error) {
-	t := v[1 : len(v)-1]
-	if bytes.IndexByte(t, '\\') < 0 {
-		return t, nil
-	}
-	var err error
-	x.name, err = jsontext.AppendUnquote(x.name[:0], v)
-	return x.name, err
-}
-
 // unique reads a string for field f that few other events share: its
 // text joins the event's one string.
 func (x *eventDecoder) unique(f textField) error {
-	v, err := x.str()
-	if err != nil || v == nil {
+	t, _, err := jsonx.ReadText(x.d)
+	if err != nil {
 		return err
 	}
-	start := len(x.text)
-	if t := v[1 : len(v)-1]; bytes.IndexByte(t, '\\') < 0 {
-		x.text = append(x.text, t...)
-	} else if x.text, err = jsontext.AppendUnquote(x.text, v); err != nil {
-		return err
-	}
-	x.pend(f, start)
+	x.pend(f, t)
 	return nil
 }
 
-// pend makes the text from start to the end of x.text field f's value.
-func (x *eventDecoder) pend(f textField, start int) {
-	if start == len(x.text) {
+// pend makes t field f's value once the event has been read: it joins
+// the event's one string. A field is pending at most once (the decoder
+// refuses a name given twice), so the pending array has room for all.
+func (x *eventDecoder) pend(f textField, t []byte) {
+	if len(t) == 0 {
 		return // the empty string, as the field already is
 	}
+	start := len(x.text)
+	x.text = append(x.text, t...)
 	x.pending[x.n] = pendingText{field: f, start: start, end: len(x.text)}
 	x.n++
 }
@@ -106,56 +38,45 @@ func (x *eventDecoder) pend(f textField, start int) {
 // known reads a string for field f, which is one of known as a rule: that
 // one is the field's value, any other a unique text.
 func (x *eventDecoder) known(f textField, e *Event, known []string) error {
-	v, err := x.str()
-	if err != nil || v == nil {
-		return err
-	}
-	t, err := x.unquoted(v)
+	t, _, err := jsonx.ReadText(x.d)
 	if err != nil {
 		return err
 	}
+	if k, ok := knownText(t, known); ok {
+		*textOf(e, f) = k
+		return nil
+	}
+	x.pend(f, t)
+	return nil
+}
+
+// knownText is the one of known that t spells.
+func knownText(t []byte, known []string) (string, bool) {
 	for _, k := range known {
 		if string(t) == k {
-			*textOf(e, f) = k
-			return nil
+			return k, true
 		}
 	}
-	start := len(x.text)
-	x.text = append(x.text, t...)
-	x.pend(f, start)
-	return nil
+	return "", false
 }
 
 // shared reads a string whose few values many events repeat, from the
 // shared cache.
 func (x *eventDecoder) shared() (string, error) {
-	v, err := x.str()
-	if err != nil || v == nil {
-		return "", err
-	}
-	t, err := x.unquoted(v)
-	if err != nil {
-		return "", err
-	}
-	return intern.Bytes(t), nil
+	t, _, err := jsonx.ReadText(x.d)
+	return intern.Bytes(t), err
 }
 
 // subState reads a sub-state as its UnmarshalText does, without a copy
 // for one written as the contract spells it.
 func (x *eventDecoder) subState(s *SubState) error {
-	v, err := x.str()
-	if err != nil || v == nil {
+	t, null, err := jsonx.ReadText(x.d)
+	if err != nil || null {
 		return err
 	}
-	t, err := x.unquoted(v)
-	if err != nil {
-		return err
-	}
-	for _, k := range knownSubStates {
-		if string(t) == k {
-			*s = SubState(k)
-			return nil
-		}
+	if k, ok := knownText(t, knownSubStates); ok {
+		*s = SubState(k)
+		return nil
 	}
 	return s.UnmarshalText(t)
 }
@@ -243,12 +164,8 @@ func parseDigits(b []byte) (uint64, error) {
 // its caller (a two-digit hour, a period before the fraction, an offset
 // in range).
 func (x *eventDecoder) readTime() (time.Time, error) {
-	v, err := x.str()
-	if err != nil || v == nil {
-		return time.Time{}, err
-	}
-	b, err := x.unquoted(v)
-	if err != nil {
+	b, null, err := jsonx.ReadText(x.d)
+	if err != nil || null {
 		return time.Time{}, err
 	}
 	var t time.Time
@@ -274,16 +191,12 @@ func dec2(b []byte) int { return int(b[0]-'0')*10 + int(b[1]-'0') }
 // time the time package's strict parse takes, which time.Parse reads the
 // same.
 func (x *eventDecoder) timestamp() (Timestamp, error) {
-	v, err := x.d.ReadValue()
-	if err != nil {
+	b, null, err := jsonx.ReadText(x.d)
+	switch {
+	case err != nil:
 		return Timestamp{}, err
-	}
-	if v.Kind() != '"' {
-		return Timestamp{}, errWantString
-	}
-	b, err := x.unquoted(v)
-	if err != nil {
-		return Timestamp{}, err
+	case null:
+		return Timestamp{}, jsonx.ErrWantString // as Timestamp.UnmarshalJSONFrom refuses it
 	}
 	var t time.Time
 	if t.UnmarshalText(b) == nil {

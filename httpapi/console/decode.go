@@ -13,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/substatehq/substate"
+	"github.com/substatehq/substate/internal/jsonx"
 )
 
 // decodeChange reads one change-feed message, a CloudEvent around the
@@ -64,14 +65,14 @@ var (
 func readChange(d *jsontext.Decoder) (liveChange, error) {
 	var ch liveChange
 	var spec, source string
-	err := readObject(d, func(name []byte) (err error) {
+	err := jsonx.ReadObject(d, func(name []byte) (err error) {
 		switch string(name) {
 		case "specversion":
 			spec, err = readString(d, spec, substate.CloudEventsSpecVersion)
 		case "source":
 			source, err = readString(d, source, substate.ChangeSource)
 		case "data":
-			err = readObject(d, func(name []byte) error { return readData(d, name, &ch) })
+			err = jsonx.ReadObject(d, func(name []byte) error { return readData(d, name, &ch) })
 		default:
 			err = d.SkipValue()
 		}
@@ -97,11 +98,11 @@ func readData(d *jsontext.Decoder, name []byte, ch *liveChange) (err error) {
 	case "tenantId":
 		ch.tenantID, err = readString(d, ch.tenantID, "")
 	case "old":
-		err = readObject(d, func(name []byte) error {
+		err = jsonx.ReadObject(d, func(name []byte) error {
 			if string(name) != "workflowSubState" {
 				return d.SkipValue()
 			}
-			b, null, err := readText(d)
+			b, null, err := jsonx.ReadText(d)
 			if err == nil && !null {
 				err = ch.oldSubState.UnmarshalText(b)
 			}
@@ -118,44 +119,10 @@ func readData(d *jsontext.Decoder, name []byte, ch *liveChange) (err error) {
 	return err
 }
 
-// readObject reads a JSON object, calling member with each name (valid
-// until the next read) to read its value; null is no object and no error.
-func readObject(d *jsontext.Decoder, member func(name []byte) error) error {
-	switch d.PeekKind() {
-	case 'n':
-		_, err := d.ReadToken()
-		return err
-	case '{':
-	default:
-		if _, err := d.ReadValue(); err != nil {
-			return err
-		}
-		return errors.New("want a JSON object")
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return err
-	}
-	for d.PeekKind() != '}' {
-		v, err := d.ReadValue()
-		if err != nil {
-			return err
-		}
-		name, err := unquote(v)
-		if err != nil {
-			return err
-		}
-		if err := member(name); err != nil {
-			return err
-		}
-	}
-	_, err := d.ReadToken()
-	return err
-}
-
 // readString reads a JSON string: old for null, known itself when the
 // string is known (no copy), else a copy.
 func readString(d *jsontext.Decoder, old, known string) (string, error) {
-	b, null, err := readText(d)
+	b, null, err := jsonx.ReadText(d)
 	switch {
 	case err != nil || null:
 		return old, err
@@ -163,31 +130,6 @@ func readString(d *jsontext.Decoder, old, known string) (string, error) {
 		return known, nil
 	}
 	return string(b), nil
-}
-
-// readText reads a JSON string's text (valid until the next read), or
-// reports a null.
-func readText(d *jsontext.Decoder) (text []byte, null bool, err error) {
-	v, err := d.ReadValue()
-	switch {
-	case err != nil:
-		return nil, false, err
-	case v.Kind() == 'n':
-		return nil, true, nil
-	case v.Kind() != '"':
-		return nil, false, errors.New("want a JSON string")
-	}
-	text, err = unquote(v)
-	return text, false, err
-}
-
-// unquote returns the text of the JSON string v: a part of v when it has
-// no escapes, else a copy.
-func unquote(v jsontext.Value) ([]byte, error) {
-	if bytes.IndexByte(v, '\\') < 0 {
-		return v[1 : len(v)-1], nil
-	}
-	return jsontext.AppendUnquote(nil, v)
 }
 
 // readUint reads a JSON number that is an unsigned integer; null leaves

@@ -1,6 +1,6 @@
 // Package jsonx holds the JSON helpers the adapters share: decoding one
-// document with its numbers kept as written, and comparing two documents
-// as values.
+// document with its numbers kept as written, comparing two documents as
+// values, and the token readers of the hand decoders.
 package jsonx
 
 import (
