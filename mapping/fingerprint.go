@@ -29,8 +29,12 @@ func Fingerprint(p substate.Provider, errorType, message string) string {
 	if strings.TrimSpace(message) == "" {
 		return ""
 	}
-	head := string(p) + "/" + errorKind(errorType) + "/"
-	return head + template(message, MaxFingerprint-len(head))
+	var buf [2*maxErrorKind + 16]byte // the head, on the stack
+	head := append(buf[:0], p...)
+	head = append(head, '/')
+	head = appendErrorKind(head, errorType)
+	head = append(head, '/')
+	return templateAfter(head, message, MaxFingerprint-len(head))
 }
 
 // Template returns the template of an error message, at most
@@ -49,6 +53,41 @@ func Fingerprint(p substate.Provider, errorType, message string) string {
 //
 // Templating a template changes nothing.
 func Template(message string) string { return template(message, MaxFingerprint) }
+
+// appendErrorKind appends the error type as a fingerprint holds it
+// (errorKind), in place when the type is ASCII: for ASCII, lower-casing
+// is per byte, the blank runes are the controls and the space, and every
+// byte is a rune's start, so a cut anywhere is one Truncate would make.
+func appendErrorKind(dst []byte, t string) []byte {
+	for i := range len(t) {
+		if t[i] >= utf8.RuneSelf {
+			return append(dst, errorKind(t)...)
+		}
+	}
+	start, space := len(dst), false
+	for i := 0; i < len(t) && len(dst)-start < maxErrorKind; i++ {
+		c := t[i]
+		switch {
+		case c <= ' ' || c == 0x7f:
+			space = len(dst) > start
+			continue
+		case space:
+			space = false
+			dst = append(dst, ' ')
+			if len(dst)-start == maxErrorKind {
+				return dst
+			}
+		}
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '/':
+			c = '_'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
 
 // errorKind is the error type as a fingerprint holds it.
 func errorKind(t string) string {
@@ -83,9 +122,17 @@ func blank(r rune) bool {
 }
 
 // template returns the template of message, at most budget bytes.
-func template(message string, budget int) string {
+func template(message string, budget int) string { return templateAfter(nil, message, budget) }
+
+// templateAfter returns head followed by the template of message, at most
+// budget bytes, made in one allocation (two when the message has to be
+// lower-cased). The templater looks only at what it wrote itself, not at
+// the head.
+func templateAfter(head []byte, message string, budget int) string {
 	s := strings.ToLower(strings.ToValidUTF8(substate.Truncate(message, maxTemplateInput), "\uFFFD"))
-	t := templater{s: s, out: make([]byte, 0, min(len(s), budget)+8), budget: budget}
+	t := templater{s: s, base: len(head), budget: budget}
+	t.out.Grow(len(head) + min(len(s), budget) + 8)
+	t.out.Write(head)
 	t.run()
 	return t.result()
 }
@@ -97,14 +144,15 @@ func template(message string, budget int) string {
 type templater struct {
 	s       string
 	i       int
-	out     []byte
+	out     strings.Builder // the head, then the template from base on
+	base    int
 	budget  int
 	space   bool   // whitespace seen since the last output
 	noClose [3]int // per quote character, 1 + where an opener found no closer; 0: none yet
 }
 
 func (t *templater) run() {
-	for t.i < len(t.s) && len(t.out) <= t.budget {
+	for t.i < len(t.s) && t.out.Len()-t.base <= t.budget {
 		c := t.s[t.i]
 		if c < utf8.RuneSelf {
 			if c == ' ' || c < 0x20 || c == 0x7f {
@@ -179,23 +227,23 @@ func (t *templater) emit(placeholder string, end int) {
 }
 
 func (t *templater) write(s string) {
-	if t.space && len(t.out) > 0 {
-		t.out = append(t.out, ' ')
+	if t.space && t.out.Len() > t.base {
+		t.out.WriteByte(' ')
 	}
 	t.space = false
-	t.out = append(t.out, s...)
+	t.out.WriteString(s)
 }
 
 // last is the byte the template ends with, a space when whitespace is
 // pending, 0 at the start.
 func (t *templater) last() byte {
 	switch {
-	case len(t.out) == 0:
+	case t.out.Len() == t.base:
 		return 0
 	case t.space:
 		return ' '
 	}
-	return t.out[len(t.out)-1]
+	return t.out.String()[t.out.Len()-1]
 }
 
 // closer returns where the quote c opened at t.i closes: the next c that
@@ -223,7 +271,8 @@ func (t *templater) closer(c byte) int {
 // result cuts the template to the budget, never inside a word (a cut word
 // could read as another class), and trims it.
 func (t *templater) result() string {
-	out := t.out
+	all := t.out.String()
+	out := all[t.base:]
 	if len(out) > t.budget {
 		cut := t.budget
 		for cut > 0 && (!utf8.RuneStart(out[cut]) || isWord(out[cut-1]) && isWord(out[cut])) {
@@ -231,5 +280,5 @@ func (t *templater) result() string {
 		}
 		out = out[:cut]
 	}
-	return strings.TrimRight(string(out), " ")
+	return all[:t.base+len(strings.TrimRight(out, " "))]
 }
