@@ -3,6 +3,7 @@ package substate
 import (
 	"context"
 	"strings"
+	"unicode/utf8"
 )
 
 // RawKind names the shape of a raw provider payload; it is the part of the
@@ -95,14 +96,29 @@ type RawRef struct {
 func KeptRawHeaders(h map[string][]string) map[string]string {
 	var out map[string]string
 	for k, vs := range h {
-		lk := strings.ToLower(k)
-		if len(vs) == 0 || (lk != HeaderTraceParent && lk != HeaderStopCause && !strings.HasPrefix(lk, HeaderCEPrefix)) {
+		if len(vs) == 0 || !keptRawHeader(k) {
 			continue
 		}
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[lk] = vs[0]
+		out[strings.ToLower(k)] = vs[0]
 	}
 	return out
+}
+
+// keptRawHeader reports whether a raw message's header is one its
+// mapping reads, in any case. An ASCII name is compared without being
+// lower-cased (for ASCII, strings.EqualFold folds exactly as
+// strings.ToLower lowers), so the headers every message has (its id,
+// when it was received) cost nothing; any other name is lower-cased.
+func keptRawHeader(k string) bool {
+	for i := range len(k) {
+		if k[i] >= utf8.RuneSelf {
+			lk := strings.ToLower(k)
+			return lk == HeaderTraceParent || lk == HeaderStopCause || strings.HasPrefix(lk, HeaderCEPrefix)
+		}
+	}
+	return strings.EqualFold(k, HeaderTraceParent) || strings.EqualFold(k, HeaderStopCause) ||
+		len(k) >= len(HeaderCEPrefix) && strings.EqualFold(k[:len(HeaderCEPrefix)], HeaderCEPrefix)
 }

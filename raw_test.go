@@ -36,6 +36,25 @@ func TestKeptRawHeaders(t *testing.T) {
 	}
 }
 
+// FuzzKeptRawHeaders holds the header names kept to their definition:
+// kept when the name, lower-cased, is the traceparent or the stop cause or
+// starts with "ce-", whatever its case or its non-ASCII letters (the
+// Kelvin sign lower-cases to k, the long s stays itself).
+func FuzzKeptRawHeaders(f *testing.F) {
+	for _, k := range []string{"Traceparent", "TRACEPARENT", "Nats-Msg-Id", "Substate-Received-At", "Substate-Stop-Cause",
+		"CE-Type", "ce-", "Ce", "c\u212Ae-x", "\u017Fubstate-\u017Ftop-cause", "Ce-\xff", ""} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		lk := strings.ToLower(k)
+		want := lk == substate.HeaderTraceParent || lk == substate.HeaderStopCause || strings.HasPrefix(lk, substate.HeaderCEPrefix)
+		got := substate.KeptRawHeaders(map[string][]string{k: {"v"}})
+		if (got != nil) != want || want && got[lk] != "v" {
+			t.Fatalf("KeptRawHeaders of %q: %v, want kept %v as %q", k, got, want, lk)
+		}
+	})
+}
+
 // A pushed event's id is bounded and plain: it becomes a Nats-Msg-Id.
 func TestValidateSourceID(t *testing.T) {
 	for _, tc := range []struct {
