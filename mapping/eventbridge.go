@@ -3,6 +3,7 @@ package mapping
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/substatehq/substate"
@@ -75,11 +76,20 @@ func (v *included) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// eventBridgeEvents are the decoded events MapEventBridge reuses: one
+// decoded into through an interface escapes, an allocation per event.
+// What the mapping keeps of one is its strings, which the decoder made.
+var eventBridgeEvents = sync.Pool{New: func() any { return new(eventBridgeEvent) }}
+
 // MapEventBridge maps an EventBridge "Step Functions Execution Status
 // Change" event to its canonical event.
 func (m *Mapper) MapEventBridge(body []byte) (substate.EventData, error) {
-	var ev eventBridgeEvent
-	if err := decode(body, &ev); err != nil {
+	ev := eventBridgeEvents.Get().(*eventBridgeEvent)
+	defer func() {
+		*ev = eventBridgeEvent{} // the decoder merges into what it is given
+		eventBridgeEvents.Put(ev)
+	}()
+	if err := decode(body, ev); err != nil {
 		return substate.EventData{}, substate.WrapError(substate.EINVALID, err, "decode eventbridge event")
 	}
 	if ev.Source != EventBridgeSource || ev.DetailType != EventBridgeDetailType {

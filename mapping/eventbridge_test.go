@@ -1,6 +1,7 @@
 package mapping_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,32 @@ func TestMapEventBridge(t *testing.T) {
 			})
 		}
 	})
+}
+
+// A decoded event is reused for the next: what one event said must not
+// show in the next one's, which leaves it out (EventBridge may omit what
+// is null).
+func TestMapEventBridgeForgetsTheEventBefore(t *testing.T) {
+	const head = `{"id":"e-1","detail-type":"Step Functions Execution Status Change","source":"aws.states","time":"2024-06-19T10:00:30Z",` +
+		`"detail":{"executionArn":"arn:aws:states:us-east-1:123456789012:execution:order-fulfillment:ord-1",`
+	failed := []byte(head + `"status":"FAILED","startDate":1718791230123,"stopDate":1718791262338,"redriveCount":2,` +
+		`"input":"{\"customerId\":\"cus_1\"}","error":"States.TaskFailed","cause":"boom"}}`)
+	running := []byte(head + `"status":"RUNNING","input":"{\"customerId\":\"cus_2\"}"}}`)
+	want, err := newMapper(t).MapEventBridge(running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMapper(t)
+	for range 3 {
+		if _, err := m.MapEventBridge(failed); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.MapEventBridge(running)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("running after failed: %+v, want %+v", got, want)
+		}
+	}
 }
