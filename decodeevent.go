@@ -133,7 +133,7 @@ func textOf(e *Event, f textField) *string {
 var (
 	knownSpecVersions  = []string{CloudEventsSpecVersion}
 	knownContentTypes  = []string{EventContentType}
-	knownSources       = stringsOf(Providers, func(p Provider) string { return "/substate/" + string(p) })
+	knownSources       = stringsOf(Providers, func(p Provider) string { return sourcePrefix + string(p) })
 	knownProviders     = stringsOf(Providers, Provider.String)
 	knownTypes         = append(EventTypes(), EventType)
 	knownSubStates     = stringsOf(SubStates, func(s SubState) string { return string(s) })

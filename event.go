@@ -2,6 +2,7 @@ package substate
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,13 +114,25 @@ func NewEvent(id string, data EventData) Event {
 	return Event{CloudEvent: CloudEvent[EventData]{
 		SpecVersion:     CloudEventsSpecVersion,
 		ID:              id,
-		Source:          "/substate/" + string(data.Provider),
+		Source:          eventSource(data.Provider),
 		Type:            EventTypeFor(data.SubState),
 		Subject:         data.TenantID,
 		Time:            Timestamp{data.OccurredAt},
 		DataContentType: EventContentType,
 		Data:            data,
 	}}
+}
+
+// sourcePrefix starts every event's source: /substate/<provider>.
+const sourcePrefix = "/substate/"
+
+// eventSource is the source of an event of provider p, the same string
+// for every event of a known provider (not one made for each).
+func eventSource(p Provider) string {
+	if i := slices.Index(Providers, p); i >= 0 {
+		return knownSources[i]
+	}
+	return sourcePrefix + string(p)
 }
 
 // MarshalEvent encodes e as structured CloudEvents JSON.

@@ -2,6 +2,7 @@ package substate_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,22 @@ func TestEventTypeFor(t *testing.T) {
 	}
 	if got := substate.EventTypes(); len(got) != len(substate.SubStates) || got[2] != "io.substate.execution.backing-off.v1" {
 		t.Errorf("EventTypes() = %q", got)
+	}
+}
+
+// An event's source is /substate/<provider>, for a known provider made
+// once, not for each event.
+func TestNewEventSource(t *testing.T) {
+	for _, p := range append(slices.Clone(substate.Providers), "other") {
+		data := substate.EventData{Provider: p, SubState: substate.StateRunning}
+		if got, want := substate.NewEvent("e-1", data).Source, "/substate/"+string(p); got != want {
+			t.Errorf("source of a %s event: %q, want %q", p, got, want)
+		}
+		if p == "other" {
+			continue
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = substate.NewEvent("e-1", data) }); n != 0 {
+			t.Errorf("a %s event's source: %v allocations, want 0", p, n)
+		}
 	}
 }
