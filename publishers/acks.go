@@ -73,8 +73,9 @@ func (a *acks) start() error {
 
 // ackRound is the acknowledgements of one round of n messages.
 type ackRound struct {
-	id    uint64
-	reply string // prefix + id + "."
+	id      uint64
+	base    int    // len(prefix + id + ".")
+	replies string // the reply subjects of its messages, one after the other (see replyOf)
 
 	mu      sync.Mutex
 	results []pubResult
@@ -100,7 +101,7 @@ func (a *acks) round(n int) (*ackRound, error) {
 	r := &ackRound{id: a.next, results: make([]pubResult, n), left: n, done: make(chan struct{})}
 	a.rounds[r.id] = r
 	a.mu.Unlock()
-	r.reply = a.prefix + strconv.FormatUint(r.id, 10) + "."
+	r.replies, r.base = roundReplies(a.prefix, r.id, n)
 	if n == 0 {
 		close(r.done)
 	}
@@ -110,9 +111,42 @@ func (a *acks) round(n int) (*ackRound, error) {
 // publish sends m as the i-th message of round r; its answer arrives on
 // the round.
 func (a *acks) publish(r *ackRound, i int, m *nats.Msg) error {
-	var buf [96]byte // a reply subject in one allocation, not two
-	m.Reply = string(strconv.AppendInt(append(buf[:0], r.reply...), int64(i), 10))
+	m.Reply = r.replyOf(i)
 	return a.nc.PublishMsg(m)
+}
+
+// roundReplies makes the reply subjects of a round's n messages,
+// <prefix><id>.<index>, in one string: one allocation a round, not one a
+// message. It returns the string and the length the subjects share before
+// the index.
+func roundReplies(prefix string, id uint64, n int) (string, int) {
+	var idBuf [20]byte
+	head := strconv.AppendUint(idBuf[:0], id, 10)
+	base := len(prefix) + len(head) + 1
+	b := make([]byte, 0, replyOffset(base, n))
+	for i := range n {
+		b = append(b, prefix...)
+		b = append(b, head...)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	return string(b), base
+}
+
+// replyOf is the reply subject of the round's i-th message.
+func (r *ackRound) replyOf(i int) string {
+	return r.replies[replyOffset(r.base, i):replyOffset(r.base, i+1)]
+}
+
+// replyOffset is where the i-th reply subject starts in a round's
+// replies: i subjects before it, each base bytes and its index's digits.
+func replyOffset(base, i int) int {
+	off := i * base
+	// The indexes in [lo, hi) have the same number of digits.
+	for lo, hi, digits := 0, 10, 1; lo < i; lo, hi, digits = hi, hi*10, digits+1 {
+		off += (min(i, hi) - lo) * digits
+	}
+	return off
 }
 
 // wait returns the answers of the first sent messages of the round once

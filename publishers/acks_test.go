@@ -2,6 +2,7 @@ package publishers
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,35 @@ func TestReplyIndex(t *testing.T) {
 	}
 }
 
+// A round's reply subjects are <prefix><round>.<index>, cut from one
+// string across the lengths of the indexes, and read back by replyIndex.
+func TestRoundReplies(t *testing.T) {
+	const prefix = "_INBOX.abc."
+	for _, n := range []int{0, 1, 9, 10, 11, 99, 100, 101, 1000, 1234} {
+		for _, id := range []uint64{1, 42, 18446744073709551615} {
+			r := ackRound{id: id}
+			r.replies, r.base = roundReplies(prefix, id, n)
+			end := 0
+			for i := range n {
+				got, want := r.replyOf(i), prefix+strconv.FormatUint(id, 10)+"."+strconv.Itoa(i)
+				if got != want {
+					t.Fatalf("round %d of %d: reply %d is %q, want %q", id, n, i, got, want)
+				}
+				if round, index, ok := replyIndex(got[len(prefix):]); !ok || round != id || index != i {
+					t.Fatalf("replyIndex(%q) = %d, %d, %v", got, round, index, ok)
+				}
+				end += len(want)
+			}
+			if len(r.replies) != end {
+				t.Fatalf("round of %d: %d bytes of replies, want %d", n, len(r.replies), end)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(10, func() { roundReplies(prefix, 7, 512) }); n > 2 {
+		t.Errorf("the replies of a round of 512: %v allocations, want at most 2", n)
+	}
+}
+
 func FuzzParsePubAck(f *testing.F) {
 	f.Add([]byte(`{"stream":"S","seq":9,"duplicate": true}`))
 	f.Add([]byte(`{"error":{"code":400}}`))
@@ -152,9 +182,18 @@ func TestAcksAgainstTheServer(t *testing.T) {
 	if r := got[4]; !r.answered || r.Err != errNoStream {
 		t.Errorf("no stream: %+v, want %v", r, errNoStream)
 	}
+	many := make([]*nats.Msg, 120) // indexes of one, two and three digits
+	for i := range many {
+		many[i] = msg("substate.acks.b", "many-"+strconv.Itoa(i), "x")
+	}
+	for i, r := range send(10*time.Second, many...) {
+		if !r.answered || r.Err != nil || r.Seq != uint64(3+i) {
+			t.Fatalf("message %d of a round of %d: %+v, want stored at %d", i, len(many), r, 3+i)
+		}
+	}
 	late := send(200*time.Millisecond, msg("substate.acks.a", "three", "x"), msg("substate.silent", "", "x"))
-	if r := late[0]; !r.answered || r.Seq != 3 {
-		t.Errorf("before the silent one: %+v, want stored at 3", r)
+	if r := late[0]; !r.answered || r.Seq != 3+uint64(len(many)) {
+		t.Errorf("before the silent one: %+v, want stored at %d", r, 3+len(many))
 	}
 	if r := late[1]; r.answered {
 		t.Errorf("silent: %+v, want no answer", r)
