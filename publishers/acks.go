@@ -120,17 +120,18 @@ func (a *acks) publish(r *ackRound, i int, m *nats.Msg) error {
 // message. It returns the string and the length the subjects share before
 // the index.
 func roundReplies(prefix string, id uint64, n int) (string, int) {
-	var idBuf [20]byte
+	var idBuf, indexBuf [20]byte
 	head := strconv.AppendUint(idBuf[:0], id, 10)
 	base := len(prefix) + len(head) + 1
-	b := make([]byte, 0, replyOffset(base, n))
+	var b strings.Builder
+	b.Grow(replyOffset(base, n))
 	for i := range n {
-		b = append(b, prefix...)
-		b = append(b, head...)
-		b = append(b, '.')
-		b = strconv.AppendInt(b, int64(i), 10)
+		b.WriteString(prefix)
+		b.Write(head)
+		b.WriteByte('.')
+		b.Write(strconv.AppendInt(indexBuf[:0], int64(i), 10))
 	}
-	return string(b), base
+	return b.String(), base
 }
 
 // replyOf is the reply subject of the round's i-th message.

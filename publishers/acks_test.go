@@ -106,8 +106,8 @@ func TestRoundReplies(t *testing.T) {
 			}
 		}
 	}
-	if n := testing.AllocsPerRun(10, func() { roundReplies(prefix, 7, 512) }); n > 2 {
-		t.Errorf("the replies of a round of 512: %v allocations, want at most 2", n)
+	if n := testing.AllocsPerRun(10, func() { roundReplies(prefix, 7, 512) }); n > 1 {
+		t.Errorf("the replies of a round of 512: %v allocations, want 1", n)
 	}
 }
 
