@@ -131,20 +131,17 @@ func textOf(e *Event, f textField) *string {
 
 // Values an event shares with many others, which decode to these strings.
 var (
-	knownSpecVersions  = []string{CloudEventsSpecVersion}
-	knownContentTypes  = []string{EventContentType}
-	knownSources       = stringsOf(Providers, func(p Provider) string { return sourcePrefix + string(p) })
-	knownProviders     = stringsOf(Providers, Provider.String)
-	knownTypes         = append(EventTypes(), EventType)
-	knownSubStates     = stringsOf(SubStates, func(s SubState) string { return string(s) })
-	knownVerbs         = stringsOf(SubStates, func(s SubState) string { return string(s.Verb()) })
-	knownStatuses      = stringsOf(SubStates, func(s SubState) string { return string(s.Status()) })
-	errTrailingEvent   = errors.New("data after the event")
-	errWantNumber      = errors.New("want a JSON number")
-	errWantBool        = errors.New("want a JSON boolean")
-	errIntegerSyntax   = errors.New("want an integer")
-	errIntegerOverflow = errors.New("integer out of range")
-	errTimeGrammar     = errors.New("not an RFC 3339 time")
+	knownSpecVersions = []string{CloudEventsSpecVersion}
+	knownContentTypes = []string{EventContentType}
+	knownSources      = stringsOf(Providers, func(p Provider) string { return sourcePrefix + string(p) })
+	knownProviders    = stringsOf(Providers, Provider.String)
+	knownTypes        = append(EventTypes(), EventType)
+	knownSubStates    = stringsOf(SubStates, func(s SubState) string { return string(s) })
+	knownVerbs        = stringsOf(SubStates, func(s SubState) string { return string(s.Verb()) })
+	knownStatuses     = stringsOf(SubStates, func(s SubState) string { return string(s.Status()) })
+	errTrailingEvent  = errors.New("data after the event")
+	errWantBool       = errors.New("want a JSON boolean")
+	errTimeGrammar    = errors.New("not an RFC 3339 time")
 )
 
 func stringsOf[T any](vs []T, f func(T) string) []string {

@@ -1,7 +1,7 @@
 package substate
 
 import (
-	"math"
+	"strconv"
 	"time"
 
 	"github.com/substatehq/substate/internal/intern"
@@ -95,68 +95,25 @@ func (x *eventDecoder) readBool() (bool, error) {
 	return false, errWantBool
 }
 
-// readInt reads a JSON number that is an integer in an int.
+// readInt reads a JSON number that is an integer in an int. JSON's
+// grammar (which the decoder holds the text to) has no sign but a minus
+// and no base prefix, so strconv reads what json.Unmarshal would.
 func (x *eventDecoder) readInt() (int, error) {
-	v, err := x.number()
-	if err != nil || v == nil {
+	v, null, err := jsonx.ReadNumber(x.d)
+	if err != nil || null {
 		return 0, err
 	}
-	neg := v[0] == '-'
-	if neg {
-		v = v[1:]
-	}
-	n, err := parseDigits(v)
-	switch {
-	case err != nil:
-		return 0, err
-	case neg && n > -math.MinInt, !neg && n > math.MaxInt:
-		return 0, errIntegerOverflow
-	case neg:
-		return int(-n), nil
-	}
-	return int(n), nil
+	n, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+	return int(n), err
 }
 
 // readUint reads a JSON number that is an unsigned integer.
 func (x *eventDecoder) readUint() (uint64, error) {
-	v, err := x.number()
-	if err != nil || v == nil {
+	v, null, err := jsonx.ReadNumber(x.d)
+	if err != nil || null {
 		return 0, err
 	}
-	return parseDigits(v)
-}
-
-// number reads a JSON number's text, or nil for null.
-func (x *eventDecoder) number() ([]byte, error) {
-	v, err := x.d.ReadValue()
-	switch {
-	case err != nil:
-		return nil, err
-	case v.Kind() == 'n':
-		return nil, nil
-	case v.Kind() != '0':
-		return nil, errWantNumber
-	}
-	return v, nil
-}
-
-// parseDigits parses a number of decimal digits only (no sign, fraction
-// or exponent) into a uint64.
-func parseDigits(b []byte) (uint64, error) {
-	if len(b) == 0 {
-		return 0, errIntegerSyntax
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, errIntegerSyntax
-		}
-		if n > (math.MaxUint64-uint64(c-'0'))/10 {
-			return 0, errIntegerOverflow
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, nil
+	return strconv.ParseUint(string(v), 10, 64)
 }
 
 // readTime reads an RFC 3339 time as json.Unmarshal reads a time.Time: the

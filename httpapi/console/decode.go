@@ -135,14 +135,9 @@ func readString(d *jsontext.Decoder, old, known string) (string, error) {
 // readUint reads a JSON number that is an unsigned integer; null leaves
 // old.
 func readUint(d *jsontext.Decoder, old uint64) (uint64, error) {
-	v, err := d.ReadValue()
-	switch {
-	case err != nil:
+	v, null, err := jsonx.ReadNumber(d)
+	if err != nil || null {
 		return old, err
-	case v.Kind() == 'n':
-		return old, nil
-	case v.Kind() != '0':
-		return old, errors.New("want a JSON number")
 	}
 	return strconv.ParseUint(string(v), 10, 64)
 }

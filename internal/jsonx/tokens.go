@@ -11,6 +11,7 @@ import (
 var (
 	ErrWantObject = errors.New("want a JSON object")
 	ErrWantString = errors.New("want a JSON string")
+	ErrWantNumber = errors.New("want a JSON number")
 )
 
 // The token readers below are for the hand decoders of the hot path (the
@@ -65,6 +66,21 @@ func ReadText(d *jsontext.Decoder) (text []byte, null bool, err error) {
 	}
 	text, err = Unquote(v)
 	return text, false, err
+}
+
+// ReadNumber reads a JSON number's text (valid until the next read), or
+// reports a null.
+func ReadNumber(d *jsontext.Decoder) (number []byte, null bool, err error) {
+	v, err := d.ReadValue()
+	switch {
+	case err != nil:
+		return nil, false, err
+	case v.Kind() == 'n':
+		return nil, true, nil
+	case v.Kind() != '0':
+		return nil, false, ErrWantNumber
+	}
+	return v, false, nil
 }
 
 // Unquote returns the text of the JSON string v: a part of v when it has

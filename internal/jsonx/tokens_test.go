@@ -60,3 +60,26 @@ func TestUnquote(t *testing.T) {
 		t.Errorf("Unquote of escapes = %q, %v", got, err)
 	}
 }
+
+// ReadNumber gives a number's text as written and reports null; another
+// kind is ErrWantNumber.
+func TestReadNumber(t *testing.T) {
+	tests := []struct {
+		in, want string
+		null     bool
+		err      error
+	}{
+		{in: `42`, want: "42"},
+		{in: `-1.5e3`, want: "-1.5e3"},
+		{in: `null`, null: true},
+		{in: `"42"`, err: jsonx.ErrWantNumber},
+		{in: `true`, err: jsonx.ErrWantNumber},
+		{in: `[1]`, err: jsonx.ErrWantNumber},
+	}
+	for _, tt := range tests {
+		got, null, err := jsonx.ReadNumber(jsontext.NewDecoder(bytes.NewBufferString(tt.in)))
+		if !errors.Is(err, tt.err) || null != tt.null || string(got) != tt.want {
+			t.Errorf("ReadNumber(%s) = %q, %v, %v; want %q, %v, %v", tt.in, got, null, err, tt.want, tt.null, tt.err)
+		}
+	}
+}
