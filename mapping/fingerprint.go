@@ -54,64 +54,47 @@ func Fingerprint(p substate.Provider, errorType, message string) string {
 // Templating a template changes nothing.
 func Template(message string) string { return template(message, MaxFingerprint) }
 
-// appendErrorKind appends the error type as a fingerprint holds it
-// (errorKind), in place when the type is ASCII: for ASCII, lower-casing
-// is per byte, the blank runes are the controls and the space, and every
-// byte is a rune's start, so a cut anywhere is one Truncate would make.
+// appendErrorKind appends the error type as a fingerprint holds it, in
+// one pass: a run of invalid UTF-8 as one U+FFFD (as strings.ToValidUTF8
+// writes it), lower-cased rune by rune (as strings.ToLower), each run of
+// blank runes one space and none at either end, "/" written "_", and cut
+// at maxErrorKind bytes before the first rune that does not fit (as
+// substate.Truncate cuts).
 func appendErrorKind(dst []byte, t string) []byte {
-	for i := range len(t) {
-		if t[i] >= utf8.RuneSelf {
-			return append(dst, errorKind(t)...)
+	start, space, invalid := len(dst), false, false
+	for i := 0; i < len(t); {
+		r, n := rune(t[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(t[i:])
 		}
-	}
-	start, space := len(dst), false
-	for i := 0; i < len(t) && len(dst)-start < maxErrorKind; i++ {
-		c := t[i]
-		switch {
-		case c <= ' ' || c == 0x7f:
+		i += n
+		if r == utf8.RuneError && n == 1 {
+			if invalid {
+				continue // the run's U+FFFD is written
+			}
+			invalid = true
+		} else {
+			invalid = false
+		}
+		if r = unicode.ToLower(r); blank(r) {
 			space = len(dst) > start
 			continue
-		case space:
-			space = false
-			dst = append(dst, ' ')
-			if len(dst)-start == maxErrorKind {
-				return dst
-			}
 		}
-		switch {
-		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
-		case c == '/':
-			c = '_'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-// errorKind is the error type as a fingerprint holds it.
-func errorKind(t string) string {
-	t = strings.ReplaceAll(collapse(strings.ToLower(strings.ToValidUTF8(t, "\uFFFD"))), "/", "_")
-	return substate.Truncate(t, maxErrorKind)
-}
-
-// collapse replaces every run of whitespace and control characters with
-// one space and trims both ends.
-func collapse(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if blank(r) {
-			space = b.Len() > 0
-			continue
+		if r == '/' {
+			r = '_'
 		}
 		if space {
-			b.WriteByte(' ')
-			space = false
+			if len(dst)-start+1 > maxErrorKind {
+				return dst
+			}
+			dst, space = append(dst, ' '), false
 		}
-		b.WriteRune(r)
+		if len(dst)-start+utf8.RuneLen(r) > maxErrorKind {
+			return dst
+		}
+		dst = utf8.AppendRune(dst, r)
 	}
-	return b.String()
+	return dst
 }
 
 // blank reports a rune that templates collapse: whitespace, controls,

@@ -7,9 +7,29 @@ import (
 	"github.com/substatehq/substate"
 )
 
+// errorKind is the error type as a fingerprint holds it, by its
+// definition: invalid UTF-8 replaced, lower-cased, blank runs collapsed to
+// one space and trimmed, "/" written "_", cut to maxErrorKind bytes.
+func errorKind(t string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToLower(strings.ToValidUTF8(t, "\uFFFD")) {
+		if blank(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return substate.Truncate(strings.ReplaceAll(b.String(), "/", "_"), maxErrorKind)
+}
+
 // FuzzFingerprintParts checks the in-place writers Fingerprint uses
-// against the string functions they stand for: appendErrorKind against
-// errorKind, templateAfter a head against the template alone, and
+// against what they stand for: appendErrorKind against errorKind's
+// definition, templateAfter a head against the template alone, and
 // Fingerprint against the head and template put together.
 func FuzzFingerprintParts(f *testing.F) {
 	for _, s := range [][2]string{
@@ -19,6 +39,10 @@ func FuzzFingerprintParts(f *testing.F) {
 		{strings.Repeat("A", 62) + "\x7f\x00 /Z", "'quoted' at start"},
 		{strings.Repeat("ab ", 40), "5 items " + strings.Repeat("w", 300)},
 		{"Ünïcode Type", "\xff\u00a0K 0xdeadbeef"},
+		{"Bad\xe2\x82\xffType \uFFFD\xff/İ" + strings.Repeat("é", 40), "x"},
+		{strings.Repeat("a", 62) + " é", "x"},
+		{strings.Repeat("a", 63) + "\u00a0\u200bb", "x"},
+		{strings.Repeat("a", 64) + " b", "x"},
 		{"", "arn:aws:states:us-east-1:123456789012:execution:sm:x"},
 		{"T", " \t leading blanks"},
 	} {
