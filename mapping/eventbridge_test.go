@@ -130,8 +130,9 @@ func TestMapEventBridge(t *testing.T) {
 }
 
 // A decoded event is reused for the next: what one event said must not
-// show in the next one's, which leaves it out (EventBridge may omit what
-// is null).
+// show in the next one's, which leaves it out. The real deliveries in the
+// fixtures write every field, null or not; a payload that leaves fields
+// out (forged, or a later shape) must still map only what it says.
 func TestMapEventBridgeForgetsTheEventBefore(t *testing.T) {
 	const head = `{"id":"e-1","detail-type":"Step Functions Execution Status Change","source":"aws.states","time":"2024-06-19T10:00:30Z",` +
 		`"detail":{"executionArn":"arn:aws:states:us-east-1:123456789012:execution:order-fulfillment:ord-1",`
