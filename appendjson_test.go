@@ -81,10 +81,31 @@ func sameAsMarshal(t *testing.T, c *substate.Change) {
 	e := substate.NewChangeEvent(*c, "https://substate.example")
 	e.Data.Encoded = nil
 	want, wantErr = json.Marshal(&e)
-	e.Data.Encoded = got
+	data := got
+	e.Data.Encoded = data
 	got, err = substate.EncodeChangeEvent(&e)
 	if (err != nil) != (wantErr != nil) || err == nil && !bytes.Equal(got, want) {
 		t.Fatalf("change event\n%s (%v)\njson.Marshal\n%s (%v)", got, err, want, wantErr)
+	}
+	sameAppended(t, want, wantErr, func(b []byte) ([]byte, error) { return substate.AppendChangeEvent(b, &e) })
+	e.Data.Encoded = nil
+	sameAppended(t, want, wantErr, func(b []byte) ([]byte, error) { return substate.AppendChangeEvent(b, &e) })
+}
+
+// sameAppended fails unless appendTo, given a buffer that holds a prefix
+// and stale bytes past it (as a publisher's buffer holds its last
+// message), appends exactly want after the prefix, or fails where wantErr
+// says encoding fails.
+func sameAppended(t *testing.T, want []byte, wantErr error, appendTo func([]byte) ([]byte, error)) {
+	t.Helper()
+	buf := append(make([]byte, 0, 64), "prefix"...)
+	copy(buf[len(buf):cap(buf)], bytes.Repeat([]byte{'x'}, cap(buf)))
+	got, err := appendTo(buf)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("appending: error %v, json.Marshal's %v", err, wantErr)
+	}
+	if err == nil && (!bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want)) {
+		t.Fatalf("appended\n%s\nwant prefix and\n%s", got, want)
 	}
 }
 
@@ -185,6 +206,7 @@ func sameEventAsMarshal(t *testing.T, e substate.Event) {
 	if err == nil && !bytes.Equal(got, want) {
 		t.Fatalf("encoded\n%s\njson.Marshal\n%s", got, want)
 	}
+	sameAppended(t, want, wantErr, func(b []byte) ([]byte, error) { return substate.AppendEvent(b, &e) })
 }
 
 func FuzzMarshalEvent(f *testing.F) {

@@ -147,12 +147,27 @@ func eventSource(p Provider) string {
 // table test and a fuzz target hold the two equal): the normalizer
 // encodes every canonical event. An event json.Marshal would refuse is
 // left to it, so the error stays its own.
-func MarshalEvent(e Event) ([]byte, error) {
-	if b, ok := e.appendJSON(make([]byte, 0, eventJSONRoom(&e))); ok {
-		return b, nil
+func MarshalEvent(e Event) ([]byte, error) { return AppendEvent(nil, &e) }
+
+// AppendEvent appends to b what MarshalEvent returns for *e, so that a
+// publisher sending one event at a time writes each into the buffer of
+// the one before it.
+func AppendEvent(b []byte, e *Event) ([]byte, error) {
+	if out, ok := e.appendJSON(slices.Grow(b, eventJSONRoom(e))); ok {
+		return out, nil
 	}
-	refused := e // a copy escapes, so e stays on the stack
-	return json.Marshal(&refused)
+	refused := *e // a copy escapes, so *e stays where it is
+	return appendMarshal(b, &refused)
+}
+
+// appendMarshal appends json.Marshal's encoding of v to b, or returns its
+// error.
+func appendMarshal(b []byte, v any) ([]byte, error) {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, out...), nil
 }
 
 // UnmarshalEvent decodes structured CloudEvents JSON and checks that it is a

@@ -2,6 +2,7 @@ package substate
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -142,16 +143,21 @@ func MarshalChangeEvent(c Change, schemaBase string) ([]byte, error) {
 // data as they are: the envelope is written alone, field by field as
 // json.Marshal writes it, and the data appended, the same JSON without
 // encoding the two views again.
-func EncodeChangeEvent(e *ChangeEvent) ([]byte, error) {
+func EncodeChangeEvent(e *ChangeEvent) ([]byte, error) { return AppendChangeEvent(nil, e) }
+
+// AppendChangeEvent appends to b what EncodeChangeEvent returns for e, so
+// that the change feed writes each message's body into the buffer of the
+// one before it.
+func AppendChangeEvent(b []byte, e *ChangeEvent) ([]byte, error) {
 	data := e.Data.Encoded
-	if data == nil {
-		return json.Marshal(e)
+	if data != nil {
+		w := jsonWriter{b: slices.Grow(b, envelopeRoom+len(data)), ok: true}
+		if envelope(&w, e); w.ok {
+			return append(append(w.b, data...), '}'), nil
+		}
 	}
-	w := jsonWriter{b: make([]byte, 0, envelopeRoom+len(data)), ok: true}
-	if envelope(&w, e); !w.ok {
-		return json.Marshal(e) // its error
-	}
-	return append(append(w.b, data...), '}'), nil
+	refused := *e // a copy escapes, so *e stays where it is
+	return appendMarshal(b, &refused)
 }
 
 // envelopeRoom is room enough for a change's envelope without its data.

@@ -211,10 +211,11 @@ func ChangeMsg(c *substate.Change, schemaBase string) (*nats.Msg, error) {
 // change builds the change-feed message of c in b (see reuse).
 func (b *msgBuilder) change(c *substate.Change, schemaBase string) error {
 	e := substate.NewChangeEvent(*c, schemaBase) // as MarshalChangeEvent, keeping its id for the header
-	body, err := substate.EncodeChangeEvent(&e)
+	body, err := substate.AppendChangeEvent(b.body[:0], &e)
 	if err != nil {
 		return substate.WrapError(substate.EINTERNAL, err, "encode change")
 	}
+	b.body = body
 	b.reuse(substate.ChangeSubject(c), body, 3)
 	b.set(substate.HeaderContentType, substate.CloudEventsMediaType)
 	b.set(substate.HeaderMsgID, e.ID)

@@ -296,10 +296,11 @@ func (p *JetStream) eventMsg(b *msgBuilder, e *substate.Event) error {
 	if e.DataSchema == "" {
 		e.DataSchema = substate.SchemaURL(p.SchemaBase, substate.EventSchema)
 	}
-	body, err := substate.MarshalEvent(*e)
+	body, err := substate.AppendEvent(b.body[:0], e)
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}
+	b.body = body
 	b.reuse(substate.EventsSubject(e.Data.TenantID), body, 5)
 	b.set(substate.HeaderMsgID, e.ID)
 	b.set(substate.HeaderContentType, substate.CloudEventsMediaType)

@@ -8,6 +8,7 @@ import "github.com/nats-io/nats.go"
 type msgBuilder struct {
 	m    *nats.Msg
 	vals []string
+	body []byte // the buffer of the last body built, free again once it was sent (see reuse)
 }
 
 // newMsg starts a message on subject with data and room for n header

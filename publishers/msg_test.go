@@ -1,6 +1,7 @@
 package publishers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ func TestMsgBuilderReuseForgetsTheLastMessage(t *testing.T) {
 	var b msgBuilder
 	first := substate.Change{Seq: 1, TenantID: "a", TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
 	first.New.Provider, first.New.WorkflowSubState = substate.ProviderEngine, substate.StateRunning
+	first.New.WorkflowErrorMessage = strings.Repeat("longer than the next body ", 20)
 	if err := b.change(&first, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +47,7 @@ func TestMsgBuilderReuseForgetsTheLastMessage(t *testing.T) {
 	p := &JetStream{}
 	ev := substate.NewEvent("e1", substate.EventData{TenantID: "a", Provider: substate.ProviderEngine, SubState: substate.StateRunning})
 	ev.Raw = substate.RawRef{Seq: 7, ID: "raw-1"}
+	ev.Data.ErrorMessage = strings.Repeat("longer than the next body ", 20)
 	if err := p.eventMsg(&b, &ev); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +60,9 @@ func TestMsgBuilderReuseForgetsTheLastMessage(t *testing.T) {
 	}
 	if got := b.m.Header.Get(substate.HeaderMsgID); got != "e2" {
 		t.Fatalf("second event's id %q", got)
+	}
+	if body, err := substate.MarshalEvent(ev2); err != nil || string(b.m.Data) != string(body) {
+		t.Fatalf("second event's body\n%s\nwant\n%s (%v)", b.m.Data, body, err)
 	}
 }
 

@@ -144,6 +144,12 @@ func (d *DB) ChangesWaiting() <-chan struct{} { return d.outboxReady }
 func (d *DB) PendingChanges(ctx context.Context, limit int) ([]substate.Change, error) {
 	var out []substate.Change
 	err := d.read(ctx, "read change outbox", func(tx *bolt.Tx) error {
+		// Sized for what is in memory, usually all that waits: a change
+		// holds two views, so growing by doubling would copy the round
+		// about twice.
+		if n := min(limit, len(d.fresh)); n > 0 {
+			out = make([]substate.Change, 0, n)
+		}
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
 			if d.isRemoved(k) {
