@@ -1,10 +1,10 @@
 package substate
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -15,16 +15,20 @@ import (
 // pipeline's CPU there. A change json.Marshal would refuse (a string that
 // is not UTF-8, a time RFC 3339 cannot hold) is left to json.Marshal, so
 // the error is its own.
-func EncodeChange(c *Change) ([]byte, error) {
-	b, ok := c.appendJSON(make([]byte, 0, changeJSONRoom(c)))
-	if ok {
-		return b, nil
+func EncodeChange(c *Change) ([]byte, error) { return AppendChange(nil, c) }
+
+// AppendChange appends to b what EncodeChange returns for c: the view's
+// outbox writes the change's data inside the entry that holds it.
+func AppendChange(b []byte, c *Change) ([]byte, error) {
+	if out, ok := c.appendJSON(slices.Grow(b, ChangeJSONRoom(c))); ok {
+		return out, nil
 	}
-	return json.Marshal(c)
+	return appendMarshal(b, c)
 }
 
-// changeJSONRoom is about the length of a change's JSON.
-func changeJSONRoom(c *Change) int {
+// ChangeJSONRoom is about the length of a change's JSON, at least as long
+// for most changes: room to make for it in a buffer that holds more.
+func ChangeJSONRoom(c *Change) int {
 	return 64 + len(c.TenantID) + viewJSONRoom(&c.Old) + viewJSONRoom(&c.New)
 }
 

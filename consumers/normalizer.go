@@ -65,8 +65,8 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 	n.Metrics.observeBatch(substate.StageNormalize, len(batch))
 	tb := n.Tracer.Batch(n.trace, batch)
 	defer tb.End(nil)
-	var ok []normalized
-	var out []substate.Event
+	ok := make([]normalized, 0, len(batch))
+	out := make([]substate.Event, 0, len(batch)) // a message maps to one event, most often
 	for _, msg := range batch {
 		m, err := n.normalize(msg, tb)
 		if err != nil {

@@ -110,6 +110,7 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 		orig:   make(map[string]*Record, len(batch)),
 		next:   make(map[string]*Record, len(batch)),
 		dirty:  make(map[string]bool, len(batch)),
+		order:  make([]string, 0, len(batch)),
 		last:   d.seq,
 		lastID: d.seqID,
 	}
@@ -127,6 +128,11 @@ func (d *DB) plan(batch []substate.Sequenced, debug bool) (*work, error) {
 				return err
 			}
 			next, out := ApplyEvent(*rec, s.Event, w.now)
+			if out == Changed && w.res.Changes == nil {
+				// Room for the rest of the batch at its first change: a
+				// change holds two views, too large to copy as a slice grows.
+				w.res.Changes = make([]substate.Change, 0, len(batch)-i)
+			}
 			w.apply(s, rec, next, out)
 		}
 		return nil

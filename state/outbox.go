@@ -77,19 +77,24 @@ func putOutbox(b *bolt.Bucket, c *substate.Change) error {
 }
 
 // encodeOutbox encodes a change as its outboxEntry: the change's data
-// first, encoded alone so that c keeps it (c.Encoded), then the members
-// beside it. The JSON is the same as encoding the outboxEntry whole.
+// first, then the members beside it; the JSON is the same as encoding the
+// outboxEntry whole. Data not encoded yet is written in place and kept in
+// c.Encoded, a part of the entry, for the feed's message.
 func encodeOutbox(c *substate.Change) ([]byte, error) {
+	const head = `{"change":`
+	data := len(c.Encoded)
 	if c.Encoded == nil {
-		data, err := substate.EncodeChange(c)
-		if err != nil {
-			return nil, fmt.Errorf("encode change %d: %w", c.Seq, err)
-		}
-		c.Encoded = data
+		data = substate.ChangeJSONRoom(c)
 	}
-	v := make([]byte, 0, len(`{"change":,"traceparent":"","hop":"","kind":255}`)+len(c.Encoded)+len(c.TraceParent)+len(c.Hop))
-	v = append(append(v, `{"change":`...), c.Encoded...)
+	v := make([]byte, 0, len(head+`,"traceparent":"","hop":"","kind":255}`)+data+len(c.TraceParent)+len(c.Hop))
+	v = append(v, head...)
 	var err error
+	if c.Encoded != nil {
+		v = append(v, c.Encoded...)
+	} else if v, err = substate.AppendChange(v, c); err != nil {
+		return nil, fmt.Errorf("encode change %d: %w", c.Seq, err)
+	}
+	end := len(v)
 	if c.TraceParent != "" {
 		if v, err = jsontext.AppendQuote(append(v, `,"traceparent":`...), c.TraceParent); err != nil {
 			return nil, fmt.Errorf("encode change %d: traceparent: %w", c.Seq, err)
@@ -103,7 +108,11 @@ func encodeOutbox(c *substate.Change) ([]byte, error) {
 	if c.Kind != 0 {
 		v = strconv.AppendUint(append(v, `,"kind":`...), uint64(c.Kind), 10)
 	}
-	return append(v, '}'), nil
+	v = append(v, '}')
+	if c.Encoded == nil {
+		c.Encoded = v[len(head):end:end] // taken last, a part of the entry even where an append above moved v
+	}
+	return v, nil
 }
 
 // maxFresh bounds the changes kept in memory beside the outbox: a feed

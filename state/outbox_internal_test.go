@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func TestEncodeOutboxIsTheEntry(t *testing.T) {
 		{"All", func(c *substate.Change) {
 			c.TraceParent, c.Hop, c.Kind = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "h", substate.ChangeStuck
 		}},
+		{"Longer than the data", func(c *substate.Change) { c.Hop = strings.Repeat("h", 8192) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := base
@@ -47,6 +49,14 @@ func TestEncodeOutboxIsTheEntry(t *testing.T) {
 			data, _ := json.Marshal(&c)
 			if !bytes.Equal(c.Encoded, data) {
 				t.Fatalf("the change kept\n%s\nwant its data\n%s", c.Encoded, data)
+			}
+			_ = append(c.Encoded, "overwritten"...) // what the change keeps is not the entry's to write
+			if !bytes.Equal(got, want) {
+				t.Fatalf("after an append to the change's data, stored\n%s\nwant\n%s", got, want)
+			}
+			again, err := encodeOutbox(&c) // the unstuck message of the same change
+			if err != nil || !bytes.Equal(again, want) {
+				t.Fatalf("with its data encoded already, stored\n%s (%v)\nwant\n%s", again, err, want)
 			}
 		})
 	}
