@@ -138,7 +138,8 @@ func onePerTenant(changes []substate.Change) []substate.Change {
 
 // publish sends the round, then awaits its acknowledgements, and returns
 // the changes the server acknowledged (stored or found a duplicate), with
-// the first error.
+// the first error. They are gathered at the front of round, which the
+// caller does not use again.
 func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]substate.Change, error) {
 	a := f.changeAcks()
 	r, err := a.round(len(round))
@@ -167,7 +168,7 @@ func (f *ChangeFeed) publish(ctx context.Context, round []substate.Change) ([]su
 		sent++
 	}
 	timeout := cmp.Or(f.AckTimeout, DefaultFeedAckTimeout)
-	acked := make([]substate.Change, 0, sent)
+	acked := round[:0] // in place: the i-th answer's change is at i or later
 	var ackErr error
 	for i, res := range a.wait(ctx, r, sent, timeout) {
 		switch {

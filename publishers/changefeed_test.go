@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,4 +268,50 @@ func soakCycles(tb testing.TB, name string, def int) int {
 		tb.Fatalf("%s=%q: want a positive number", name, v)
 	}
 	return n
+}
+
+// TestChangeFeedRoundWithARefusal: a change the stream refuses in the
+// middle of a round stays in the outbox, and the changes on either side
+// of it, which the stream stored, leave it.
+func TestChangeFeedRoundWithARefusal(t *testing.T) {
+	ctx := context.Background()
+	w := newFeedWorld(t, 2)
+	s, err := w.b.JetStream.Stream(ctx, substate.StreamChanges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.MaxMsgSize = 8 << 10
+	if _, err := w.b.JetStream.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var committed []substate.Change
+	for i, tenant := range []string{"a", "b", "c"} {
+		msg := "small"
+		if tenant == "b" {
+			msg = strings.Repeat("too large for the stream ", 600)
+		}
+		res, err := w.db.Apply(ctx, []substate.Sequenced{{Seq: uint64(i + 1), Event: substate.EventData{
+			TenantID: tenant, Provider: substate.ProviderEngine, ExecutionID: "e1", Workflow: "w",
+			SubState: substate.StateError, ProviderState: "error", ErrorMessage: msg, Revision: 1,
+			OccurredAt:         time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC),
+			ExecutionStartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		}}})
+		if err != nil || len(res.Changes) != 1 {
+			t.Fatalf("apply %s: %d changes, %v", tenant, len(res.Changes), err)
+		}
+		committed = append(committed, res.Changes...)
+	}
+	n, err := w.feed().Drain(ctx)
+	if err == nil || n != 2 {
+		t.Fatalf("round stored %d changes with error %v, want 2 and the refusal", n, err)
+	}
+	left, err := w.db.PendingChanges(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].TenantID != "b" {
+		t.Fatalf("outbox keeps %d changes (%+v), want b's alone", len(left), left)
+	}
+	checkFeed(t, w.b.JetStream, []substate.Change{committed[0], committed[2]})
 }
