@@ -68,14 +68,14 @@ func (n *Normalizer) handle(ctx context.Context, batch []jetstream.Msg) {
 	ok := make([]normalized, 0, len(batch))
 	out := make([]substate.Event, 0, len(batch)) // a message maps to one event, most often
 	for _, msg := range batch {
-		m, err := n.normalize(msg, tb)
+		m, more, err := n.normalize(msg, tb, out)
+		out = more
 		if err != nil {
 			tb.DeadLetter(msg, err)
 			n.reject(ctx, msg, err)
 			continue
 		}
 		ok = append(ok, m)
-		out = append(out, m.events...)
 	}
 	if err := n.Events.PublishEvents(ctx, out); err != nil {
 		if len(ok) == 1 {
@@ -112,32 +112,36 @@ func (n *Normalizer) publishEach(ctx context.Context, batch []normalized) {
 	}
 }
 
-// normalize maps one raw message to canonical events, and starts their
-// spans in tb.
-func (n *Normalizer) normalize(msg jetstream.Msg, tb *tracing.Batch) (normalized, error) {
+// normalize maps one raw message to canonical events, appends them to
+// out, the batch's events so far, and starts their spans in tb. The
+// message's own events are the part of out they were appended as; a
+// message that fails leaves out as it was.
+func (n *Normalizer) normalize(msg jetstream.Msg, tb *tracing.Batch, out []substate.Event) (normalized, []substate.Event, error) {
 	raw, err := rawEvent(msg)
 	if err != nil {
-		return normalized{}, err
+		return normalized{}, out, err
 	}
 	data, err := n.Mapper.Map(raw)
 	if err != nil {
-		return normalized{}, err
+		return normalized{}, out, err
 	}
 	ref := substate.RawRef{ID: raw.ID}
 	if meta, err := msg.Metadata(); err == nil {
 		ref.Seq = meta.Sequence.Stream
 	}
 	tp := traceParentOf(&raw)
-	events := make([]substate.Event, len(data))
+	start := len(out)
 	for i := range data {
 		if err := data[i].Validate(); err != nil {
-			return normalized{}, err
+			return normalized{}, out[:start], err
 		}
-		events[i] = substate.NewEvent(n.EventID(raw, i), data[i])
-		events[i].Raw = ref // the audit trail back to the provider's payload
-		events[i].TraceParent = tp
+		e := substate.NewEvent(n.EventID(raw, i), data[i])
+		e.Raw = ref // the audit trail back to the provider's payload
+		e.TraceParent = tp
+		out = append(out, e)
 	}
-	return normalized{msg: msg, events: events, spans: tb.PublishEvents(tp, &raw, events)}, nil
+	events := out[start:len(out):len(out)] // capped: the next message's events are not its own
+	return normalized{msg: msg, events: events, spans: tb.PublishEvents(tp, &raw, events)}, out, nil
 }
 
 // rawEvent rebuilds the raw event of a message on substate.raw.<kind>. A
