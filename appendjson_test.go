@@ -81,8 +81,7 @@ func sameAsMarshal(t *testing.T, c *substate.Change) {
 	e := substate.NewChangeEvent(*c, "https://substate.example")
 	e.Data.Encoded = nil
 	want, wantErr = json.Marshal(&e)
-	data := got
-	e.Data.Encoded = data
+	e.Data.Encoded = got
 	got, err = substate.EncodeChangeEvent(&e)
 	if (err != nil) != (wantErr != nil) || err == nil && !bytes.Equal(got, want) {
 		t.Fatalf("change event\n%s (%v)\njson.Marshal\n%s (%v)", got, err, want, wantErr)

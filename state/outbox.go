@@ -82,14 +82,15 @@ func putOutbox(b *bolt.Bucket, c *substate.Change) error {
 // c.Encoded, a part of the entry, for the feed's message.
 func encodeOutbox(c *substate.Change) ([]byte, error) {
 	const head = `{"change":`
-	data := len(c.Encoded)
-	if c.Encoded == nil {
-		data = substate.ChangeJSONRoom(c)
+	encode := c.Encoded == nil // its data is written here, and kept
+	room := len(c.Encoded)
+	if encode {
+		room = substate.ChangeJSONRoom(c)
 	}
-	v := make([]byte, 0, len(head+`,"traceparent":"","hop":"","kind":255}`)+data+len(c.TraceParent)+len(c.Hop))
+	v := make([]byte, 0, len(head+`,"traceparent":"","hop":"","kind":255}`)+room+len(c.TraceParent)+len(c.Hop))
 	v = append(v, head...)
 	var err error
-	if c.Encoded != nil {
+	if !encode {
 		v = append(v, c.Encoded...)
 	} else if v, err = substate.AppendChange(v, c); err != nil {
 		return nil, fmt.Errorf("encode change %d: %w", c.Seq, err)
@@ -109,7 +110,7 @@ func encodeOutbox(c *substate.Change) ([]byte, error) {
 		v = strconv.AppendUint(append(v, `,"kind":`...), uint64(c.Kind), 10)
 	}
 	v = append(v, '}')
-	if c.Encoded == nil {
+	if encode {
 		c.Encoded = v[len(head):end:end] // taken last, a part of the entry even where an append above moved v
 	}
 	return v, nil
